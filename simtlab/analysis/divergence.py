@@ -1,0 +1,59 @@
+"""Divergence: which lanes of a warp executed each warp instruction.
+
+A warp instruction is one source line executed by a warp for the n-th time: the line-trace
+rows with the same ``(gwarp, site, seq)``. Lanes that took the other side of a branch, or that
+left a loop early, are missing from it. SIMT efficiency is the fraction of lane slots used:
+lane-executions / (32 x warp instructions issued).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..emulator.limits import WARP_SIZE
+from ..emulator.tracing import group_ids
+
+
+def instructions(lines) -> np.recarray:
+    """One row per warp instruction, in program order within each warp, with its lane mask."""
+    names = ("gwarp", "block", "warp", "line", "site", "seq", "mask", "lanes", "step")
+    if len(lines) == 0:
+        return np.rec.fromarrays([np.zeros(0, np.int64)] * len(names), names=names)
+    ins, n = group_ids(lines.gwarp, lines.site, lines.seq)
+    mask = np.zeros(n, np.int64)
+    np.bitwise_or.at(mask, ins, np.left_shift(1, lines.lane.astype(np.int64)))
+    # program order of a warp instruction: the earliest step at which any lane executed it
+    step = np.full(n, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(step, ins, lines.step)
+    first = np.zeros(n, np.int64)
+    first[ins] = np.arange(len(lines))
+    f = lines[first]
+    rec = np.rec.fromarrays([f.gwarp, f.block, f.warp, f.line, f.site, f.seq, mask,
+                             np.bincount(ins, minlength=n), step], names=names)
+    return rec[np.lexsort((rec.seq, rec.step, rec.gwarp))]
+
+
+def simt_efficiency(lines) -> float | None:
+    if len(lines) == 0:
+        return None
+    _, n = group_ids(lines.gwarp, lines.site, lines.seq)
+    return float(len(lines) / (WARP_SIZE * n))
+
+
+def lane_masks(lines, gwarp: int):
+    """(instructions x 32) bool matrix of one warp, and the source line of each instruction."""
+    ins = instructions(lines)
+    ins = ins[ins.gwarp == gwarp]
+    bits = ((ins.mask[:, None] >> np.arange(WARP_SIZE)) & 1).astype(bool)
+    return bits, ins.line
+
+
+def divergent_lines(lines) -> dict:
+    """Source line -> mean active lanes per warp instruction, for lines that ran with < 32."""
+    ins = instructions(lines)
+    out = {}
+    for line in np.unique(ins.line):
+        lanes = ins.lanes[ins.line == line]
+        if lanes.mean() < WARP_SIZE:
+            out[int(line)] = float(lanes.mean())
+    return out

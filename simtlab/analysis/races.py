@@ -1,0 +1,116 @@
+"""Data races: two threads touch one address, at least one writes, and nothing orders them.
+
+Ordering that the emulator knows about:
+- shared memory: accesses of one block on either side of a ``syncthreads`` (different barrier
+  epochs) are ordered; inside one warp, a ``syncwarp`` between them orders them too;
+- global memory: the same inside a block; two different blocks of one launch are never
+  ordered (there is no barrier between blocks), so any write/access pair between blocks races;
+- two atomics never race with each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..emulator.memory import KINDS
+
+MAX_REPORTED = 1000
+
+
+@dataclass(frozen=True)
+class Race:
+    array: str
+    space: str
+    index: tuple
+    threads: tuple        # ((block xyz, thread xyz), (block xyz, thread xyz))
+    lines: tuple          # (line of first access, line of second access)
+    kinds: tuple          # ('write', 'read') ...
+
+    def __str__(self):
+        (b1, t1), (b2, t2) = self.threads
+        idx = ", ".join(str(i) for i in self.index)
+        return (f"race on {self.space} {self.array}[{idx}]: block {b1} thread {t1} "
+                f"{self.kinds[0]}s it at line {self.lines[0]}, block {b2} thread {t2} "
+                f"{self.kinds[1]}s it at line {self.lines[1]}, with no barrier between them")
+
+
+def _ordered(col, i, j):
+    """Vectorised: is access ``i`` ordered with each access in ``j`` (barrier rules)?"""
+    same_block = col["block"][j] == col["block"][i]
+    other_epoch = col["epoch"][j] != col["epoch"][i]
+    same_warp = same_block & (col["warp"][j] == col["warp"][i])
+    other_wsync = col["wepoch"][j] != col["wepoch"][i]
+    return same_block & (other_epoch | (same_warp & other_wsync))
+
+
+def _groups(keys):
+    order = np.lexsort(tuple(reversed(keys)))
+    k = np.stack([c[order] for c in keys])
+    starts = np.flatnonzero(np.r_[True, np.any(k[:, 1:] != k[:, :-1], axis=0)])
+    return order, starts
+
+
+def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
+    """Return (races found, list of up to ``limit`` Race records), one per racy address."""
+    sel = (mem.space == 0) | (mem.space == 1)
+    col = {f: np.asarray(mem[f])[sel] for f in
+           ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
+            "line")}
+    n = len(col["block"])
+    if n == 0:
+        return 0, []
+    shared = col["space"] == 1
+    gtid = col["block"] * (int(col["thread"].max()) + 1) + col["thread"]
+    # Candidate addresses first, vectorised; the exact pair check below runs only on them.
+    # Shared memory: only accesses of one block in one barrier epoch can race.
+    # Global memory: any two blocks can race; inside a block, only within one epoch.
+    addr = (col["array"], np.where(shared, col["block"], -1), col["index"],
+            np.where(shared, col["epoch"], -1))
+    order, starts = _groups(addr)
+    plain_write = np.add.reduceat((col["kind"][order] == 1).astype(np.int64), starts) > 0
+    atomic = np.add.reduceat((col["kind"][order] == 2).astype(np.int64), starts) > 0
+    read = np.add.reduceat((col["kind"][order] == 0).astype(np.int64), starts) > 0
+    g = gtid[order]
+    multi_thread = np.maximum.reduceat(g, starts) != np.minimum.reduceat(g, starts)
+    b = col["block"][order]
+    multi_block = np.maximum.reduceat(b, starts) != np.minimum.reduceat(b, starts)
+    # inside one block and epoch, do several threads share the address?
+    sub_order, sub_starts = _groups(addr + (col["block"], col["epoch"]))
+    sg = gtid[sub_order]
+    sub_multi = np.maximum.reduceat(sg, sub_starts) != np.minimum.reduceat(sg, sub_starts)
+    group_of_row = np.empty(n, np.int64)
+    group_of_row[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    row_sub_multi = np.zeros(n, bool)
+    row_sub_multi[sub_order] = np.repeat(sub_multi, np.diff(np.r_[sub_starts, n]))
+    unordered_sharing = np.zeros(len(starts), bool)
+    np.logical_or.at(unordered_sharing, group_of_row, row_sub_multi)
+    candidate = (plain_write | (atomic & read)) & multi_thread & (multi_block | unordered_sharing)
+
+    ends = np.r_[starts[1:], n]
+    count, found = 0, []
+    for s, e in zip(starts[candidate], ends[candidate]):
+        idx = np.sort(order[s:e])                 # rows of this address, in time order
+        for p in idx[col["kind"][idx] != 0][:8]:
+            others = idx[gtid[idx] != gtid[p]]
+            if col["kind"][p] == 2:
+                others = others[col["kind"][others] != 2]
+            others = others[~_ordered(col, p, others)]
+            if len(others):
+                a, b2 = sorted((int(p), int(others[0])))
+                count += 1
+                if len(found) < limit:
+                    found.append(_record(col, a, b2, arrays, unravel))
+                break
+    return count, found
+
+
+def _record(col, a, b, arrays, unravel):
+    info = arrays[int(col["array"][a])]
+    return Race(array=info.name, space=info.space,
+                index=tuple(int(v) for v in np.unravel_index(int(col["index"][a]), info.shape)),
+                threads=tuple((unravel("block", int(col["block"][r])),
+                               unravel("thread", int(col["thread"][r]))) for r in (a, b)),
+                lines=(int(col["line"][a]), int(col["line"][b])),
+                kinds=(KINDS[int(col["kind"][a])], KINDS[int(col["kind"][b])]))

@@ -1,0 +1,135 @@
+"""Rebind a numba-cuda kernel's Python source to the emulator's fake ``cuda`` module.
+
+A ``@cuda.jit`` kernel keeps its original Python function in ``py_func``. That function looks
+up ``cuda`` (and any ``@cuda.jit(device=True)`` helpers it calls) in its module's globals, so
+the emulator makes a copy of the function whose globals point at the fake module and at
+rebound copies of the device functions. The student's source is untouched: the same kernel
+still compiles for a real GPU.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+
+def _is_numba_cuda_module(value) -> bool:
+    return isinstance(value, types.ModuleType) and value.__name__ in (
+        "numba.cuda", "numba_cuda.numba.cuda")
+
+
+def _is_cuda_dispatcher(value) -> bool:
+    # numba-cuda's CUDADispatcher (kernels and device functions) and its simulator's FakeCUDAKernel
+    cls = type(value)
+    return hasattr(value, "py_func") and "cuda" in cls.__module__
+
+
+def plain_function(kernel):
+    """The Python function behind a kernel: ``kernel.py_func`` or the function itself."""
+    func = getattr(kernel, "py_func", kernel)
+    if not isinstance(func, types.FunctionType):
+        raise TypeError(
+            f"emulate() needs a kernel written in Python (a @cuda.jit function or a plain "
+            f"function), not {type(kernel).__name__}")
+    return func
+
+
+class KernelBinder:
+    """Makes emulator copies of a kernel and of every device function it reaches."""
+
+    def __init__(self, fake_cuda):
+        self.fake_cuda = fake_cuda
+        self._done: dict[int, types.FunctionType] = {}
+        self.codes: set = set()          # code objects of kernel + device functions (traced)
+
+    def bind(self, kernel) -> types.FunctionType:
+        return self._bind_function(plain_function(kernel))
+
+    def _bind_function(self, func: types.FunctionType) -> types.FunctionType:
+        key = id(func)
+        if key in self._done:
+            return self._done[key]
+        new_globals = dict(func.__globals__)
+        bound = types.FunctionType(func.__code__, new_globals, func.__name__,
+                                   func.__defaults__, None)
+        self._done[key] = bound              # before recursing: device functions may recurse
+        self.codes.add(func.__code__)
+        for name in _global_names(func.__code__):
+            if name in new_globals:
+                new_globals[name] = self._replacement(new_globals[name])
+        if func.__closure__:
+            cells = tuple(types.CellType(self._replacement(c.cell_contents))
+                          if _cell_has_value(c) else c for c in func.__closure__)
+            bound = types.FunctionType(func.__code__, new_globals, func.__name__,
+                                       func.__defaults__, cells)
+            self._done[key] = bound
+        bound.__kwdefaults__ = func.__kwdefaults__
+        return bound
+
+    def _replacement(self, value):
+        if _is_numba_cuda_module(value):
+            return self.fake_cuda
+        if _is_cuda_dispatcher(value) and isinstance(getattr(value, "py_func", None),
+                                                      types.FunctionType):
+            return self._bind_function(value.py_func)
+        if isinstance(value, types.ModuleType) and value.__name__ == "numba":
+            return _NumbaProxy(value, self.fake_cuda)
+        return value
+
+
+def _cell_has_value(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
+def _global_names(code: types.CodeType):
+    """Every global name a code object (and its nested code objects) may load."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+class _NumbaProxy:
+    """``numba`` module stand-in so that ``numba.cuda.threadIdx`` also reaches the fake."""
+
+    def __init__(self, numba_module, fake_cuda):
+        self._numba = numba_module
+        self.cuda = fake_cuda
+
+    def __getattr__(self, name):
+        return getattr(self._numba, name)
+
+
+_DTYPES: dict = {}
+
+
+def to_numpy_dtype(dtype) -> np.dtype:
+    """numba types (``float32``, ``types.int32``), NumPy types and strings to a NumPy dtype."""
+    try:
+        return _DTYPES[dtype]
+    except (KeyError, TypeError):
+        pass
+    result = _to_numpy_dtype(dtype)
+    try:
+        _DTYPES[dtype] = result
+    except TypeError:
+        pass
+    return result
+
+
+def _to_numpy_dtype(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        pass
+    try:
+        from numba.np.numpy_support import as_dtype
+        return as_dtype(dtype)
+    except Exception:
+        return np.dtype(str(dtype))

@@ -1,0 +1,70 @@
+"""``emulate()``: check a launch, bind the kernel to the fake ``cuda`` module, run it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .binding import KernelBinder, plain_function
+from .cuda_api import FakeCuda
+from .errors import LaunchError
+from .limits import as_dim3, check_launch
+from .memory import GLOBAL, TracedArray
+from .run import Run
+from .scheduler import Scheduler
+
+GLOBAL_ALIGN = 512     # cudaMalloc returns 256-byte (or better) aligned pointers
+
+
+def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
+            order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
+            max_steps: int = 1_000_000, max_trace: int = 4_000_000) -> Run:
+    """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
+
+    NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
+    ``trace``: True (memory and lines), ``"memory"`` (accesses only) or False (fastest).
+    ``order="random"`` runs blocks, warps and lanes in an order drawn from ``seed``.
+    """
+    func = plain_function(kernel)
+    griddim = as_dim3(griddim, "griddim")
+    blockdim = as_dim3(blockdim, "blockdim")
+    check_launch(griddim, blockdim, int(shared_bytes))
+    nparams = func.__code__.co_argcount
+    if len(args) != nparams and not func.__defaults__:
+        names = ", ".join(func.__code__.co_varnames[:nparams])
+        raise LaunchError(f"{func.__name__}({names}) takes {nparams} arguments, "
+                          f"the launch passes {len(args)}",
+                          fix="pass one argument per kernel parameter")
+
+    sched = Scheduler(None, (), griddim, blockdim, shared_bytes=int(shared_bytes), trace=trace,
+                      order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
+                      max_trace=max_trace)
+    fake = sched.fake = FakeCuda(sched)
+    binder = KernelBinder(fake)
+    sched.kernel = binder.bind(kernel)
+    sched.codes = frozenset(binder.codes)
+    sched.kernel_code = func.__code__
+
+    kernel_args, copy_back, next_base = [], [], 0
+    for pos, value in enumerate(args):
+        if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
+            raise LaunchError(f"argument {pos} is a GPU array ({type(value).__name__})",
+                              fix="the emulator works on NumPy arrays: pass a NumPy array "
+                                  "(e.g. cupy.asnumpy(x) or x.copy_to_host())")
+        if isinstance(value, np.ndarray):
+            name = func.__code__.co_varnames[pos] if pos < nparams else f"arg{pos}"
+            data = value if value.flags.c_contiguous else np.ascontiguousarray(value)
+            if data is not value:
+                copy_back.append((value, data))
+            info = sched._register_array(name, "global", data.shape, data.dtype, next_base)
+            next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            kernel_args.append(TracedArray(sched, info.id, data.reshape(-1), data.shape or (1,),
+                                           name, GLOBAL))
+        else:
+            kernel_args.append(value)
+    sched.args = tuple(kernel_args)
+    try:
+        sched.run()
+    finally:
+        for original, data in copy_back:
+            original[...] = data
+    return Run(sched, func.__name__)

@@ -1,0 +1,232 @@
+"""Arrays as a kernel sees them: every access is bounds-checked and, when tracing, recorded.
+
+A ``TracedArray`` wraps a NumPy array (global memory arguments, shared, local and constant
+arrays). Reads and writes go straight to the NumPy data, so the caller's arrays are updated
+in place. Each access is appended to the launch's trace as one tuple; ``tracing.py`` turns the
+tuples into record arrays once the kernel has finished.
+"""
+
+from __future__ import annotations
+
+import operator
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import EmulationError, OutOfBoundsError, UninitializedReadError
+
+GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
+SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}
+READ, WRITE, ATOMIC = 0, 1, 2
+KINDS = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
+
+_index = operator.index
+_getframe = sys._getframe
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One array of a launch: where it lives and how to turn an index into a byte address."""
+
+    id: int
+    name: str
+    space: str
+    shape: tuple
+    dtype: np.dtype
+    itemsize: int
+    base: int          # byte address of element 0 (global: one address space; shared: per block)
+
+
+class TracedArray:
+    """A NumPy array seen through a kernel: bounds checks, uninitialised-read checks, trace."""
+
+    __slots__ = ("_st", "_id", "_root", "_offset", "_estrides", "_n0", "_s0", "_written",
+                 "_readonly", "name", "shape", "size", "ndim", "dtype", "space")
+
+    def __init__(self, st, array_id: int, root_flat: np.ndarray, shape, name: str, space: int,
+                 *, written=None, readonly=False, offset=0, estrides=None):
+        self._st = st
+        self._id = array_id
+        self._root = root_flat                    # 1-D view of the whole array's storage
+        self._offset = offset
+        shape = tuple(int(s) for s in shape)
+        if estrides is None:                      # C order element strides
+            estrides, acc = [], 1
+            for s in reversed(shape):
+                estrides.append(acc)
+                acc *= s
+            estrides = tuple(reversed(estrides))
+        self._estrides = tuple(estrides)
+        self.shape = shape
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape)) if shape else 1
+        self.dtype = root_flat.dtype
+        self._n0 = shape[0] if shape else 1
+        self._s0 = self._estrides[0] if shape else 1
+        self._written = written                   # bool mask over root (shared memory only)
+        self._readonly = readonly
+        self.name = name
+        self.space = space
+
+    # --- the array protocol a kernel uses -------------------------------------------------
+    def __len__(self):
+        return self._n0
+
+    def __repr__(self):
+        return f"<{SPACES[self.space]} array {self.name} shape={self.shape} dtype={self.dtype}>"
+
+    @property
+    def T(self):
+        raise EmulationError("x.T inside a kernel is not supported by the emulator",
+                             fix="index the array with swapped indices instead")
+
+    def __getitem__(self, idx):
+        if self.ndim == 1 and idx.__class__ is not tuple and idx.__class__ is not slice:
+            try:
+                i = _index(idx)
+            except TypeError:
+                raise self._bad_index(idx, _getframe(1)) from None
+            if not 0 <= i < self._n0:
+                raise self._out_of_bounds(idx, "reads", _getframe(1))
+            flat = self._offset + i * self._s0
+        else:
+            flat = self._flat_nd(idx, "reads", _getframe(1))
+            if flat.__class__ is TracedArray:
+                return flat
+        st = self._st
+        if st.rec is not None:
+            st.record(self._id, flat, 0, _getframe(1))
+        if self._written is not None and not self._written[flat]:
+            raise self._uninitialised(idx, _getframe(1))
+        return self._root[flat]
+
+    def __setitem__(self, idx, value):
+        if self.ndim == 1 and idx.__class__ is not tuple:
+            try:
+                i = _index(idx)
+            except TypeError:
+                raise self._bad_index(idx, _getframe(1)) from None
+            if not 0 <= i < self._n0:
+                raise self._out_of_bounds(idx, "writes", _getframe(1))
+            flat = self._offset + i * self._s0
+        else:
+            flat = self._flat_nd(idx, "writes", _getframe(1), allow_view=False)
+        if self._readonly:
+            raise self._st.error(EmulationError, f"writes to {self.name}, which is constant "
+                                 "memory and read-only inside a kernel", _getframe(1),
+                                 fix="copy the value into a local variable and change that")
+        st = self._st
+        if st.rec is not None:
+            st.record(self._id, flat, 1, _getframe(1))
+        self._root[flat] = value
+        if self._written is not None:
+            self._written[flat] = True
+
+    # --- used by cuda.atomic.* --------------------------------------------------------------
+    def _atomic_update(self, idx, update, frame):
+        """Read-modify-write as one indivisible step; returns the old value."""
+        if self.ndim == 1 and idx.__class__ is not tuple:
+            try:
+                i = _index(idx)
+            except TypeError:
+                raise self._bad_index(idx, frame) from None
+            if not 0 <= i < self._n0:
+                raise self._out_of_bounds(idx, "updates atomically", frame)
+            flat = self._offset + i * self._s0
+        else:
+            flat = self._flat_nd(idx, "updates atomically", frame, allow_view=False)
+        if self._readonly:
+            raise self._st.error(EmulationError, f"atomic on constant array {self.name}", frame)
+        st = self._st
+        if st.rec is not None:
+            st.record(self._id, flat, 2, frame)
+        if self._written is not None and not self._written[flat]:
+            raise self._uninitialised(idx, frame)
+        old = self._root[flat]
+        self._root[flat] = update(old)
+        return old
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _flat_nd(self, idx, verb, frame, allow_view=True):
+        if idx.__class__ is not tuple:
+            idx = (idx,)
+        if any(v.__class__ is slice for v in idx):
+            if not allow_view:
+                raise self._st.error(EmulationError, f"assigns to a slice of {self.name}",
+                                     frame, fix="assign element by element in a loop")
+            return self._view(idx, frame)
+        if len(idx) != self.ndim:
+            raise self._st.error(
+                OutOfBoundsError,
+                f"indexes {self.name} (shape {self.shape}) with {len(idx)} indices", frame,
+                fix=f"give exactly {self.ndim} indices, e.g. {self.name}[{', '.join('ijk'[:self.ndim])}]")
+        flat = self._offset
+        for v, n, s in zip(idx, self.shape, self._estrides):
+            try:
+                v = _index(v)
+            except TypeError:
+                raise self._bad_index(idx, frame) from None
+            if not 0 <= v < n:
+                raise self._out_of_bounds(idx, verb, frame)
+            flat += v * s
+        return flat
+
+    def _view(self, idx, frame):
+        """A slice of the array (``a[i, :]``): a new TracedArray over the same storage."""
+        shaped = np.lib.stride_tricks.as_strided(
+            self._root[self._offset:], shape=self.shape,
+            strides=tuple(s * self.dtype.itemsize for s in self._estrides))
+        try:
+            view = shaped[idx]
+        except IndexError as e:
+            raise self._st.error(OutOfBoundsError, f"slice {idx} of {self.name}: {e}", frame) from None
+        if view.ndim == 0:
+            raise self._st.error(EmulationError, "empty slice", frame)
+        start = (view.__array_interface__["data"][0]
+                 - self._root.__array_interface__["data"][0]) // self.dtype.itemsize
+        estrides = tuple(s // self.dtype.itemsize for s in view.strides)
+        return TracedArray(self._st, self._id, self._root, view.shape, self.name, self.space,
+                           written=self._written, readonly=self._readonly, offset=start,
+                           estrides=estrides)
+
+    def _describe_index(self, idx):
+        if idx.__class__ is tuple:
+            return f"{self.name}[{', '.join(str(v) for v in idx)}]"
+        return f"{self.name}[{idx}]"
+
+    def _out_of_bounds(self, idx, verb, frame):
+        values = idx if idx.__class__ is tuple else (idx,)
+        negative = any(_safe_int(v) is not None and _safe_int(v) < 0 for v in values)
+        valid = ", ".join(f"0..{n - 1}" for n in self.shape)
+        what = f"{verb} {self._describe_index(idx)}: {self.name} has shape {self.shape} " \
+               f"(valid indices {valid})"
+        if negative:
+            what += ". A negative index: numba would wrap it to the end of the array and " \
+                    "CUDA C would read before the array; both hide a boundary bug"
+            fix = "check the index arithmetic at the boundary (e.g. i - 1 when i == 0) and " \
+                  "guard or clamp it"
+        else:
+            fix = "guard the access with a bounds check such as `if i < " \
+                  f"{self.name}.shape[0]:`; the grid has more threads than elements"
+        return self._st.error(OutOfBoundsError, what, frame, fix=fix)
+
+    def _bad_index(self, idx, frame):
+        return self._st.error(
+            OutOfBoundsError, f"indexes {self.name} with {idx!r} of type {type(idx).__name__}",
+            frame, fix="indices must be integers: use // for integer division, or int(...)")
+
+    def _uninitialised(self, idx, frame):
+        return self._st.error(
+            UninitializedReadError,
+            f"reads {self._describe_index(idx)} of shared array {self.name!r}, which no thread "
+            "of this block has written yet", frame,
+            fix="if another thread writes this element, put cuda.syncthreads() between that "
+                "write and this read; otherwise initialise the shared array first")
+
+
+def _safe_int(v):
+    try:
+        return _index(v)
+    except TypeError:
+        return None

@@ -1,0 +1,83 @@
+"""Turn the tuples recorded while the kernel ran into NumPy record arrays.
+
+During the run each access is one tuple ``(gtid, array, flat index, kind, site, seq, epoch,
+wsync)`` and each executed line one tuple ``(gtid, site, seq)``: appending a tuple is the
+cheapest thing Python can do per access. The columns the analyses and plots use (block,
+warp, lane, byte address...) are derived here, once, with vectorised NumPy.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+
+import numpy as np
+
+from .limits import WARP_SIZE
+
+SPACE_CODES = {"global": 0, "shared": 1, "local": 2, "const": 3}
+
+MEMORY_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "epoch", "wepoch", "space",
+                 "array", "index", "address", "width", "kind", "line", "site", "seq")
+LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step")
+LINE_MASK = 0xFFFFF       # a site is code index << 20 | line number
+
+
+def _thread_columns(gtid, tpb, wpb):
+    block = gtid // tpb
+    thread = gtid % tpb
+    warp = thread // WARP_SIZE
+    return block, thread, warp, thread % WARP_SIZE, block * wpb + warp
+
+
+def occurrence(*keys) -> np.ndarray:
+    """For rows in time order: how many earlier rows share the same keys (0, 1, 2, ...)."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((np.arange(n),) + tuple(reversed(keys)))
+    sorted_keys = np.stack([k[order] for k in keys])
+    new_group = np.r_[True, np.any(sorted_keys[:, 1:] != sorted_keys[:, :-1], axis=0)]
+    group_start = np.maximum.accumulate(np.where(new_group, np.arange(n), 0))
+    seq = np.empty(n, np.int64)
+    seq[order] = np.arange(n) - group_start
+    return seq
+
+
+def build_memory(records, arrays, tpb, wpb) -> np.recarray:
+    raw = np.array(records, dtype=np.int64).reshape(-1, 7)
+    gtid, aid, flat, kind, site, epoch, wsync = raw.T
+    block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
+    space_of = np.array([SPACE_CODES[a.space] for a in arrays] or [0], np.int64)
+    item_of = np.array([a.itemsize for a in arrays] or [1], np.int64)
+    base_of = np.array([a.base for a in arrays] or [0], np.int64)
+    cols = [block, thread, warp, lane, gwarp, epoch, wsync, space_of[aid], aid, flat,
+            base_of[aid] + flat * item_of[aid], item_of[aid], kind, site & LINE_MASK, site,
+            occurrence(gtid, site)]
+    return np.rec.fromarrays(cols, names=MEMORY_FIELDS)
+
+
+def build_lines(finished_threads, tpb, wpb) -> np.recarray:
+    """``finished_threads``: (gtid, [site, site, ...]) per thread, each list in execution order."""
+    finished_threads = sorted(finished_threads, key=lambda t: t[0])
+    lengths = np.array([len(sites) for _, sites in finished_threads], np.int64)
+    gtid = np.repeat(np.array([g for g, _ in finished_threads], np.int64), lengths)
+    site = np.array(list(chain.from_iterable(sites for _, sites in finished_threads)),
+                    np.int64).reshape(-1)
+    step = np.arange(len(site)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
+    return np.rec.fromarrays([block, thread, warp, lane, gwarp, site & LINE_MASK, site,
+                              occurrence(gtid, site), step], names=LINE_FIELDS)
+
+
+def group_ids(*columns) -> tuple[np.ndarray, int]:
+    """Dense ids 0..n-1 for the distinct rows of several non-negative integer columns."""
+    if len(columns[0]) == 0:
+        return np.zeros(0, np.int64), 0
+    key = np.zeros(len(columns[0]), np.int64)
+    for c in columns:
+        c = np.asarray(c, np.int64)
+        _, dense = np.unique(c, return_inverse=True)
+        key = key * (int(dense.max()) + 1) + dense.reshape(-1)
+    _, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return inverse, int(inverse.max()) + 1

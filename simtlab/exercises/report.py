@@ -1,0 +1,294 @@
+"""How every check talks to the student.
+
+A check function either returns quietly after calling :func:`passed`, or
+raises :class:`CheckFailed` with a message that says exactly what is wrong::
+
+    from simtlab.exercises.report import (CheckFailed, passed, poison,
+                                          compare_arrays, run_student_kernel)
+
+    def check_scale(scale_kernel):
+        x = np.arange(1000, dtype=np.float32)
+        out = poison(1000, np.float32)             # NaN: unwritten elements show up
+        run_student_kernel(scale_kernel, 4, 256, x, out)
+        compare_arrays(out, 2 * x, "out", index_names=("i",))
+        passed("scale_kernel doubles every element")
+"""
+
+from __future__ import annotations
+
+import html
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = [
+    "CheckFailed",
+    "passed",
+    "poison",
+    "poison_value",
+    "compare_arrays",
+    "run_student_kernel",
+]
+
+#: how many wrong elements a message lists
+MAX_LISTED = 5
+
+
+class CheckFailed(AssertionError):
+    """The student's answer is wrong; the message says what, and where."""
+
+
+# ---------------------------------------------------------------------------
+# success
+
+
+def _in_ipython() -> bool:
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        return ipython.get_ipython() is not None
+    except Exception:  # pragma: no cover - broken IPython install
+        return False
+
+
+def passed(message: str) -> None:
+    """Tell the student a check passed: a green "✔ message" line."""
+    text = f"\u2714 {message}"
+    if _in_ipython():
+        from IPython.display import display
+
+        bundle = {
+            "text/plain": text,
+            "text/html": (
+                '<div style="color:#1a7f37;font-weight:600;font-family:var(--jp-ui-font-family,sans-serif)">'
+                f"{html.escape(text)}</div>"
+            ),
+        }
+        display(bundle, raw=True)
+    else:
+        print(text)
+
+
+# ---------------------------------------------------------------------------
+# poisoned outputs
+
+
+def poison_value(dtype) -> Any:
+    """The value :func:`poison` fills an array of ``dtype`` with.
+
+    NaN for floating and complex types, the most negative value for signed
+    integers, the largest value for unsigned integers.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return dt.type(np.nan)
+    if dt.kind == "c":
+        return dt.type(complex(np.nan, np.nan))
+    if dt.kind == "i":
+        return dt.type(np.iinfo(dt).min)
+    if dt.kind == "u":
+        return dt.type(np.iinfo(dt).max)
+    raise TypeError(f"poison: no fill value that can be told apart from a result for dtype {dt}")
+
+
+def poison(shape, dtype=np.float32) -> np.ndarray:
+    """An output array filled with a value no correct kernel writes.
+
+    :func:`compare_arrays` reports elements still holding it as "never written".
+    """
+    return np.full(shape, poison_value(dtype), dtype=dtype)
+
+
+def _is_poisoned(got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """Elements of ``got`` still holding the poison value (where ``expected`` does not)."""
+    kind = got.dtype.kind
+    if kind in "fc":
+        return np.isnan(got) & ~np.isnan(expected) if expected.dtype.kind in "fc" else np.isnan(got)
+    if kind in "iu":
+        value = poison_value(got.dtype)
+        return (got == value) & (expected != value)
+    return np.zeros(got.shape, dtype=bool)
+
+
+# ---------------------------------------------------------------------------
+# comparing arrays
+
+
+def _to_numpy(a) -> np.ndarray:
+    if hasattr(a, "copy_to_host"):  # numba device array
+        a = a.copy_to_host()
+    elif hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        a = a.get()
+    return np.asarray(a)
+
+
+def _format_index(idx: tuple[int, ...], index_names: Sequence[str] | None) -> str:
+    if index_names is not None and len(index_names) == len(idx):
+        return "(" + ", ".join(f"{n}={int(i)}" for n, i in zip(index_names, idx)) + ")"
+    return "(" + ", ".join(str(int(i)) for i in idx) + ")"
+
+
+def _format_value(v) -> str:
+    if isinstance(v, (np.floating, float)):
+        return "NaN" if np.isnan(v) else f"{float(v):.7g}"
+    if isinstance(v, (np.complexfloating, complex)):
+        return f"{complex(v):.7g}"
+    if isinstance(v, np.generic):
+        return str(v.item())
+    return str(v)
+
+
+def _is_run(flat: np.ndarray) -> bool:
+    """True when the sorted indices ``flat`` are one contiguous run."""
+    return flat.size > 1 and int(flat[-1] - flat[0]) + 1 == flat.size
+
+
+def compare_arrays(
+    got,
+    expected,
+    name: str,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    index_names: Sequence[str] | None = None,
+) -> None:
+    """Raise :class:`CheckFailed` unless ``got`` matches ``expected``.
+
+    Floats are compared with ``np.isclose(got, expected, rtol, atol)`` (NaN
+    equals NaN only where ``expected`` is NaN), integers and booleans exactly.
+    The message names the array, how many elements are wrong, and the first
+    few with their index, expected and got values; elements still holding the
+    :func:`poison` value are reported as "never written" first.
+    ``index_names`` (e.g. ``("row", "col")``) labels the index components.
+    """
+    got = _to_numpy(got)
+    expected = _to_numpy(expected)
+
+    if got.shape != expected.shape:
+        raise CheckFailed(f"{name} has shape {got.shape}, expected shape {expected.shape}")
+
+    if got.dtype.kind in "fc" or expected.dtype.kind in "fc":
+        try:
+            wrong = ~np.isclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+        except TypeError as e:
+            raise CheckFailed(f"{name} holds {got.dtype} values that cannot be compared with {expected.dtype}") from e
+    else:
+        wrong = got != expected
+        wrong = np.asarray(wrong, dtype=bool)
+        if wrong.shape != got.shape:  # comparison fell back to a scalar
+            wrong = np.ones(got.shape, dtype=bool)
+    if not wrong.any():
+        return
+
+    unwritten = _is_poisoned(got, expected) & wrong
+    miscomputed = wrong & ~unwritten
+    total = got.size
+    parts: list[str] = []
+
+    n_unwritten = int(unwritten.sum())
+    if n_unwritten:
+        where = np.argwhere(unwritten)
+        fill = _format_value(poison_value(got.dtype)) if got.dtype.kind in "fciu" else "?"
+        held = f"it still holds {fill}, the value {name} was filled with before the launch"
+        if n_unwritten == 1:
+            idx = _format_index(tuple(where[0]), index_names)
+            parts.append(f"{name}: element {idx} was never written ({held})")
+        else:
+            if got.ndim == 1 and _is_run(where[:, 0]):
+                which = (
+                    f"elements {_format_index(tuple(where[0]), index_names)} to "
+                    f"{_format_index(tuple(where[-1]), index_names)}"
+                )
+            else:
+                which = "elements " + ", ".join(_format_index(tuple(i), index_names) for i in where[:MAX_LISTED])
+                if n_unwritten > MAX_LISTED:
+                    which += ", ..."
+            parts.append(
+                f"{name}: {n_unwritten} of {total} elements were never written ({held.replace('it still holds', 'they still hold')}): "
+                f"{which}"
+            )
+
+    n_wrong = int(miscomputed.sum())
+    if n_wrong:
+        where = np.argwhere(miscomputed)
+        lines = []
+        for i in where[:MAX_LISTED]:
+            idx = tuple(i)
+            lines.append(
+                f"  element {_format_index(idx, index_names)}: expected {_format_value(expected[idx])}, "
+                f"got {_format_value(got[idx])}"
+            )
+        if n_wrong > MAX_LISTED:
+            lines.append(f"  ... and {n_wrong - MAX_LISTED} more")
+        span = ""
+        if got.ndim == 1 and n_wrong > 1 and _is_run(where[:, 0]):
+            span = (
+                f", all of elements {_format_index(tuple(where[0]), index_names)} to "
+                f"{_format_index(tuple(where[-1]), index_names)}"
+            )
+        tol = f" (tolerance rtol={rtol:g}, atol={atol:g})" if got.dtype.kind in "fc" else ""
+        verb = "has" if n_wrong == 1 else "have"
+        parts.append(f"{name}: {n_wrong} of {total} elements {verb} the wrong value{span}{tol}:\n" + "\n".join(lines))
+
+    raise CheckFailed("\n".join(parts))
+
+
+# ---------------------------------------------------------------------------
+# running the student's kernel
+
+
+def _not_implemented_in_chain(exc: BaseException) -> NotImplementedError | None:
+    seen = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, NotImplementedError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__
+    return None
+
+
+def _emulation_error_class():
+    import simtlab
+
+    cls = getattr(simtlab, "EmulationError", None)
+    if cls is None:
+        try:
+            from simtlab.emulator.errors import EmulationError as cls
+        except ImportError:
+            return None
+    return cls
+
+
+def run_student_kernel(kernel, griddim, blockdim, *args, **opts):
+    """Run the student's kernel on the emulator (``simtlab.emulate``) and return the run.
+
+    A kernel still holding its ``raise NotImplementedError(...)`` stub becomes
+    ``CheckFailed("You have not written this exercise yet: ...")``; any other
+    emulation error (out-of-bounds access, deadlock at a barrier, ...) becomes
+    a :class:`CheckFailed` carrying the emulator's message.
+    """
+    import simtlab
+
+    try:
+        return simtlab.emulate(kernel, griddim, blockdim, *args, **opts)
+    except CheckFailed:
+        raise
+    except Exception as e:
+        todo = _not_implemented_in_chain(e)
+        if todo is None:
+            # the emulator may report the stub without chaining the original exception
+            problem = getattr(e, "problem", None)
+            if isinstance(problem, str) and problem.startswith("NotImplementedError"):
+                todo = problem.partition(":")[2].strip() or "NotImplementedError"
+        if todo is not None:
+            failure = CheckFailed(f"You have not written this exercise yet: {todo}")
+            failure.original = e
+            raise failure from None
+        cls = _emulation_error_class()
+        if cls is not None and isinstance(e, cls):
+            failure = CheckFailed(str(e))
+            failure.original = e
+            raise failure from None
+        raise

@@ -1,0 +1,417 @@
+"""Build the student notebooks in ``chapters/`` from the master notebooks in ``solutions/``.
+
+A master notebook is an ordinary notebook whose exercise cells carry
+
+.. code-block:: python
+
+    cell.metadata["simtlab"] = {
+        "id": "2.3",            # stable, unique in the notebook; grading keys on it
+        "role": "answer",       # setup | answer | check | hidden-check | readonly
+        "points": 2,            # check and hidden-check cells only (int >= 0)
+    }
+
+and whose answer cells hold the solution between two marker lines::
+
+    def square(x):
+        ### BEGIN SOLUTION
+        ### HINT: multiply x by itself      (optional, any number of lines)
+        return x * x
+        ### END SOLUTION
+
+In the student notebook the region becomes
+``raise NotImplementedError("Exercise 2.3: multiply x by itself")`` at the
+indentation of the region's code.  Inside CUDA C source (a string literal),
+the markers are written as C comments, ``// ### BEGIN SOLUTION`` ...
+``// ### END SOLUTION`` (hint: ``// ### HINT: ...``), and the region becomes
+``/* YOUR CODE HERE */``.
+
+Hidden-check cells are dropped, outputs and execution counts are cleared,
+every cell but the answer cells is made read-only (``editable: false``),
+no exercise cell can be deleted (``deletable: false``), and the
+``simtlab`` metadata is kept so that grading can find the cells again.
+
+The output is deterministic: the same master gives the same bytes, so
+``build_all(..., check=True)`` compares files byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+__all__ = [
+    "ROLES",
+    "MasterNotebookError",
+    "SyncProblem",
+    "build_student_notebook",
+    "build_all",
+    "notebook_bytes",
+    "read_notebook",
+    "validate_master",
+]
+
+#: roles a cell's ``metadata["simtlab"]["role"]`` may take
+ROLES = ("setup", "answer", "check", "hidden-check", "readonly")
+#: roles whose cells need ``points``
+CHECK_ROLES = ("check", "hidden-check")
+
+DEFAULT_HINT = "replace this line with your code"
+C_STUB = "/* YOUR CODE HERE */"
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+# A marker line: optional indentation, optional "//" (C), then "### BEGIN SOLUTION" etc.
+_MARKER = re.compile(r"^(?P<indent>[ \t]*)(?P<c>//[ \t]*)?###[ \t]*(?P<kind>BEGIN SOLUTION|END SOLUTION)[ \t]*$")
+_HINT = re.compile(r"^[ \t]*(?://[ \t]*)?###[ \t]*HINT:(?P<text>.*)$")
+# Anything that looks like a marker but is not exactly one (caught by validation).
+_NEAR_MARKER = re.compile(r"#+[ \t]*(BEGIN|END)[ _]*SOLUTION", re.IGNORECASE)
+_NEAR_HINT = re.compile(r"###[ \t]*HINT\b", re.IGNORECASE)
+
+# cell metadata that only describes one execution of the master
+_VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled")
+
+
+class MasterNotebookError(ValueError):
+    """A master notebook breaks the exercise conventions.
+
+    ``problems`` lists every problem found, each as a readable line naming
+    the notebook, the cell index and what is wrong.
+    """
+
+    def __init__(self, notebook: str, problems: list[str]):
+        self.notebook = notebook
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{notebook}: {len(self.problems)} problem(s) in the master notebook:\n{lines}")
+
+
+@dataclass(frozen=True)
+class SyncProblem:
+    """One student notebook out of sync with its master.
+
+    ``kind`` is ``"missing"`` (no student notebook yet), ``"stale"`` (it differs
+    from what the master builds) or ``"extra"`` (a student notebook without a
+    master).  ``fixed`` is True when ``build_all`` wrote the file (never for
+    ``check=True``, never for ``"extra"``: files without a master are left alone).
+    """
+
+    kind: str
+    path: Path
+    master: Path | None = None
+    fixed: bool = False
+
+    def __str__(self) -> str:
+        if self.kind == "missing":
+            what = f"missing (build it from {self.master})"
+        elif self.kind == "stale":
+            what = f"out of date with {self.master}"
+        else:
+            what = "has no master notebook in the solutions folder (delete it or add its master)"
+        done = " -> rebuilt" if self.fixed else ""
+        return f"{self.path}: {what}{done}"
+
+
+# ---------------------------------------------------------------------------
+# reading and writing
+
+
+def read_notebook(path: str | Path) -> nbformat.NotebookNode:
+    """Read a notebook as nbformat v4."""
+    with open(path, encoding="utf-8") as f:
+        return nbformat.read(f, as_version=4)
+
+
+def notebook_bytes(nb: nbformat.NotebookNode) -> bytes:
+    """The exact bytes ``build_all`` writes for ``nb`` (sorted keys, indent 1, trailing newline)."""
+    text = nbformat.writes(nb, version=4, ensure_ascii=False)  # nbformat fixes indent=1, sorted keys
+    if not text.endswith("\n"):
+        text += "\n"
+    return text.encode("utf-8")
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    if isinstance(src, list):  # raw JSON form
+        src = "".join(src)
+    return src
+
+
+# ---------------------------------------------------------------------------
+# validation
+
+
+def _cell_label(index: int, cell) -> str:
+    meta = cell.get("metadata", {}).get("simtlab")
+    if isinstance(meta, dict) and meta.get("id") is not None:
+        return f"cell {index} (id {meta.get('id')!r})"
+    return f"cell {index}"
+
+
+def _scan_regions(source: str):
+    """Split ``source`` into marker regions.
+
+    Returns ``(regions, problems)`` where each region is a dict with the line
+    numbers (0-based) of its BEGIN and END lines, whether it is C, and its hints.
+    """
+    lines = source.split("\n")
+    regions: list[dict] = []
+    problems: list[str] = []
+    current: dict | None = None
+    for n, line in enumerate(lines):
+        m = _MARKER.match(line)
+        if m:
+            if m.group("kind") == "BEGIN SOLUTION":
+                if current is not None:
+                    problems.append(
+                        f"line {n + 1}: BEGIN SOLUTION inside the region opened on line {current['begin'] + 1} "
+                        "(regions cannot nest; is an END SOLUTION missing?)"
+                    )
+                    continue
+                current = {"begin": n, "c": bool(m.group("c")), "indent": m.group("indent"), "hints": []}
+            else:
+                if current is None:
+                    problems.append(f"line {n + 1}: END SOLUTION without a BEGIN SOLUTION before it")
+                    continue
+                if bool(m.group("c")) != current["c"]:
+                    want = "// ### END SOLUTION" if current["c"] else "### END SOLUTION"
+                    problems.append(
+                        f"line {n + 1}: the region opened on line {current['begin'] + 1} must be closed by {want!r}"
+                    )
+                current["end"] = n
+                regions.append(current)
+                current = None
+            continue
+        h = _HINT.match(line)
+        if h:
+            if current is None:
+                problems.append(f"line {n + 1}: '### HINT:' outside a BEGIN/END SOLUTION region")
+            else:
+                current["hints"].append(h.group("text").strip())
+            continue
+        if _NEAR_MARKER.search(line) or _NEAR_HINT.search(line):
+            problems.append(
+                f"line {n + 1}: {line.strip()!r} looks like a marker but is not one "
+                "(write '### BEGIN SOLUTION', '### END SOLUTION' or '### HINT: ...' alone on the line, "
+                "or with a leading '// ' inside C source)"
+            )
+    if current is not None:
+        problems.append(f"line {current['begin'] + 1}: BEGIN SOLUTION has no END SOLUTION")
+    return regions, problems
+
+
+def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> None:
+    """Raise :class:`MasterNotebookError` listing every convention the master breaks."""
+    problems: list[str] = []
+    seen_ids: dict[str, int] = {}
+    for index, cell in enumerate(master.get("cells", [])):
+        label = _cell_label(index, cell)
+        meta = cell.get("metadata", {}).get("simtlab")
+        is_code = cell.get("cell_type") == "code"
+        regions, region_problems = _scan_regions(_source(cell)) if is_code else ([], [])
+        problems.extend(f"{label}: {p}" for p in region_problems)
+
+        if meta is None:
+            if regions:
+                problems.append(
+                    f"{label}: has a solution region but no metadata['simtlab'] "
+                    "(give it {'id': ..., 'role': 'answer'})"
+                )
+            continue
+        if not isinstance(meta, dict):
+            problems.append(f"{label}: metadata['simtlab'] must be a dict, not {type(meta).__name__}")
+            continue
+
+        cid = meta.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            problems.append(f"{label}: metadata['simtlab']['id'] must be a non-empty string, got {cid!r}")
+        elif cid in seen_ids:
+            problems.append(f"{label}: id {cid!r} is already used by cell {seen_ids[cid]}; ids must be unique")
+        else:
+            seen_ids[cid] = index
+
+        role = meta.get("role")
+        if role not in ROLES:
+            problems.append(f"{label}: role {role!r} is not one of {', '.join(ROLES)}")
+            continue
+        if role in ("answer", "check", "hidden-check") and not is_code:
+            problems.append(f"{label}: a {role} cell must be a code cell, not {cell.get('cell_type')}")
+
+        if role == "answer":
+            if is_code and not regions and not region_problems:
+                problems.append(f"{label}: answer cell has no '### BEGIN SOLUTION' ... '### END SOLUTION' region")
+        elif regions:
+            problems.append(f"{label}: a {role} cell must not contain a solution region (only answer cells may)")
+
+        points = meta.get("points")
+        if role in CHECK_ROLES:
+            if isinstance(points, bool) or not isinstance(points, int) or points < 0:
+                problems.append(
+                    f"{label}: a {role} cell needs metadata['simtlab']['points'] as an int >= 0, got {points!r}"
+                )
+        elif "points" in meta:
+            problems.append(f"{label}: only check and hidden-check cells carry points (this is a {role} cell)")
+
+        unknown = set(meta) - {"id", "role", "points"}
+        if unknown:
+            problems.append(f"{label}: unknown metadata['simtlab'] keys: {', '.join(sorted(unknown))}")
+    if problems:
+        raise MasterNotebookError(name, problems)
+
+
+# ---------------------------------------------------------------------------
+# building
+
+
+def _stub_region(lines: list[str], region: dict, exercise_id: str) -> list[str]:
+    """The lines replacing ``lines[begin:end + 1]``."""
+    body = lines[region["begin"] + 1 : region["end"]]
+    indent = region["indent"]
+    for line in body:
+        if line.strip() and not _HINT.match(line):
+            indent = line[: len(line) - len(line.lstrip(" \t"))]
+            break
+    hint = " ".join(h for h in region["hints"] if h)
+    if region["c"]:
+        if hint:
+            safe = hint.replace("*/", "* /")
+            return [f"{indent}/* YOUR CODE HERE: {safe} */"]
+        return [f"{indent}{C_STUB}"]
+    message = f"Exercise {exercise_id}: {hint or DEFAULT_HINT}"
+    # json.dumps gives a double-quoted literal whose escapes are valid Python
+    return [f"{indent}raise NotImplementedError({json.dumps(message, ensure_ascii=False)})"]
+
+
+def _strip_regions(source: str, exercise_id: str) -> str:
+    regions, problems = _scan_regions(source)
+    if problems:  # validate_master has already reported these
+        raise MasterNotebookError("<notebook>", problems)
+    lines = source.split("\n")
+    out: list[str] = []
+    pos = 0
+    for region in regions:
+        out.extend(lines[pos : region["begin"]])
+        out.extend(_stub_region(lines, region, exercise_id))
+        pos = region["end"] + 1
+    out.extend(lines[pos:])
+    return "\n".join(out)
+
+
+def build_student_notebook(master: nbformat.NotebookNode, name: str = "<notebook>") -> nbformat.NotebookNode:
+    """Return the student version of ``master`` (which is not modified).
+
+    ``name`` only appears in error messages.  Raises :class:`MasterNotebookError`
+    when the master breaks the conventions described in this module's docstring.
+    """
+    validate_master(master, name)
+
+    nb = nbformat.v4.new_notebook()
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    metadata = copy.deepcopy(dict(master.get("metadata", {})))
+    for key in ("widgets", "language_info", "kernelspec"):
+        metadata.pop(key, None)
+    metadata["kernelspec"] = dict(KERNELSPEC)
+    metadata["language_info"] = {"name": "python"}
+    nb.metadata = nbformat.from_dict(metadata)
+
+    used_ids: set[str] = set()
+    cells = []
+    for index, mcell in enumerate(master.get("cells", [])):
+        meta = mcell.get("metadata", {}).get("simtlab")
+        role = meta.get("role") if isinstance(meta, dict) else None
+        if role == "hidden-check":
+            continue
+
+        cell_metadata = copy.deepcopy(dict(mcell.get("metadata", {})))
+        for key in _VOLATILE_CELL_METADATA:
+            cell_metadata.pop(key, None)
+        jupyter_meta = cell_metadata.get("jupyter")
+        if isinstance(jupyter_meta, dict):
+            jupyter_meta.pop("outputs_hidden", None)
+            if not jupyter_meta:
+                del cell_metadata["jupyter"]
+
+        source = _source(mcell)
+        if role == "answer":
+            source = _strip_regions(source, meta["id"])
+            cell_metadata["editable"] = True
+        else:
+            cell_metadata["editable"] = False
+        cell_metadata["deletable"] = False
+
+        ctype = mcell.get("cell_type")
+        if ctype == "code":
+            cell = nbformat.v4.new_code_cell(source=source)
+            cell.outputs = []
+            cell.execution_count = None
+        elif ctype == "markdown":
+            cell = nbformat.v4.new_markdown_cell(source=source)
+            if mcell.get("attachments"):
+                cell.attachments = copy.deepcopy(mcell["attachments"])
+        else:
+            cell = nbformat.v4.new_raw_cell(source=source)
+            if mcell.get("attachments"):
+                cell.attachments = copy.deepcopy(mcell["attachments"])
+        cell.metadata = nbformat.from_dict(cell_metadata)
+
+        # deterministic cell ids: the master's when it has one, else from the position
+        cell_id = mcell.get("id") or f"cell-{index}"
+        while cell_id in used_ids:
+            cell_id = f"{cell_id}-{index}"
+        used_ids.add(cell_id)
+        cell.id = cell_id
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def _masters(solutions_dir: Path) -> list[Path]:
+    return sorted(p for p in solutions_dir.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
+
+
+def build_all(solutions_dir: str | Path, chapters_dir: str | Path, check: bool = False) -> list[SyncProblem]:
+    """Build ``chapters_dir/X.ipynb`` from every ``solutions_dir/X.ipynb``.
+
+    Returns the notebooks that were out of sync (:class:`SyncProblem`).  With
+    ``check=True`` nothing is written.  Otherwise missing and stale notebooks are
+    (re)written (``fixed=True``) and notebooks without a master are reported but
+    never deleted.  Every master is validated before anything is written, so a
+    broken master raises :class:`MasterNotebookError` and leaves ``chapters_dir``
+    untouched.
+    """
+    solutions_dir = Path(solutions_dir)
+    chapters_dir = Path(chapters_dir)
+    if not solutions_dir.is_dir():
+        raise FileNotFoundError(f"solutions folder not found: {solutions_dir}")
+
+    built: list[tuple[Path, Path, bytes]] = []
+    for master_path in _masters(solutions_dir):
+        master = read_notebook(master_path)
+        student = build_student_notebook(master, name=str(master_path))
+        built.append((master_path, chapters_dir / master_path.name, notebook_bytes(student)))
+
+    problems: list[SyncProblem] = []
+    for master_path, target, data in built:
+        if not target.exists():
+            kind = "missing"
+        elif target.read_bytes() != data:
+            kind = "stale"
+        else:
+            continue
+        if not check:
+            chapters_dir.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(target)
+        problems.append(SyncProblem(kind, target, master_path, fixed=not check))
+
+    master_names = {m.name for m, _, _ in built}
+    if chapters_dir.is_dir():
+        for extra in _masters(chapters_dir):
+            if extra.name not in master_names:
+                problems.append(SyncProblem("extra", extra))
+    return problems
