@@ -51,19 +51,21 @@ class KernelBinder:
         if key in self._done:
             return self._done[key]
         new_globals = dict(func.__globals__)
+        cells = None
+        if func.__closure__:
+            # a kernel defined inside a function: its free variables live in closure cells
+            cells = tuple(types.CellType() for _ in func.__closure__)
         bound = types.FunctionType(func.__code__, new_globals, func.__name__,
-                                   func.__defaults__, None)
+                                   func.__defaults__, cells)
         self._done[key] = bound              # before recursing: device functions may recurse
         self.codes.add(func.__code__)
         for name in _global_names(func.__code__):
             if name in new_globals:
                 new_globals[name] = self._replacement(new_globals[name])
-        if func.__closure__:
-            cells = tuple(types.CellType(self._replacement(c.cell_contents))
-                          if _cell_has_value(c) else c for c in func.__closure__)
-            bound = types.FunctionType(func.__code__, new_globals, func.__name__,
-                                       func.__defaults__, cells)
-            self._done[key] = bound
+        if cells:
+            for new, old in zip(cells, func.__closure__):
+                if _cell_has_value(old):
+                    new.cell_contents = self._replacement(old.cell_contents)
         bound.__kwdefaults__ = func.__kwdefaults__
         return bound
 

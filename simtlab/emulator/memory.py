@@ -81,61 +81,85 @@ class TracedArray:
         raise EmulationError("x.T inside a kernel is not supported by the emulator",
                              fix="index the array with swapped indices instead")
 
+    # The two methods below are the emulator's hottest code: every array access of every
+    # thread runs them. The 1-D and 2-D cases and the trace record are written inline because
+    # each extra Python call costs as much as the access itself (more when lines are traced).
     def __getitem__(self, idx):
-        if self.ndim == 1 and idx.__class__ is not tuple and idx.__class__ is not slice:
-            try:
-                i = _index(idx)
-            except TypeError:
-                raise self._bad_index(idx, _getframe(1)) from None
-            if not 0 <= i < self._n0:
+        cls = idx.__class__
+        if cls is int and self.ndim == 1:
+            if not 0 <= idx < self._n0:
                 raise self._out_of_bounds(idx, "reads", _getframe(1))
-            flat = self._offset + i * self._s0
+            flat = self._offset + idx * self._s0
+        elif cls is tuple and len(idx) == 2 and self.ndim == 2 and idx[0].__class__ is int \
+                and idx[1].__class__ is int:
+            i, j = idx
+            if not (0 <= i < self._n0 and 0 <= j < self.shape[1]):
+                raise self._out_of_bounds(idx, "reads", _getframe(1))
+            flat = self._offset + i * self._s0 + j * self._estrides[1]
         else:
-            flat = self._flat_nd(idx, "reads", _getframe(1))
+            flat = self._flat_general(idx, "reads", _getframe(1))
             if flat.__class__ is TracedArray:
                 return flat
         st = self._st
-        if st.rec is not None:
-            st.record(self._id, flat, 0, _getframe(1))
+        rec = st.rec
+        if rec is not None:
+            f = _getframe(1)
+            ci = st.code_index.get(f.f_code)
+            if ci is None:
+                ci = st._add_code(f.f_code)
+            th = st.cur
+            rec((th.gtid, self._id, flat, 0, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
         if self._written is not None and not self._written[flat]:
             raise self._uninitialised(idx, _getframe(1))
         return self._root[flat]
 
     def __setitem__(self, idx, value):
-        if self.ndim == 1 and idx.__class__ is not tuple:
-            try:
-                i = _index(idx)
-            except TypeError:
-                raise self._bad_index(idx, _getframe(1)) from None
-            if not 0 <= i < self._n0:
+        cls = idx.__class__
+        if cls is int and self.ndim == 1:
+            if not 0 <= idx < self._n0:
                 raise self._out_of_bounds(idx, "writes", _getframe(1))
-            flat = self._offset + i * self._s0
+            flat = self._offset + idx * self._s0
+        elif cls is tuple and len(idx) == 2 and self.ndim == 2 and idx[0].__class__ is int \
+                and idx[1].__class__ is int:
+            i, j = idx
+            if not (0 <= i < self._n0 and 0 <= j < self.shape[1]):
+                raise self._out_of_bounds(idx, "writes", _getframe(1))
+            flat = self._offset + i * self._s0 + j * self._estrides[1]
         else:
-            flat = self._flat_nd(idx, "writes", _getframe(1), allow_view=False)
+            flat = self._flat_general(idx, "writes", _getframe(1), allow_view=False)
         if self._readonly:
             raise self._st.error(EmulationError, f"writes to {self.name}, which is constant "
                                  "memory and read-only inside a kernel", _getframe(1),
                                  fix="copy the value into a local variable and change that")
         st = self._st
-        if st.rec is not None:
-            st.record(self._id, flat, 1, _getframe(1))
+        rec = st.rec
+        if rec is not None:
+            f = _getframe(1)
+            ci = st.code_index.get(f.f_code)
+            if ci is None:
+                ci = st._add_code(f.f_code)
+            th = st.cur
+            rec((th.gtid, self._id, flat, 1, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
         self._root[flat] = value
         if self._written is not None:
             self._written[flat] = True
 
-    # --- used by cuda.atomic.* --------------------------------------------------------------
-    def _atomic_update(self, idx, update, frame):
-        """Read-modify-write as one indivisible step; returns the old value."""
-        if self.ndim == 1 and idx.__class__ is not tuple:
+    def _flat_general(self, idx, verb, frame, allow_view=True):
+        """Any other index: NumPy integers, 1-element tuples, 3-D, slices."""
+        if self.ndim == 1 and idx.__class__ is not tuple and idx.__class__ is not slice:
             try:
                 i = _index(idx)
             except TypeError:
                 raise self._bad_index(idx, frame) from None
             if not 0 <= i < self._n0:
-                raise self._out_of_bounds(idx, "updates atomically", frame)
-            flat = self._offset + i * self._s0
-        else:
-            flat = self._flat_nd(idx, "updates atomically", frame, allow_view=False)
+                raise self._out_of_bounds(idx, verb, frame)
+            return self._offset + i * self._s0
+        return self._flat_nd(idx, verb, frame, allow_view)
+
+    # --- used by cuda.atomic.* --------------------------------------------------------------
+    def _atomic_update(self, idx, update, frame):
+        """Read-modify-write as one indivisible step; returns the old value."""
+        flat = self._flat_general(idx, "updates atomically", frame, allow_view=False)
         if self._readonly:
             raise self._st.error(EmulationError, f"atomic on constant array {self.name}", frame)
         st = self._st

@@ -241,8 +241,10 @@ class Scheduler:
                     "that is not updated, or a thread waiting for a value no one writes); "
                     "raise time_limit= or max_steps= if the kernel is just large")
         if isinstance(exc, NotImplementedError):
-            return KernelException(f"NotImplementedError: {exc}", **where,
-                                   fix="write the missing code in place of the stub")
+            err = KernelException(f"NotImplementedError: {exc}", **where,
+                                  fix="write the missing code in place of the stub")
+            err.__cause__ = exc
+            return err
         err = KernelException(f"{type(exc).__name__}: {exc}", **where,
                               fix="this is an ordinary Python error in the kernel's code")
         err.__cause__ = exc

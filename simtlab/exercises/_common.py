@@ -1,0 +1,124 @@
+"""Helpers shared by the chapter checks: launch wording, fresh random inputs, divergence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .report import CheckFailed, run_student_kernel
+
+WARP_SIZE = 32
+
+
+def rng() -> np.random.Generator:
+    """A generator seeded from the OS: every check call gets new inputs."""
+    return np.random.default_rng()
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def describe_launch(griddim: int, blockdim: int) -> str:
+    """'3 blocks of 64 threads (192 threads)'."""
+    return f"{plural(griddim, 'block')} of {blockdim} threads ({griddim * blockdim} threads in the grid)"
+
+
+def with_context(failure: CheckFailed, context: str, hint: str | None = None) -> CheckFailed:
+    """A new CheckFailed: ``context`` first, then the original message, then ``hint``."""
+    text = f"{context}\n{failure}"
+    if hint:
+        text += f"\n{hint}"
+    new = CheckFailed(text)
+    new.original = getattr(failure, "original", None)
+    return new
+
+
+def global_thread(error, blockdim: int) -> int | None:
+    """The 1-D global thread id of the thread an emulator error names, if it names one."""
+    block, thread = getattr(error, "block", None), getattr(error, "thread", None)
+    if block is None or thread is None:
+        return None
+    return int(block[0]) * blockdim + int(thread[0])
+
+
+def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: str | None = None,
+           **opts):
+    """``run_student_kernel`` for a 1-D launch, adding the launch to any failure message.
+
+    An out-of-bounds access gets ``oob_hint`` (formatted with ``thread``, the global id of
+    the faulting thread) after the emulator's own message.
+    """
+    from simtlab.emulator.errors import OutOfBoundsError
+
+    try:
+        return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
+    except CheckFailed as e:
+        original = getattr(e, "original", None)
+        if isinstance(original, OutOfBoundsError) and oob_hint:
+            gid = global_thread(original, blockdim)
+            raise with_context(e, context, oob_hint.format(thread=gid if gid is not None else "?")) from None
+        if str(e).startswith("You have not written"):
+            raise
+        raise with_context(e, context) from None
+
+
+def first_divergent_instruction(run):
+    """The first warp instruction that ran with fewer than 32 lanes, or None.
+
+    Returns a dict with ``block``, ``warp`` (in its block), ``line``, ``source``, ``lanes``
+    (active lane numbers) and ``count``.
+    """
+    from simtlab.analysis.divergence import instructions
+
+    ins = instructions(run.lines)
+    partial = ins[ins.lanes < WARP_SIZE]
+    if len(partial) == 0:
+        return None
+    # Report the earliest in (block, warp, program order): a student reads the kernel top-down.
+    order = np.lexsort((partial.step, partial.warp, partial.block))
+    first = partial[order[0]]
+    mask = int(first.mask)
+    lanes = [lane for lane in range(WARP_SIZE) if mask >> lane & 1]
+    return {
+        "block": int(first.block),
+        "warp": int(first.warp),
+        "line": int(first.line),
+        "source": run.source(int(first.line)).strip(),
+        "lanes": lanes,
+        "count": len(lanes),
+    }
+
+
+def format_lanes(lanes: list[int]) -> str:
+    """'0, 2, 4, ..., 30' for long lists, all of them for short ones."""
+    if len(lanes) <= 8:
+        return ", ".join(str(x) for x in lanes)
+    step = lanes[1] - lanes[0]
+    if all(b - a == step for a, b in zip(lanes, lanes[1:])):
+        return f"{lanes[0]}, {lanes[1]}, {lanes[2]}, ..., {lanes[-1]}"
+    return ", ".join(str(x) for x in lanes[:6]) + ", ..."
+
+
+def divergence_report(run) -> str:
+    """A few lines naming the worst lines and the first divergent warp instruction."""
+    from simtlab.analysis.divergence import divergent_lines
+
+    lines = divergent_lines(run.lines)
+    parts = []
+    first = first_divergent_instruction(run)
+    if first is not None:
+        w = first["warp"]
+        parts.append(
+            f"warp {w} of block {first['block']} (threads {w * WARP_SIZE}..{w * WARP_SIZE + WARP_SIZE - 1} of the block) "
+            f"ran line {first['line']} `{first['source']}` with only {first['count']} of 32 lanes active "
+            f"(lanes {format_lanes(first['lanes'])})"
+        )
+    if lines:
+        worst = sorted(lines.items(), key=lambda kv: kv[1])[:3]
+        parts.append("lines that ran with lanes idle (mean active lanes per warp instruction): " + "; ".join(
+            f"line {ln} `{run.source(ln).strip()}`: {mean:.1f} of 32" for ln, mean in worst))
+    return "\n".join(parts)
