@@ -66,28 +66,33 @@ def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: s
         raise with_context(e, context) from None
 
 
-def first_divergent_instruction(run):
-    """The first warp instruction that ran with fewer than 32 lanes, or None.
+def worst_warp(run):
+    """The warp with the lowest SIMT efficiency, and its emptiest instruction; None if none diverges.
 
-    Returns a dict with ``block``, ``warp`` (in its block), ``line``, ``source``, ``lanes``
-    (active lane numbers) and ``count``.
+    Returns a dict with ``block``, ``warp`` (in its block), ``efficiency`` (of that warp),
+    ``line``, ``source`` and ``lanes`` (the active lanes of its instruction with the fewest),
+    ``count`` (how many lanes that is).
     """
     from simtlab.analysis.divergence import instructions
 
     ins = instructions(run.lines)
-    partial = ins[ins.lanes < WARP_SIZE]
-    if len(partial) == 0:
+    if len(ins) == 0 or (ins.lanes >= WARP_SIZE).all():
         return None
-    # Report the earliest in (block, warp, program order): a student reads the kernel top-down.
-    order = np.lexsort((partial.step, partial.warp, partial.block))
-    first = partial[order[0]]
-    mask = int(first.mask)
+    gwarps, inverse = np.unique(ins.gwarp, return_inverse=True)
+    used = np.bincount(inverse, weights=ins.lanes)
+    issued = np.bincount(inverse) * WARP_SIZE
+    eff = used / issued
+    w = int(np.argmin(eff))                  # first of the worst, in (block, warp) order
+    mine = ins[inverse == w]
+    emptiest = mine[int(np.argmin(mine.lanes))]
+    mask = int(emptiest.mask)
     lanes = [lane for lane in range(WARP_SIZE) if mask >> lane & 1]
     return {
-        "block": int(first.block),
-        "warp": int(first.warp),
-        "line": int(first.line),
-        "source": run.source(int(first.line)).strip(),
+        "block": int(emptiest.block),
+        "warp": int(emptiest.warp),
+        "efficiency": float(eff[w]),
+        "line": int(emptiest.line),
+        "source": run.source(int(emptiest.line)).strip(),
         "lanes": lanes,
         "count": len(lanes),
     }
@@ -109,16 +114,17 @@ def divergence_report(run) -> str:
 
     lines = divergent_lines(run.lines)
     parts = []
-    first = first_divergent_instruction(run)
-    if first is not None:
-        w = first["warp"]
+    worst = worst_warp(run)
+    if worst is not None:
+        w = worst["warp"]
         parts.append(
-            f"warp {w} of block {first['block']} (threads {w * WARP_SIZE}..{w * WARP_SIZE + WARP_SIZE - 1} of the block) "
-            f"ran line {first['line']} `{first['source']}` with only {first['count']} of 32 lanes active "
-            f"(lanes {format_lanes(first['lanes'])})"
+            f"The least efficient warp is warp {w} of block {worst['block']} (threads {w * WARP_SIZE}.."
+            f"{w * WARP_SIZE + WARP_SIZE - 1} of the block), at {worst['efficiency']:.0%}: it ran line "
+            f"{worst['line']} `{worst['source']}` with only {worst['count']} of 32 lanes active "
+            f"(lanes {format_lanes(worst['lanes'])})."
         )
     if lines:
-        worst = sorted(lines.items(), key=lambda kv: kv[1])[:3]
-        parts.append("lines that ran with lanes idle (mean active lanes per warp instruction): " + "; ".join(
-            f"line {ln} `{run.source(ln).strip()}`: {mean:.1f} of 32" for ln, mean in worst))
+        emptiest = sorted(lines.items(), key=lambda kv: kv[1])[:3]
+        parts.append("Lines that ran with lanes idle (mean active lanes per warp instruction): " + "; ".join(
+            f"line {ln} `{run.source(ln).strip()}`: {mean:.1f} of 32" for ln, mean in emptiest) + ".")
     return "\n".join(parts)
