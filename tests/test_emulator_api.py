@@ -119,15 +119,22 @@ def test_syncthreads_count_and_or():
     @cuda.jit
     def k(out):
         t = cuda.threadIdx.x
-        c = cuda.syncthreads_count(t % 3 == 0)
-        a = cuda.syncthreads_and(t < 100)
-        o = cuda.syncthreads_or(t == 5)
-        n = cuda.syncthreads_and(t < 10)
+        c = cuda.syncthreads_count(1 if t % 3 == 0 else 0)
+        a = cuda.syncthreads_and(1 if t < 100 else 0)
+        o = cuda.syncthreads_or(1 if t == 5 else 0)
+        n = cuda.syncthreads_and(1 if t < 10 else 0)
         out[t] = c * 1000 + a * 100 + o * 10 + n
 
     out = np.zeros(64, np.int64)
     simtlab.emulate(k, 1, 64, out)
     assert (out == 22 * 1000 + 100 + 10 + 0).all()
+
+    @cuda.jit
+    def with_bool(out):
+        out[0] = cuda.syncthreads_count(cuda.threadIdx.x < 3)
+
+    with pytest.raises(simtlab.EmulationError, match="int predicate"):
+        simtlab.emulate(with_bool, 1, 8, out)
 
 
 def test_atomics_combine_all_threads():

@@ -106,7 +106,7 @@ def warp_api(x, out):
     out[t, 3] = cuda.ballot_sync(0xFFFFFFFF, v % 3 == 0)
     out[t, 4] = cuda.any_sync(0xFFFFFFFF, v > 60)
     out[t, 5] = cuda.all_sync(0xFFFFFFFF, v >= 0)
-    out[t, 6] = cuda.syncthreads_count(v % 2 == 0)
+    out[t, 6] = cuda.syncthreads_count(1 if v % 2 == 0 else 0)   # numba wants an int
     s = cuda.shared.array(64, float32)
     s[t] = v
     cuda.syncthreads()

@@ -150,13 +150,24 @@ class FakeCuda:
         self._st.wait_barrier("syncthreads", None, _getframe(1))
 
     def syncthreads_count(self, predicate):
-        return self._st.wait_barrier("syncthreads_count", predicate, _getframe(1))
+        return self._st.wait_barrier("syncthreads_count", self._int_predicate(predicate),
+                                     _getframe(1))
 
     def syncthreads_and(self, predicate):
-        return self._st.wait_barrier("syncthreads_and", predicate, _getframe(1))
+        return self._st.wait_barrier("syncthreads_and", self._int_predicate(predicate),
+                                     _getframe(1))
 
     def syncthreads_or(self, predicate):
-        return self._st.wait_barrier("syncthreads_or", predicate, _getframe(1))
+        return self._st.wait_barrier("syncthreads_or", self._int_predicate(predicate),
+                                     _getframe(1))
+
+    def _int_predicate(self, predicate):
+        # numba-cuda types these predicates as int32 and refuses a bool at compile time
+        if isinstance(predicate, (bool, np.bool_)):
+            raise self._error("syncthreads_count/_and/_or take an int predicate; numba-cuda "
+                              "does not compile a bool here",
+                              fix="write `1 if condition else 0`")
+        return predicate
 
     def threadfence(self):
         pass          # one thread runs at a time: memory is always coherent here
