@@ -1,10 +1,15 @@
 """The ``simtlab`` command.
 
-    simtlab build [--check] [--solutions DIR] [--chapters DIR]
+    simtlab build [--check] [--force] [--solutions DIR] [--chapters DIR]
         build the student notebooks in chapters/ from the masters in solutions/;
-        with --check write nothing and exit 1 when they are out of sync
-    simtlab open [JUPYTER ARGS ...]
-        start JupyterLab on the course's chapters/ folder
+        with --check write nothing and exit 1 when they are out of sync; a notebook in
+        chapters/ holding outputs or edited answers is never overwritten (exit 1) unless
+        --force, which first saves a timestamped backup in chapters/.backup/
+    simtlab open [--chapters DIR] [--work DIR] [--no-lab] [JUPYTER ARGS ...]
+        copy each chapter that is not there yet into the student's work folder (default
+        <repo>/work/), never overwriting a copy; when a chapter's template has changed
+        since the copy was made, save it beside the copy as NN_name.new.ipynb; then start
+        JupyterLab in the work folder
 
 (``simtlab grade`` will come later: add it in ``_make_parser`` and ``_COMMANDS``.)
 """
@@ -12,12 +17,18 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["main", "repo_root"]
+__all__ = ["main", "repo_root", "sync_work_folder"]
+
+#: notebook metadata key recording which template a student's copy was made from
+TEMPLATE_KEY = "simtlab_template"
 
 
 def repo_root() -> Path:
@@ -41,15 +52,20 @@ def repo_root() -> Path:
 
 
 def _cmd_build(args: argparse.Namespace, extra: list[str]) -> int:
-    from .notebooks.build import MasterNotebookError, build_all
+    from .notebooks.build import BACKUP_DIR, MasterNotebookError, StudentWorkError, build_all
 
     solutions = Path(args.solutions) if args.solutions else repo_root() / "solutions"
     chapters = Path(args.chapters) if args.chapters else repo_root() / "chapters"
     try:
-        problems = build_all(solutions, chapters, check=args.check)
+        problems = build_all(solutions, chapters, check=args.check, force=args.force)
     except (MasterNotebookError, FileNotFoundError) as e:
         print(f"simtlab build: {e}", file=sys.stderr)
         return 2
+    except StudentWorkError as e:
+        print(f"simtlab build: {e}", file=sys.stderr)
+        return 1
+    if args.force and not args.check and (chapters / BACKUP_DIR).is_dir():
+        print(f"backups of overwritten notebooks, if any, are in {chapters / BACKUP_DIR}")
 
     extras = [p for p in problems if p.kind == "extra"]
     if args.check:
@@ -72,15 +88,94 @@ def _cmd_build(args: argparse.Namespace, extra: list[str]) -> int:
     return 0
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _stamp_of(path: Path) -> str | None:
+    """The template hash a copy was made from (None when it carries none or cannot be read)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            meta = json.load(f).get("metadata", {})
+    except (OSError, ValueError):
+        return None
+    stamp = meta.get(TEMPLATE_KEY)
+    return stamp.get("sha256") if isinstance(stamp, dict) else None
+
+
+def _write_copy(template: Path, target: Path, digest: str) -> None:
+    """Copy ``template`` to ``target`` (which must not exist), recording the template's hash."""
+    with open(template, encoding="utf-8") as f:
+        nb = json.load(f)
+    nb.setdefault("metadata", {})[TEMPLATE_KEY] = {"name": template.name, "sha256": digest}
+    text = json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    with open(target, "x", encoding="utf-8") as f:  # "x": fail rather than overwrite
+        f.write(text)
+    shutil.copystat(template, target)
+
+
+def sync_work_folder(chapters: Path, work: Path) -> list[tuple[str, Path]]:
+    """Bring the student's ``work`` folder up to date with the templates in ``chapters``.
+
+    Never overwrites a file. Returns ``(action, path)`` pairs:
+
+    - ``("copied", work/X.ipynb)``: the template was not there yet;
+    - ``("new-template", work/X.new.ipynb)``: the template changed since ``work/X.ipynb``
+      was copied (its recorded hash differs; for a copy without one, the template's file is
+      newer), so the new template was saved beside the copy;
+    - ``("pending", work/X.new.ipynb)``: that new template was already saved earlier;
+    - ``("up-to-date", work/X.ipynb)``.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    actions = []
+    for template in sorted(chapters.glob("*.ipynb")):
+        if template.name.startswith("."):
+            continue
+        digest = _sha256(template)
+        copy = work / template.name
+        if not copy.exists():
+            _write_copy(template, copy, digest)
+            actions.append(("copied", copy))
+            continue
+        stamp = _stamp_of(copy)
+        changed = stamp != digest if stamp is not None else template.stat().st_mtime > copy.stat().st_mtime
+        if not changed:
+            actions.append(("up-to-date", copy))
+            continue
+        # the changed template goes beside the copy: X.new.ipynb, or X.new-2.ipynb, ... if taken
+        stem = template.stem
+        n, action = 1, None
+        while action is None:
+            candidate = work / (f"{stem}.new.ipynb" if n == 1 else f"{stem}.new-{n}.ipynb")
+            if not candidate.exists():
+                _write_copy(template, candidate, digest)
+                action = ("new-template", candidate)
+            elif _stamp_of(candidate) == digest:
+                action = ("pending", candidate)
+            n += 1
+        actions.append(action)
+    return actions
+
+
 def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
     chapters = Path(args.chapters) if args.chapters else repo_root() / "chapters"
     if not chapters.is_dir() or not any(chapters.glob("*.ipynb")):
         print(f"simtlab open: no notebooks in {chapters}; run `simtlab build` first", file=sys.stderr)
         return 2
+    work = Path(args.work) if args.work else chapters.resolve().parent / "work"
+    for action, path in sync_work_folder(chapters, work):
+        if action == "copied":
+            print(f"new chapter: {path}")
+        elif action in ("new-template", "pending"):
+            original = path.name.split(".new")[0] + ".ipynb"
+            print(f"note: the course's {original} has changed since you copied it. Your {original} is kept as it "
+                  f"is; the new version is {path.name}, beside it (copy your answers over when you like).")
+    if args.no_lab:
+        return 0
     if extra and extra[0] == "--":
         extra = extra[1:]
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(chapters), *extra]
-    return _run(cmd, cwd=chapters)
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(work), *extra]
+    return _run(cmd, cwd=work)
 
 
 def _run(cmd: list[str], cwd: Path) -> int:
@@ -110,17 +205,22 @@ def _make_parser() -> argparse.ArgumentParser:
         description="Build chapters/X.ipynb (student version) from every solutions/X.ipynb (master).",
     )
     b.add_argument("--check", action="store_true", help="write nothing; exit 1 if chapters/ is out of sync")
+    b.add_argument("--force", action="store_true",
+                   help="overwrite notebooks in chapters/ that hold outputs or edited answers (after a backup)")
     b.add_argument("--solutions", metavar="DIR", help="folder of master notebooks (default: <repo>/solutions)")
     b.add_argument("--chapters", metavar="DIR", help="folder of student notebooks (default: <repo>/chapters)")
 
     o = sub.add_parser(
         "open",
         allow_abbrev=False,
-        help="start JupyterLab on the chapters/ folder (other arguments go to jupyter lab)",
-        description="Run `python -m jupyter lab --notebook-dir <chapters>` in the chapters folder; "
-        "arguments simtlab does not know are passed to jupyter lab.",
+        help="copy new chapters into your work folder and start JupyterLab there (other arguments go to jupyter lab)",
+        description="Copy each chapters/X.ipynb into the work folder unless a copy is there already (a changed "
+        "chapter is saved beside your copy as X.new.ipynb; nothing is ever overwritten), then run "
+        "`python -m jupyter lab --notebook-dir <work>`; arguments simtlab does not know go to jupyter lab.",
     )
-    o.add_argument("--chapters", metavar="DIR", help="folder of student notebooks (default: <repo>/chapters)")
+    o.add_argument("--chapters", metavar="DIR", help="folder of chapter templates (default: <repo>/chapters)")
+    o.add_argument("--work", metavar="DIR", help="your work folder (default: work/ beside the chapters folder)")
+    o.add_argument("--no-lab", action="store_true", help="only update the work folder; do not start JupyterLab")
     return parser
 
 

@@ -377,9 +377,10 @@ def test_cli_open_forwards_arguments(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "_run", lambda cmd, cwd: calls.append((cmd, cwd)) or 0)
     assert cli.main(["open", "--chapters", str(chap), "--port", "9999", "--ServerApp.token=abc"]) == 0
     cmd, cwd = calls[0]
-    assert cmd == [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(chap), "--port", "9999",
+    work = chap.resolve().parent / "work"   # the student's copies, beside the templates
+    assert cmd == [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(work), "--port", "9999",
                    "--ServerApp.token=abc"]
-    assert cwd == chap
+    assert cwd == work and (work / "01_a.ipynb").exists()
     assert cli.main(["open", "--chapters", str(chap), "--", "--help"]) == 0
     assert calls[1][0][-1] == "--help" and "--" not in calls[1][0]
 

@@ -38,10 +38,14 @@ def plain_function(kernel):
 class KernelBinder:
     """Makes emulator copies of a kernel and of every device function it reaches."""
 
-    def __init__(self, fake_cuda):
+    def __init__(self, fake_cuda, *, instrument_lines=False, register_code=None):
         self.fake_cuda = fake_cuda
         self._done: dict[int, types.FunctionType] = {}
-        self.codes: set = set()          # code objects of kernel + device functions (traced)
+        self.codes: set = set()          # code objects of kernel + device functions
+        self.globals_dicts: list = []    # where the line hook lives (see instrument.py)
+        self.instrument_lines = instrument_lines
+        self.register_code = register_code
+        self.uninstrumented: list = []   # functions whose source could not be found
 
     def bind(self, kernel) -> types.FunctionType:
         return self._bind_function(plain_function(kernel))
@@ -50,6 +54,7 @@ class KernelBinder:
         key = id(func)
         if key in self._done:
             return self._done[key]
+        index = self.register_code(None)     # the kernel gets index 0, its helpers the next
         new_globals = dict(func.__globals__)
         cells = None
         if func.__closure__:
@@ -58,7 +63,6 @@ class KernelBinder:
         bound = types.FunctionType(func.__code__, new_globals, func.__name__,
                                    func.__defaults__, cells)
         self._done[key] = bound              # before recursing: device functions may recurse
-        self.codes.add(func.__code__)
         for name in _global_names(func.__code__):
             if name in new_globals:
                 new_globals[name] = self._replacement(new_globals[name])
@@ -66,6 +70,19 @@ class KernelBinder:
             for new, old in zip(cells, func.__closure__):
                 if _cell_has_value(old):
                     new.cell_contents = self._replacement(old.cell_contents)
+        if self.instrument_lines:
+            from .instrument import HOOK, instrument
+            values = tuple(c.cell_contents if _cell_has_value(c) else None for c in cells or ())
+            new_globals[HOOK] = _no_thread
+            made = instrument(func, index, new_globals, values)
+            if made is not None:
+                bound = made
+                self._done[key] = bound
+                self.globals_dicts.append(new_globals)
+            else:
+                self.uninstrumented.append(func.__name__)
+        self.register_code(bound.__code__, index)
+        self.codes.add(bound.__code__)
         bound.__kwdefaults__ = func.__kwdefaults__
         return bound
 
@@ -78,6 +95,10 @@ class KernelBinder:
         if isinstance(value, types.ModuleType) and value.__name__ == "numba":
             return _NumbaProxy(value, self.fake_cuda)
         return value
+
+
+def _no_thread(site):
+    raise RuntimeError("an instrumented kernel ran outside the emulator's scheduler")
 
 
 def _cell_has_value(cell) -> bool:

@@ -21,7 +21,7 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
-    ``trace``: True (memory and lines), ``"memory"`` (accesses only) or False (fastest).
+    ``trace``: True (every memory access and every executed line) or False (fastest).
     ``order="random"`` runs blocks, warps and lanes in an order drawn from ``seed``.
     """
     func = plain_function(kernel)
@@ -39,10 +39,12 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
                       order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
                       max_trace=max_trace)
     fake = sched.fake = FakeCuda(sched)
-    binder = KernelBinder(fake)
+    binder = KernelBinder(fake, instrument_lines=sched.trace_lines,
+                          register_code=sched._add_code)
     sched.kernel = binder.bind(kernel)
     sched.codes = frozenset(binder.codes)
-    sched.kernel_code = func.__code__
+    sched.kernel_code = sched.kernel.__code__
+    sched.hook_dicts = binder.globals_dicts
 
     kernel_args, copy_back, next_base = [], [], 0
     for pos, value in enumerate(args):

@@ -109,6 +109,8 @@ class TracedArray:
                 ci = st._add_code(f.f_code)
             th = st.cur
             rec((th.gtid, self._id, flat, 0, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            if len(th.lines) > st.max_steps:
+                st._too_many_steps()
         if self._written is not None and not self._written[flat]:
             raise self._uninitialised(idx, _getframe(1))
         return self._root[flat]
@@ -140,9 +142,11 @@ class TracedArray:
                 ci = st._add_code(f.f_code)
             th = st.cur
             rec((th.gtid, self._id, flat, 1, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            if len(th.lines) > st.max_steps:
+                st._too_many_steps()
         self._root[flat] = value
         if self._written is not None:
-            self._written[flat] = True
+            self._written[flat] = 1
 
     def _flat_general(self, idx, verb, frame, allow_view=True):
         """Any other index: NumPy integers, 1-element tuples, 3-D, slices."""

@@ -122,7 +122,7 @@ class Scheduler:
         self.nblocks = griddim[0] * griddim[1] * griddim[2]
         self.shared_bytes = shared_bytes
         self.trace_memory = bool(trace)
-        self.trace_lines = trace is True or trace == "lines"
+        self.trace_lines = bool(trace)
         if order not in ("in_order", "random"):
             raise ValueError("order must be 'in_order' or 'random'")
         self.rng = np.random.default_rng(seed) if order == "random" else None
@@ -131,7 +131,7 @@ class Scheduler:
         self.max_trace = max_trace
         self.codes = frozenset(codes)
         self.kernel_code = kernel_code
-        self._line_trace = None
+        self.hook_dicts: list = []        # globals of instrumented functions (line hook)
 
         self.cur: ThreadState | None = None
         self.blockIdx = Dim3(0, 0, 0)
@@ -158,10 +158,16 @@ class Scheduler:
 
     # --- trace ------------------------------------------------------------------------------
     # A source *site* is one line of one function, encoded in one int: code index << 20 | line.
-    def _add_code(self, code) -> int:
-        ci = self.code_index[code] = len(self.code_list)
-        self.code_list.append(code)
-        return ci
+    def _add_code(self, code, index=None) -> int:
+        """Give a code object its index; ``code=None`` reserves an index for later."""
+        if index is None:
+            index = len(self.code_list)
+            self.code_list.append(code)
+        else:
+            self.code_list[index] = code
+        if code is not None:
+            self.code_index[code] = index
+        return index
 
     def site(self, frame) -> int:
         ci = self.code_index.get(frame.f_code)
@@ -176,30 +182,14 @@ class Scheduler:
         th = self.cur
         self.rec((th.gtid, array_id, flat, kind, ci << 20 | frame.f_lineno, self.epoch,
                   th.wstate.wsync))
+        if len(th.lines) > self.max_steps:
+            self._too_many_steps()
 
-    def _make_global_trace(self):
-        codes, line_trace = self.codes, self._line_trace
-
-        def global_trace(frame, event, arg):
-            return line_trace if frame.f_code in codes else None
-        return global_trace
-
-    def _make_line_trace(self):
-        """The per-line trace function, with everything it touches bound to locals (hot path)."""
-        sched = self
-        code_index = self.code_index
-        max_steps = self.max_steps
-
-        def line_trace(frame, event, arg):
-            if event == "line":
-                lines = sched.cur.lines
-                lines.append(code_index[frame.f_code] << 20 | frame.f_lineno)
-                if len(lines) > max_steps and sched._stop_reason is None:
-                    sched._stop_reason = (f"a thread ran more than {max_steps:,} source lines "
-                                          "(max_steps)")
-                    sched._raise_async()
-            return line_trace
-        return line_trace
+    def _too_many_steps(self):
+        if self._stop_reason is None:
+            self._stop_reason = (f"a thread ran more than {self.max_steps:,} source lines "
+                                 "(max_steps)")
+            raise _Stop()
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, cls, problem, frame=None, *, fix=None):
@@ -273,13 +263,6 @@ class Scheduler:
             timer = threading.Timer(self.time_limit, self._watchdog, (lock, finished))
             timer.daemon = True
             timer.start()
-        old_trace = sys.gettrace()
-        for code in sorted(self.codes, key=lambda c: c is not self.kernel_code):
-            if code not in self.code_index:
-                self._add_code(code)
-        if self.trace_lines:
-            self._line_trace = self._make_line_trace()
-            sys.settrace(self._make_global_trace())
         self.t_start = time.perf_counter()
         try:
             order = range(self.nblocks)
@@ -299,8 +282,6 @@ class Scheduler:
                 finished[0] = True
             if timer is not None:
                 timer.cancel()
-            if self.trace_lines:
-                sys.settrace(old_trace)
             self.elapsed = time.perf_counter() - self.t_start
 
     def _thread_body(self, th: ThreadState):
@@ -353,6 +334,7 @@ class Scheduler:
 
     def _run_warp(self, w: WarpState):
         fake = self.fake
+        hooks = self.hook_dicts
         while True:
             ran = False
             lanes = w.threads
@@ -363,6 +345,8 @@ class Scheduler:
                     self.cur = th
                     fake.threadIdx = th.threadIdx
                     fake.laneid = th.lane
+                    for g in hooks:                 # executed lines go to this thread's list
+                        g["__simt_line__"] = th.lines.append
                     th.status = RUNNING
                     th.g.switch(th.resume)
                     ran = True
@@ -376,6 +360,8 @@ class Scheduler:
     # --- barriers -----------------------------------------------------------------------------
     def wait_barrier(self, kind, value, frame):
         th = self.cur
+        if len(th.lines) > self.max_steps:
+            self._too_many_steps()
         th.status = BARRIER
         th.wait_kind = kind
         th.wait_site = self.site(frame)
@@ -639,7 +625,7 @@ class Scheduler:
             if self._dynamic is None:
                 self._dynamic = np.zeros(self.shared_bytes, np.uint8)
             storage = self._dynamic[: shape[0] * dtype.itemsize].view(dtype)
-        written = np.zeros(storage.size, bool)
+        written = bytearray(storage.size)     # 1 = written; bytearray indexing is cheap
         arr = TracedArray(self, aid, storage, shape, name, SHARED, written=written)
         self._block_shared[key] = arr
         return arr

@@ -37,8 +37,10 @@ The output is deterministic: the same master gives the same bytes, so
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,7 +49,9 @@ import nbformat
 __all__ = [
     "ROLES",
     "MasterNotebookError",
+    "StudentWorkError",
     "SyncProblem",
+    "student_work",
     "build_student_notebook",
     "build_all",
     "notebook_bytes",
@@ -88,6 +92,30 @@ class MasterNotebookError(ValueError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{notebook}: {len(self.problems)} problem(s) in the master notebook:\n{lines}")
+
+
+class StudentWorkError(RuntimeError):
+    """A notebook in ``chapters/`` holds work (outputs, edited answers) that a rebuild would lose.
+
+    ``files`` maps each such path to the reasons found.  Nothing was written.
+    """
+
+    def __init__(self, files: dict):
+        self.files = dict(files)
+        lines = []
+        for path, reasons in self.files.items():
+            lines.append(f"  - {path}: " + "; ".join(reasons))
+        super().__init__(
+            f"refusing to overwrite {len(self.files)} notebook(s) in chapters/ that hold work a rebuild would lose:\n"
+            + "\n".join(lines)
+            + "\nchapters/ holds templates only (students work in their own copies, see `simtlab open`). "
+            "Move the work elsewhere, or rebuild with --force, which first saves a timestamped backup in "
+            f"{BACKUP_DIR}/."
+        )
+
+
+#: sub-folder of chapters/ where ``build_all(force=True)`` keeps what it overwrote
+BACKUP_DIR = ".backup"
 
 
 @dataclass(frozen=True)
@@ -369,11 +397,56 @@ def build_student_notebook(master: nbformat.NotebookNode, name: str = "<notebook
     return nb
 
 
+def student_work(path: str | Path, generated: nbformat.NotebookNode) -> list[str]:
+    """Why overwriting ``path`` with ``generated`` would lose work: outputs, or edited answer cells.
+
+    An empty list means the file holds nothing but a (possibly older) template.
+    """
+    try:
+        existing = read_notebook(path)
+    except Exception as e:  # unreadable: it is not ours to throw away
+        return [f"cannot be read as a notebook ({type(e).__name__})"]
+    reasons = []
+    with_outputs = [i for i, c in enumerate(existing.get("cells", []))
+                    if c.get("cell_type") == "code" and c.get("outputs")]
+    if with_outputs:
+        reasons.append(f"{len(with_outputs)} cell(s) have outputs (first: cell {with_outputs[0]})")
+    stubs = {}
+    for cell in generated.cells:
+        meta = cell.get("metadata", {}).get("simtlab")
+        if isinstance(meta, dict) and meta.get("role") == "answer":
+            stubs[meta.get("id")] = _source(cell)
+    edited = []
+    for cell in existing.get("cells", []):
+        meta = cell.get("metadata", {}).get("simtlab")
+        if isinstance(meta, dict) and meta.get("role") == "answer":
+            if stubs.get(meta.get("id")) != _source(cell):
+                edited.append(str(meta.get("id")))
+    if edited:
+        reasons.append("answer cell(s) differ from the generated stub: " + ", ".join(edited))
+    return reasons
+
+
+def _backup(target: Path) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    folder = target.parent / BACKUP_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    backup = folder / f"{target.stem}.{stamp}{target.suffix}"
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = folder / f"{target.stem}.{stamp}-{n}{target.suffix}"
+    shutil.copy2(target, backup)
+    return backup
+
+
 def _masters(solutions_dir: Path) -> list[Path]:
     return sorted(p for p in solutions_dir.glob("*.ipynb") if p.is_file() and not p.name.startswith("."))
 
 
-def build_all(solutions_dir: str | Path, chapters_dir: str | Path, check: bool = False) -> list[SyncProblem]:
+def build_all(
+    solutions_dir: str | Path, chapters_dir: str | Path, check: bool = False, force: bool = False
+) -> list[SyncProblem]:
     """Build ``chapters_dir/X.ipynb`` from every ``solutions_dir/X.ipynb``.
 
     Returns the notebooks that were out of sync (:class:`SyncProblem`).  With
@@ -382,6 +455,11 @@ def build_all(solutions_dir: str | Path, chapters_dir: str | Path, check: bool =
     never deleted.  Every master is validated before anything is written, so a
     broken master raises :class:`MasterNotebookError` and leaves ``chapters_dir``
     untouched.
+
+    A stale notebook holding work (outputs, or answer cells that differ from the
+    generated stub, see :func:`student_work`) is not overwritten: ``build_all``
+    raises :class:`StudentWorkError` before writing anything.  With ``force=True``
+    each such file is first copied to ``chapters_dir/.backup/X.<timestamp>.ipynb``.
     """
     solutions_dir = Path(solutions_dir)
     chapters_dir = Path(chapters_dir)
@@ -389,10 +467,19 @@ def build_all(solutions_dir: str | Path, chapters_dir: str | Path, check: bool =
         raise FileNotFoundError(f"solutions folder not found: {solutions_dir}")
 
     built: list[tuple[Path, Path, bytes]] = []
+    at_risk: dict[Path, list[str]] = {}
     for master_path in _masters(solutions_dir):
         master = read_notebook(master_path)
         student = build_student_notebook(master, name=str(master_path))
-        built.append((master_path, chapters_dir / master_path.name, notebook_bytes(student)))
+        target = chapters_dir / master_path.name
+        data = notebook_bytes(student)
+        built.append((master_path, target, data))
+        if not check and target.exists() and target.read_bytes() != data:
+            reasons = student_work(target, student)
+            if reasons:
+                at_risk[target] = reasons
+    if at_risk and not force:
+        raise StudentWorkError(at_risk)
 
     problems: list[SyncProblem] = []
     for master_path, target, data in built:
@@ -403,6 +490,8 @@ def build_all(solutions_dir: str | Path, chapters_dir: str | Path, check: bool =
         else:
             continue
         if not check:
+            if target in at_risk:
+                _backup(target)
             chapters_dir.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.tmp")
             tmp.write_bytes(data)

@@ -1,0 +1,115 @@
+"""Line tracing by rewriting the kernel's source: one cheap call per executed statement.
+
+``sys.settrace`` calls a Python function for every line and every function call, which makes a
+traced kernel several times slower. Instead, the emulator re-compiles the kernel's source with
+a call ``__simt_line__(site)`` in front of every statement (and at the top of every loop
+iteration, where the loop header runs again). ``__simt_line__`` is a global of the rebound
+kernel that the scheduler points at the running thread's ``list.append`` each time it
+switches threads, so recording a line costs one C call.
+
+The result counts lines as ``sys.settrace`` does: a loop header once per iteration plus once
+for the exit test, an ``if`` line once, each statement of the branch taken once.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+HOOK = "__simt_line__"
+
+
+class _Instrument(ast.NodeTransformer):
+    def __init__(self, code_index: int):
+        self.code_index = code_index
+
+    def _mark(self, lineno):
+        call = ast.Call(func=ast.Name(HOOK, ast.Load()),
+                        args=[ast.Constant(self.code_index << 20 | lineno)], keywords=[])
+        return ast.Expr(call)
+
+    def _body(self, stmts):
+        out = []
+        for stmt in stmts:
+            stmt = self.visit(stmt)
+            out.append(self._mark(stmt.lineno))
+            out.append(stmt)
+        return out
+
+    def visit_FunctionDef(self, node):
+        node.body = self._body(node.body)
+        node.decorator_list = []
+        return node
+
+    def visit_If(self, node):
+        node.test = self.visit(node.test)
+        node.body = self._body(node.body)
+        node.orelse = self._body(node.orelse)
+        return node
+
+    def _loop(self, node):
+        node.body = [self._mark(node.lineno)] + self._body(node.body)
+        node.orelse = self._body(node.orelse)
+        return node
+
+    visit_For = visit_While = _loop
+
+    def visit_With(self, node):
+        node.body = self._body(node.body)
+        return node
+
+    def visit_Try(self, node):
+        node.body = self._body(node.body)
+        node.orelse = self._body(node.orelse)
+        node.finalbody = self._body(node.finalbody)
+        for h in node.handlers:
+            h.body = self._body(h.body)
+        return node
+
+
+def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
+               closure_values: tuple | None):
+    """A copy of ``func`` that records every executed statement, or None without source."""
+    try:
+        lines, first = inspect.getsourcelines(func)
+    except (OSError, TypeError):
+        return None
+    source = textwrap.dedent("".join(lines))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        return None
+    ast.increment_lineno(tree, first - 1)
+    _Instrument(code_index).visit(fdef)
+    freevars = func.__code__.co_freevars
+    if freevars:
+        # a closure: build it inside a factory whose parameters are the free variables
+        factory = ast.FunctionDef(
+            name="__simt_factory__",
+            args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars],
+                               kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[],
+            returns=None, type_comment=None, type_params=[]) if hasattr(ast, "TypeAlias") else \
+            ast.FunctionDef(
+                name="__simt_factory__",
+                args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars],
+                                   kwonlyargs=[], kw_defaults=[], defaults=[]),
+                body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[],
+                returns=None, type_comment=None)
+        tree.body = [factory]
+    ast.fix_missing_locations(tree)
+    code = compile(tree, func.__code__.co_filename, "exec")
+    namespace: dict = {}
+    exec(code, new_globals, namespace)
+    if freevars:
+        made = namespace["__simt_factory__"](*closure_values)
+    else:
+        made = namespace[fdef.name]
+    made.__defaults__ = func.__defaults__
+    made.__kwdefaults__ = func.__kwdefaults__
+    return made
