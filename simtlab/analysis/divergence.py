@@ -22,9 +22,11 @@ def instructions(lines) -> np.recarray:
     ins, n = group_ids(lines.gwarp, lines.site, lines.seq)
     mask = np.zeros(n, np.int64)
     np.bitwise_or.at(mask, ins, np.left_shift(1, lines.lane.astype(np.int64)))
-    # program order of a warp instruction: the earliest step at which any lane executed it
-    step = np.full(n, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(step, ins, lines.step)
+    # issue order of a warp instruction: the latest step at which one of its lanes ran it. A
+    # warp runs the lanes that wait for the slowest one, so a line after a loop comes after
+    # the loop's last iteration (the lanes reconverge there), as on the hardware.
+    step = np.full(n, -1, np.int64)
+    np.maximum.at(step, ins, lines.step)
     first = np.zeros(n, np.int64)
     first[ins] = np.arange(len(lines))
     f = lines[first]

@@ -66,13 +66,15 @@ def plot_amdahl(parallel_fraction: float = 0.3, parallel_speedup: float = 100):
     ceiling = 1.0 / (1.0 - fractions[:-1])
     ax_p.plot(fractions[:-1] * 100, ceiling, "k--", lw=1, label="limit 1/(1-p): parallel part takes no time")
     ax_p.set_yscale("log")
-    ax_p.set_ylim(0.9, max(speedups) * 1.5)
+    ax_p.set_ylim(min(0.9, overall * 0.8), max(speedups) * 1.5)
     ax_p.set_xlim(0, 100)
     ax_p.plot([p * 100], [overall], "o", color="black", ms=8, zorder=5)
     ax_p.annotate(
         f"{p:.0%} parallel, {s:g}x\n-> {overall:.3g}x overall",
         (p * 100, overall),
-        xytext=(12, 24),
+        # Keep the note inside the axes: to the left of points near p = 100 %.
+        xytext=(-20, 30) if p > 0.6 else (12, 24),
+        ha="right" if p > 0.6 else "left",
         textcoords="offset points",
         arrowprops={"arrowstyle": "->"},
     )
@@ -82,17 +84,18 @@ def plot_amdahl(parallel_fraction: float = 0.3, parallel_speedup: float = 100):
     ax_p.grid(True, which="both", alpha=0.3)
 
     # Right: for the chosen p, faster and faster parallel hardware; the curve flattens
-    # onto the ceiling.
-    parallel = np.logspace(-1, 4, 300)
-    ax_s.plot(parallel, amdahl_speedup(p, parallel), color=PALETTE[0], lw=2, label=f"p = {p:.0%}")
+    # onto the ceiling. A linear y axis shows how little is gained past the knee.
+    parallel = np.logspace(np.log10(min(1.0, s / 2)), np.log10(max(1e4, s * 10)), 300)
+    curve = amdahl_speedup(p, parallel)
+    ax_s.plot(parallel, curve, color=PALETTE[0], lw=2, label=f"p = {p:.0%}")
     if np.isfinite(limit):
         ax_s.axhline(limit, color="black", ls="--", lw=1, label=f"limit 1/(1-p) = {limit:.3g}x")
     ax_s.plot([s], [overall], "o", color="black", ms=8, zorder=5)
-    ax_s.annotate(f"{overall:.3g}x", (s, overall), xytext=(-10, 12), textcoords="offset points", ha="right")
+    ax_s.annotate(f"{overall:.3g}x", (s, overall), xytext=(-10, -16), textcoords="offset points", ha="right")
     ax_s.set_xscale("log")
-    ax_s.set_yscale("log")
+    ax_s.set_ylim(0, max(curve.max(), limit if np.isfinite(limit) else 0) * 1.15)
     ax_s.legend(fontsize="small", loc="upper left")
-    label(ax_s, "speed-up of the parallel part (x, log scale)", "overall speed-up (x, log scale)",
+    label(ax_s, "speed-up of the parallel part (x, log scale)", "overall speed-up (x)",
           f"Speed-up against parallel hardware, p = {p:.0%}")
     ax_s.grid(True, which="both", alpha=0.3)
     return fig

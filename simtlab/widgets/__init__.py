@@ -1,0 +1,11 @@
+"""Interactive widgets: each is built by one function, and its controls are on ``.controls``."""
+
+from .amdahl import amdahl_widget
+from .device_panel import device_panel
+from .divergence import divergence_widget
+from .mapping import mapping_widget
+from .memory_access import warp_access_widget
+from .occupancy import occupancy_widget
+
+__all__ = ["amdahl_widget", "device_panel", "divergence_widget", "mapping_widget",
+           "warp_access_widget", "occupancy_widget"]

@@ -1,0 +1,32 @@
+"""Amdahl's law widget: parallel fraction and speed-up of the parallel part."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from ..plots.amdahl import amdahl_limit, amdahl_speedup, plot_amdahl
+from .figure_image import FigureImage, panel
+
+
+def amdahl_widget(parallel_fraction: float = 0.3, parallel_speedup: float = 100):
+    p = widgets.FloatSlider(value=parallel_fraction, min=0.0, max=1.0, step=0.01,
+                            description="parallel", readout_format=".2f",
+                            continuous_update=False)
+    s = widgets.FloatLogSlider(value=parallel_speedup, base=10, min=0, max=4, step=0.05,
+                               description="speed-up", continuous_update=False)
+    summary = widgets.HTML()
+    view = FigureImage()
+
+    def redraw(*_):
+        total = amdahl_speedup(p.value, s.value)
+        limit = amdahl_limit(p.value)
+        summary.value = (f"whole program: <b>{total:.2f}x</b> faster "
+                         f"(at most {limit:.2f}x however fast the parallel part runs)"
+                         if limit != float("inf") else
+                         f"whole program: <b>{total:.2f}x</b> faster (no limit: all parallel)")
+        view.show(plot_amdahl(p.value, s.value))
+
+    p.observe(redraw, names="value")
+    s.observe(redraw, names="value")
+    redraw()
+    return panel([p, s], view, summary, parallel_fraction=p, parallel_speedup=s)
