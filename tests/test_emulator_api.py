@@ -207,7 +207,8 @@ def test_shuffles_and_votes():
         assert (o[:, 0] == lanes.sum()).all()
         assert list(o[:, 1]) == [lanes[0]] + list(lanes[:-1])
         assert list(o[:, 2]) == [lanes[i ^ 1] for i in range(32)]
-        assert (o[:, 3] == sum(1 << i for i in range(32) if lanes[i] % 2)).all()
+        ballot = sum(1 << i for i in range(32) if lanes[i] % 2)      # lanes 1, 3, ..., 31
+        assert (o[:, 3] == ballot - (1 << 32)).all()     # bit 31 set: negative, as on a GPU
         assert (o[:, 4] == 1).all()
         assert (o[:, 5] == int(w == 0)).all()
         assert (o[:, 6] == 1).all()

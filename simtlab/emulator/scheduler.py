@@ -528,6 +528,8 @@ class Scheduler:
                 results[lane] = by_lane[src].wait_value
         elif kind == "ballot_sync":
             ballot = sum(1 << g.lane for g in group if g.wait_value)
+            if ballot >= 1 << 31:          # numba-cuda types the ballot as a signed int32
+                ballot -= 1 << 32
             results = {g.lane: ballot for g in group}
         elif kind == "all_sync":
             v = int(all(g.wait_value for g in group))

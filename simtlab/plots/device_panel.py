@@ -8,6 +8,7 @@ from ..hardware import H100_SXM
 
 
 def device_table(props) -> list[tuple[str, str]]:
+    """(label, value) rows, values as text with their units."""
     kib = 1024
     return [
         ("GPU", props.name),
@@ -15,9 +16,12 @@ def device_table(props) -> list[tuple[str, str]]:
         ("streaming multiprocessors (SMs)", str(props.multiprocessors)),
         ("warp size", f"{props.warp_size} threads"),
         ("max threads per block", str(props.max_threads_per_block)),
+        ("max block shape (x, y, z)", " x ".join(str(d) for d in props.max_block_dim)),
+        ("max grid shape (x, y, z)", " x ".join(f"{d:,}" for d in props.max_grid_dim)),
         ("max resident threads / warps / blocks per SM",
          f"{props.max_threads_per_sm} / {props.max_warps_per_sm} / {props.max_blocks_per_sm}"),
         ("registers per SM", f"{props.registers_per_sm:,} x 32-bit"),
+        ("max registers per thread", str(props.max_registers_per_thread)),
         ("shared memory per SM", f"{props.shared_memory_per_sm // kib} KiB"),
         ("shared memory per block", f"{props.shared_memory_per_block // kib} KiB "
                                     f"({props.shared_memory_per_block_optin // kib} KiB opt-in)"),
@@ -30,16 +34,27 @@ def device_table(props) -> list[tuple[str, str]]:
     ]
 
 
+EMULATOR_NOTE = (
+    "Your kernels run in the SIMT Lab emulator on the CPU: warps of 32 lanes, and the same "
+    "launch limits (1024 threads per block, 48 KiB static shared memory per block) are "
+    "checked at every launch."
+)
+
+
 def device_panel_html(props=None) -> str:
-    """HTML table of the real GPU (``props``) or, with None, of the H100 reference."""
+    """HTML table of a GPU's properties.
+
+    ``props=None`` means there is no GPU: the H100 reference figures are shown, labelled as
+    such, with a note on the emulator. ``simtlab.widgets.device_panel`` passes
+    ``hardware.query_device()``, which is None exactly then.
+    """
     if props is None:
-        head = ("<b>Reference figures (no GPU here): NVIDIA H100 SXM</b><br>"
-                "Your kernels run in the SIMT Lab emulator on the CPU: warps of 32 lanes, and the "
-                "same launch limits (1024 threads per block, 48 KiB static shared memory) are "
-                "checked at every launch.")
+        head = f"<b>Reference figures (no GPU here): NVIDIA H100 SXM</b><br>{EMULATOR_NOTE}"
         props = H100_SXM
-    else:
+    elif props.source.startswith("measured"):
         head = f"<b>This machine's GPU: {html.escape(props.name)}</b>"
+    else:  # reference figures passed in on purpose, e.g. H100_SXM on a machine with a GPU
+        head = f"<b>Reference figures: {html.escape(props.name)}</b>"
     rows = "".join(f"<tr><td style='text-align:left;padding-right:1em'>{html.escape(k)}</td>"
                    f"<td style='text-align:left'>{html.escape(v)}</td></tr>"
                    for k, v in device_table(props))

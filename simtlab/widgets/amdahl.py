@@ -10,10 +10,12 @@ from .figure_image import FigureImage, panel
 
 def amdahl_widget(parallel_fraction: float = 0.3, parallel_speedup: float = 100):
     p = widgets.FloatSlider(value=parallel_fraction, min=0.0, max=1.0, step=0.01,
-                            description="parallel", readout_format=".2f",
+                            description="parallel share", readout_format=".0%",
+                            style={"description_width": "initial"},
                             continuous_update=False)
     s = widgets.FloatLogSlider(value=parallel_speedup, base=10, min=0, max=4, step=0.05,
-                               description="speed-up", continuous_update=False)
+                               description="parallel part's speed-up", continuous_update=False,
+                               style={"description_width": "initial"})
     summary = widgets.HTML()
     view = FigureImage()
 

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 
 def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
+    """The Figure rendered as PNG bytes (works headless: no pyplot, no display)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()

@@ -10,12 +10,15 @@ from .figure_image import FigureImage, panel
 
 
 def occupancy_widget(props=H100_SXM):
-    block = widgets.IntSlider(value=256, min=32, max=1024, step=32, description="threads/blk",
-                              continuous_update=False)
-    regs = widgets.IntSlider(value=32, min=16, max=255, step=8, description="regs/thread",
-                             continuous_update=False)
-    smem = widgets.IntSlider(value=0, min=0, max=96 * 1024, step=1024,
-                             description="shared B/blk", continuous_update=False)
+    wide = {"description_width": "initial"}  # keep the descriptions from being cut short
+    block = widgets.IntSlider(value=256, min=props.warp_size, max=props.max_threads_per_block,
+                              step=props.warp_size, description="threads/block",
+                              continuous_update=False, style=wide)
+    regs = widgets.IntSlider(value=32, min=16, max=props.max_registers_per_thread, step=8,
+                             description="registers/thread", continuous_update=False, style=wide)
+    # Bytes, as occupancy() takes them; up to what a block may have after opting in.
+    smem = widgets.IntSlider(value=0, min=0, max=props.shared_memory_per_block_optin, step=1024,
+                             description="shared bytes/block", continuous_update=False, style=wide)
     summary = widgets.HTML()
     view = FigureImage()
 
