@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from numba import cuda  # importing numba-cuda does not touch the GPU
 
 from simtlab import backend
 from simtlab.hardware import query_device
@@ -12,9 +13,14 @@ pytestmark = [
 ]
 
 
-def _kernels():
-    from numba import cuda
+def _double(a):
+    # A plain function, not @cuda.jit: launch compiles it, as the emulator accepts it too.
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] *= 2
 
+
+def _kernels():
     @cuda.jit
     def saxpy(alpha, x, y):
         i = cuda.grid(1)
@@ -57,14 +63,8 @@ def test_launch_with_dynamic_shared_memory_and_a_plain_function():
     backend.launch(block_sums, 4, 64, x, out, shared_bytes=64 * 4, trace=False)
     np.testing.assert_allclose(out, x.reshape(4, 64).sum(axis=1))
 
-    def double(a):
-        from numba import cuda
-        i = cuda.grid(1)
-        if i < a.size:
-            a[i] *= 2
-
     a = np.arange(50, dtype=np.int32)
-    backend.launch(double, 2, 32, a)
+    backend.launch(_double, 2, 32, a)
     np.testing.assert_array_equal(a, 2 * np.arange(50))
 
 

@@ -312,3 +312,28 @@ def test_trace_off_gives_the_same_result_and_no_analysis():
     assert run.metrics["global_requests"] is None and run.metrics["threads"] == 1024
     with pytest.raises(ValueError, match="not traced"):
         run.memory
+
+
+def test_fast_mode_without_checks_gives_the_same_results():
+    from simtlab.kernels import gemm, reduction
+    a = np.random.rand(40, 24).astype(np.float32)
+    b = np.random.rand(24, 33).astype(np.float32)
+    c = np.zeros((40, 33), np.float32)
+    simtlab.emulate(gemm.gemm_tiled, (3, 3), (16, 16), a, b, c, trace=False, checks=False)
+    np.testing.assert_allclose(c, gemm.gemm_cpu(a, b), rtol=1e-5)
+    x = np.random.rand(700).astype(np.float32)
+    partial = np.zeros(3, np.float32)
+    simtlab.emulate(reduction.block_sum_tree, 3, 256, x, partial, trace=False, checks=False)
+    np.testing.assert_allclose(partial.sum(), x.sum(), rtol=1e-5)
+    counter = np.zeros(1, np.int64)
+
+    @cuda.jit
+    def count(c):
+        cuda.atomic.add(c, 0, 1)
+
+    simtlab.emulate(count, 2, 32, counter, trace=False, checks=False)
+    assert counter[0] == 64
+    with pytest.raises(simtlab.OutOfBoundsError, match="checks=False"):
+        simtlab.emulate(count, 1, 1, np.zeros(0, np.int64), trace=False, checks=False)
+    with pytest.raises(ValueError, match="needs trace=False"):
+        simtlab.emulate(count, 1, 1, counter, checks=False)

@@ -106,6 +106,24 @@ def test_build_force_backs_up_first(course, capsys):
     assert len(list((chap / BACKUP_DIR).glob("01_a.*.ipynb"))) == 2
 
 
+def test_a_changed_hint_is_not_student_work(course):
+    sol, chap = course
+    changed = master()
+    changed.cells[1].source = ANSWER.replace("    ### BEGIN SOLUTION\n", "    ### BEGIN SOLUTION\n    ### HINT: x times x\n")
+    write(sol / "01_a.ipynb", changed)
+    problems = build_all(sol, chap)                     # the old stub is only a template: rewritten
+    assert [(p.kind, p.fixed) for p in problems] == [("stale", True)]
+    assert "x times x" in (chap / "01_a.ipynb").read_text()
+    # but code written around an unchanged stub line is work
+    path = chap / "01_a.ipynb"
+    nb = read_notebook(path)
+    nb.cells[1].source = "import math\n" + nb.cells[1].source
+    path.write_bytes(notebook_bytes(nb))
+    write(sol / "01_a.ipynb", master())
+    with pytest.raises(StudentWorkError, match="ex1"):
+        build_all(sol, chap)
+
+
 def test_build_still_rewrites_plain_stale_templates(course):
     sol, chap = course
     path = chap / "01_a.ipynb"

@@ -44,6 +44,15 @@ class _Const:
         return self._st.const_array(ary, _getframe(1))
 
 
+def _update(ary, idx, update, frame):
+    """One atomic read-modify-write; plain NumPy arrays appear when checks are off."""
+    if isinstance(ary, np.ndarray):
+        old = ary[idx]
+        ary[idx] = update(old)
+        return old
+    return ary._atomic_update(idx, update, frame)
+
+
 def _cast(array, value):
     """The value stored by an atomic, in the array's type (as the hardware would)."""
     return array.dtype.type(value)
@@ -56,49 +65,49 @@ class _Atomic:
         self._st = st
 
     def add(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, old + val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, old + val), _getframe(1))
 
     def sub(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, old - val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, old - val), _getframe(1))
 
     def max(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, max(old, val)), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, max(old, val)), _getframe(1))
 
     def min(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, min(old, val)), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, min(old, val)), _getframe(1))
 
     def nanmax(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, np.fmax(old, val)), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, np.fmax(old, val)), _getframe(1))
 
     def nanmin(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, np.fmin(old, val)), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, np.fmin(old, val)), _getframe(1))
 
     def and_(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, old & val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, old & val), _getframe(1))
 
     def or_(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, old | val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, old | val), _getframe(1))
 
     def xor(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, old ^ val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, old ^ val), _getframe(1))
 
     def exch(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, val), _getframe(1))
+        return _update(ary, idx, lambda old: _cast(ary, val), _getframe(1))
 
     def inc(self, ary, idx, val):
-        return ary._atomic_update(idx, lambda old: _cast(ary, 0 if old >= val else old + 1),
+        return _update(ary, idx, lambda old: _cast(ary, 0 if old >= val else old + 1),
                                   _getframe(1))
 
     def dec(self, ary, idx, val):
-        return ary._atomic_update(
+        return _update(ary, 
             idx, lambda old: _cast(ary, val if (old == 0 or old > val) else old - 1), _getframe(1))
 
     def cas(self, ary, idx, old, val):
-        return ary._atomic_update(idx, lambda cur: _cast(ary, val if cur == old else cur),
+        return _update(ary, idx, lambda cur: _cast(ary, val if cur == old else cur),
                                   _getframe(1))
 
     def compare_and_swap(self, ary, old, val):
-        return ary._atomic_update(0, lambda cur: _cast(ary, val if cur == old else cur),
+        return _update(ary, 0, lambda cur: _cast(ary, val if cur == old else cur),
                                   _getframe(1))
 
 

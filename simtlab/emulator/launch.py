@@ -17,13 +17,18 @@ GLOBAL_ALIGN = 512     # cudaMalloc returns 256-byte (or better) aligned pointer
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-            max_steps: int = 1_000_000, max_trace: int = 4_000_000) -> Run:
+            max_steps: int = 1_000_000, max_trace: int = 4_000_000, checks: bool = True) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
     ``trace``: True (every memory access and every executed line) or False (fastest).
     ``order="random"`` runs blocks, warps and lanes in an order drawn from ``seed``.
+    ``checks=False`` (only with ``trace=False``) hands the kernel plain NumPy arrays: the
+    fastest mode, for kernels already known to be correct. NumPy still stops an index past
+    the end, but negative indices wrap and reads of unwritten shared memory go unnoticed.
     """
+    if not checks and trace:
+        raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
     func = plain_function(kernel)
     griddim = as_dim3(griddim, "griddim")
     blockdim = as_dim3(blockdim, "blockdim")
@@ -37,7 +42,7 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
 
     sched = Scheduler(None, (), griddim, blockdim, shared_bytes=int(shared_bytes), trace=trace,
                       order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
-                      max_trace=max_trace)
+                      max_trace=max_trace, checks=checks)
     fake = sched.fake = FakeCuda(sched)
     binder = KernelBinder(fake, instrument_lines=sched.trace_lines,
                           register_code=sched._add_code)
@@ -59,8 +64,11 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
                 copy_back.append((value, data))
             info = sched._register_array(name, "global", data.shape, data.dtype, next_base)
             next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
-            kernel_args.append(TracedArray(sched, info.id, data.reshape(-1), data.shape or (1,),
-                                           name, GLOBAL))
+            if checks:
+                kernel_args.append(TracedArray(sched, info.id, data.reshape(-1),
+                                               data.shape or (1,), name, GLOBAL))
+            else:
+                kernel_args.append(data)
         else:
             kernel_args.append(value)
     sched.args = tuple(kernel_args)

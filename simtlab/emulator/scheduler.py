@@ -112,7 +112,7 @@ class Scheduler:
 
     def __init__(self, kernel, args, griddim, blockdim, *, shared_bytes=0, trace=True,
                  order="in_order", seed=0, time_limit=20.0, max_steps=1_000_000,
-                 max_trace=20_000_000, codes=(), kernel_code=None):
+                 max_trace=20_000_000, codes=(), kernel_code=None, checks=True):
         self.kernel = kernel
         self.args = args
         self.griddim = griddim
@@ -123,6 +123,7 @@ class Scheduler:
         self.shared_bytes = shared_bytes
         self.trace_memory = bool(trace)
         self.trace_lines = bool(trace)
+        self.checks = checks
         if order not in ("in_order", "random"):
             raise ValueError("order must be 'in_order' or 'random'")
         self.rng = np.random.default_rng(seed) if order == "random" else None
@@ -230,6 +231,11 @@ class Scheduler:
                 fix="look for a loop whose condition never becomes false (a loop variable "
                     "that is not updated, or a thread waiting for a value no one writes); "
                     "raise time_limit= or max_steps= if the kernel is just large")
+        if isinstance(exc, IndexError):
+            from .errors import OutOfBoundsError
+            return OutOfBoundsError(
+                f"{exc} (checks=False: negative indices are not caught in this mode)", **where,
+                fix="guard the access with a bounds check; run with checks on for details")
         if isinstance(exc, NotImplementedError):
             err = KernelException(f"NotImplementedError: {exc}", **where,
                                   fix="write the missing code in place of the stub")
@@ -628,7 +634,10 @@ class Scheduler:
                 self._dynamic = np.zeros(self.shared_bytes, np.uint8)
             storage = self._dynamic[: shape[0] * dtype.itemsize].view(dtype)
         written = bytearray(storage.size)     # 1 = written; bytearray indexing is cheap
-        arr = TracedArray(self, aid, storage, shape, name, SHARED, written=written)
+        if not self.checks:
+            arr = storage.reshape(shape)           # fast mode: a plain NumPy array
+        else:
+            arr = TracedArray(self, aid, storage, shape, name, SHARED, written=written)
         self._block_shared[key] = arr
         return arr
 
@@ -643,6 +652,8 @@ class Scheduler:
             aid = self._register_array(name, "local", shape, dtype, 0).id
             self._local_sites[key] = aid
         storage = np.zeros(int(np.prod(shape)), dtype)
+        if not self.checks:
+            return storage.reshape(shape)
         return TracedArray(self, aid, storage, shape, self.arrays[aid].name, LOCAL)
 
     def const_array(self, source, frame):

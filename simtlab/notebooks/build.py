@@ -415,16 +415,30 @@ def student_work(path: str | Path, generated: nbformat.NotebookNode) -> list[str
     for cell in generated.cells:
         meta = cell.get("metadata", {}).get("simtlab")
         if isinstance(meta, dict) and meta.get("role") == "answer":
-            stubs[meta.get("id")] = _source(cell)
+            stubs[meta.get("id")] = _without_hints(_source(cell))
     edited = []
     for cell in existing.get("cells", []):
         meta = cell.get("metadata", {}).get("simtlab")
         if isinstance(meta, dict) and meta.get("role") == "answer":
-            if stubs.get(meta.get("id")) != _source(cell):
+            if stubs.get(meta.get("id")) != _without_hints(_source(cell)):
                 edited.append(str(meta.get("id")))
     if edited:
         reasons.append("answer cell(s) differ from the generated stub: " + ", ".join(edited))
     return reasons
+
+
+# A stub line as _stub_region writes it; its hint text may change with the master.
+_PY_STUB_LINE = re.compile(r'^([ \t]*)raise NotImplementedError\("Exercise .*"\)[ \t]*$')
+_C_STUB_LINE = re.compile(r"^([ \t]*)/\* YOUR CODE HERE(: .*)? \*/[ \t]*$")
+
+
+def _without_hints(source: str) -> str:
+    """``source`` with every stub line reduced to its indentation, so a changed hint is no edit."""
+    lines = []
+    for line in source.split("\n"):
+        m = _PY_STUB_LINE.match(line) or _C_STUB_LINE.match(line)
+        lines.append(f"{m.group(1)}<stub>" if m else line)
+    return "\n".join(lines)
 
 
 def _backup(target: Path) -> Path:

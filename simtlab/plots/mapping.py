@@ -20,6 +20,8 @@ ID_KEYS = ("block", "block_x", "block_y", "thread", "thread_x", "thread_y", "war
 COLOR_BY = ("block", "warp", "thread", "lane")
 # Cells with no thread (outside the grid, or never written in a trace).
 NO_THREAD_COLOR = "#DDDDDD"
+# Block borders are black, so black cells would hide them.
+CELL_PALETTE = [c for c in PALETTE if c != "#000000"]
 
 
 def _dims(value, name: str, max_len: int = 3) -> tuple[int, ...]:
@@ -195,7 +197,7 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
     gdim, bdim = mapping["griddim"], mapping["blockdim"]
     two_d_ids = len(gdim) > 1 and (gdim[1] > 1 or bdim[1] > 1)
 
-    title = (f"grid {tuple(gdim)} x block {tuple(bdim)}: {mapping['threads']} threads launched, "
+    title = (f"grid {_fmt_dims(gdim)} x block {_fmt_dims(bdim)}: {mapping['threads']} threads launched, "
              f"{mapping['idle']} idle")
     height = min(9.0, max(2.2, 1.2 + 0.4 * rows)) if rows > 1 else 2.4
     width = min(13.0, max(6.0, 1.5 + 0.45 * cols))
@@ -205,11 +207,11 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
     masked = np.ma.masked_less(values, 0)
     names = {"block": "block", "warp": "warp in block", "thread": "thread in block", "lane": "lane"}
     handles = []
-    if len(present) <= len(PALETTE):
+    if len(present) <= len(CELL_PALETTE):
         # Few ids: one palette colour each, named in a legend.
         lookup = np.full(int(present.max(initial=0)) + 1, 0)
         lookup[present] = np.arange(len(present))
-        colors = [PALETTE[i] for i in range(max(len(present), 1))]
+        colors = CELL_PALETTE[:max(len(present), 1)]
         cmap = ListedColormap(colors)
         cmap.set_bad(NO_THREAD_COLOR)
         data = np.ma.array(np.where(values >= 0, lookup[np.maximum(values, 0)], 0), mask=masked.mask)
@@ -268,6 +270,12 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
                   frameon=False)
     return fig
+
+
+def _fmt_dims(dims) -> str:
+    """``(3, 1)`` prints as ``3``: a 1-D launch reads as the kernel's launch line."""
+    dims = tuple(int(d) for d in dims)
+    return str(dims[0]) if all(d == 1 for d in dims[1:]) else str(dims)
 
 
 def _ticks(axis, n: int):
