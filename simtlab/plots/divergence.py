@@ -1,45 +1,119 @@
-"""Divergence: which lanes of a warp executed each of its instructions."""
+"""Which lanes of one warp execute each instruction: branch divergence made visible.
+
+A warp issues an instruction once for all its lanes; lanes on the other side of a branch
+sit idle. ``divergence_from_run`` rebuilds the warp's instruction stream from a trace,
+``plot_divergence`` draws it as a lane x instruction grid.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
-from ..analysis.divergence import lane_masks
+from ..analysis.divergence import instructions
 from .style import PALETTE, label, new_figure
 
-WARP = 32
+WARP_SIZE = 32
+# Above this many instructions the per-row labels would overlap; ticks are thinned.
+MAX_LABELLED_ROWS = 60
 
 
-def divergence_from_run(run, warp: int = 0):
-    """(instructions x 32 lanes) bool matrix of one warp and a label per instruction."""
-    masks, lines = lane_masks(run.lines, warp)
-    labels = [f"L{int(line)}: {run.source(int(line)).strip()[:48]}" for line in lines]
-    return masks, labels
+def simt_efficiency(lane_masks) -> float:
+    """Active lane-executions / (32 x instructions): 1.0 when no lane ever idles."""
+    masks = np.asarray(lane_masks, dtype=bool)
+    if masks.size == 0:
+        return 0.0
+    return float(masks.sum()) / (WARP_SIZE * masks.shape[0])
 
 
-def plot_divergence(masks, labels, title: str = "Active lanes per warp instruction"):
-    masks = np.asarray(masks, bool)
-    n = len(masks)
-    eff = masks.sum() / (WARP * n) if n else 1.0
-    fig, (ax, bar) = new_figure(f"{title}: SIMT efficiency {eff:.0%}", ncols=2,
-                                figsize=(10, min(9, 1.6 + 0.28 * max(n, 1))),
-                                gridspec_kw={"width_ratios": [5, 1]}, sharey=True)
-    ax.imshow(masks, aspect="auto", cmap=ListedColormap(["#eeeeee", PALETTE[0]]),
-              vmin=0, vmax=1, interpolation="nearest")
-    ax.set_yticks(range(n))
-    ax.set_yticklabels(labels, fontsize=8, family="monospace")
-    ax.set_xticks(range(0, WARP, 4))
-    label(ax, "lane", "warp instruction")
+def plot_divergence(lane_masks, line_labels, title: str | None = None):
+    """Lane x warp-instruction grid (filled: lane active) with active lanes per instruction.
+
+    ``lane_masks``: (n_instructions, 32) bool, in execution order; ``line_labels``: one
+    label per instruction (e.g. ``"L7: out[i] = 1"``). Returns a matplotlib Figure.
+    """
+    masks = np.asarray(lane_masks, dtype=bool).reshape(-1, WARP_SIZE)
+    labels = list(line_labels)
+    if len(labels) != masks.shape[0]:
+        raise ValueError(f"{masks.shape[0]} instructions but {len(labels)} labels")
+    n = masks.shape[0]
+    eff = simt_efficiency(masks)
+    title = title or "Warp divergence: lanes active per warp instruction"
+    height = min(10.0, max(3.4, 1.8 + 0.28 * n))
+    fig, (ax, bar_ax) = new_figure(f"{title}: SIMT efficiency {100 * eff:.3g}%", ncols=2,
+                                   figsize=(11.0, height), sharey=True,
+                                   gridspec_kw={"width_ratios": [4, 1]})
+    ax.imshow(masks, cmap=ListedColormap(["white", PALETTE[0]]), vmin=0, vmax=1, aspect="auto", interpolation="nearest",
+              extent=(-0.5, WARP_SIZE - 0.5, n - 0.5, -0.5))
+    # White separators keep single lanes and instructions distinguishable.
+    ax.set_xticks(np.arange(-0.5, WARP_SIZE), minor=True)
+    if n <= 4 * MAX_LABELLED_ROWS:
+        ax.set_yticks(np.arange(-0.5, n), minor=True)
+    ax.grid(which="minor", color="white", linewidth=0.6)
+    ax.tick_params(which="minor", length=0)
+    ax.set_xticks(range(0, WARP_SIZE, 4))
+    step = max(1, int(np.ceil(n / MAX_LABELLED_ROWS)))
+    rows = list(range(0, n, step))
+    ax.set_yticks(rows)
+    ax.set_yticklabels([_short(labels[i]) for i in rows], fontsize=8 if n <= 30 else 6,
+                       family="monospace")
+    label(ax, "lane", "warp instruction, in issue order")
+    ax.legend(handles=[Patch(facecolor=PALETTE[0], label="lane active"),
+                       Patch(facecolor="white", edgecolor="#888888", label="lane idle (masked off)")],
+              loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, fontsize=8, frameon=False)
+
     active = masks.sum(axis=1)
-    bar.barh(range(n), active, color=PALETTE[0])
-    bar.set_xlim(0, WARP)
-    bar.axvline(WARP, color="gray", lw=1, ls="--")
-    label(bar, "active lanes", "")
+    full = active == WARP_SIZE
+    bar_ax.barh(np.arange(n), active, height=0.8,
+                color=[PALETTE[2] if f else PALETTE[1] for f in full])
+    bar_ax.axvline(WARP_SIZE, color="black", linewidth=0.8, linestyle="--")
+    bar_ax.set_xlim(0, WARP_SIZE + 1)
+    bar_ax.set_xticks([0, 8, 16, 24, 32])
+    bar_ax.tick_params(axis="y", left=False)
+    if n <= 30:
+        for i, a in enumerate(active):
+            bar_ax.text(min(a, WARP_SIZE) + 0.5 if a < 24 else a - 0.5, i, str(a), va="center",
+                        ha="left" if a < 24 else "right", fontsize=7)
+    label(bar_ax, "active lanes", "")
+    bar_ax.legend(handles=[Patch(facecolor=PALETTE[2], label="all 32"),
+                           Patch(facecolor=PALETTE[1], label="fewer")],
+                  loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, fontsize=8, frameon=False)
+    ax.set_ylim(n - 0.5, -0.5)  # first instruction on top
     return fig
 
 
+def _short(text: str, width: int = 48) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def divergence_from_run(run, gwarp: int = 0):
+    """``(lane_masks, line_labels)`` of warp ``gwarp``, rebuilt from ``run.lines``.
+
+    A warp instruction is one source line (trace ``site``) executed for the n-th time
+    (``seq``). They come in the order ``simtlab.analysis.divergence`` issues them: the
+    emulator may run a warp's lanes one after another, so trace order is not issue order
+    (an else-branch taken only by odd lanes would otherwise come after everything lane 0
+    ran). Using the analysis keeps this plot's efficiency equal to ``run.metrics``'.
+    Labels read ``"L<line>: <source text>"``.
+    """
+    lines = run.lines
+    ins = instructions(lines[lines["gwarp"] == gwarp])
+    if len(ins) == 0:
+        raise ValueError(f"warp {gwarp} executed no lines; warps in this run: "
+                         f"{sorted(set(lines['gwarp'].tolist()))[:8]}...")
+    masks = ((ins["mask"][:, None] >> np.arange(WARP_SIZE)) & 1).astype(bool)
+    labels = [f"L{int(line)}: {run.source(int(line), site=int(site)).strip()}"
+              for line, site in zip(ins["line"], ins["site"])]
+    return masks, labels
+
+
 def plot_lane_activity(run, warp: int = 0):
-    """The divergence plot of one warp of an emulator run."""
+    """The divergence plot of global warp ``warp`` of an emulator run."""
     masks, labels = divergence_from_run(run, warp)
-    return plot_divergence(masks, labels, title=f"{run.kernel_name}, warp {warp}")
+    block, w = divmod(int(warp), run.warps_per_block)
+    return plot_divergence(masks, labels,
+                           title=f"{run.kernel_name}: block {block}, warp {w} (global warp {warp})")
+
+
+__all__ = ["plot_divergence", "divergence_from_run", "plot_lane_activity", "simt_efficiency"]

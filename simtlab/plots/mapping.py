@@ -199,7 +199,7 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
 
     title = (f"grid {_fmt_dims(gdim)} x block {_fmt_dims(bdim)}: {mapping['threads']} threads launched, "
              f"{mapping['idle']} idle")
-    height = min(9.0, max(2.2, 1.2 + 0.4 * rows)) if rows > 1 else 2.4
+    height = min(9.0, max(2.6, 1.7 + 0.4 * rows)) if rows > 1 else 2.4
     width = min(13.0, max(6.0, 1.5 + 0.45 * cols))
     fig, ax = new_figure(title, figsize=(width, height))
 
@@ -212,8 +212,7 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
         lookup = np.full(int(present.max(initial=0)) + 1, 0)
         lookup[present] = np.arange(len(present))
         colors = CELL_PALETTE[:max(len(present), 1)]
-        cmap = ListedColormap(colors)
-        cmap.set_bad(NO_THREAD_COLOR)
+        cmap = ListedColormap(colors).with_extremes(bad=NO_THREAD_COLOR)
         data = np.ma.array(np.where(values >= 0, lookup[np.maximum(values, 0)], 0), mask=masked.mask)
         norm = BoundaryNorm(np.arange(len(colors) + 1) - 0.5, len(colors))
         img = ax.imshow(data, cmap=cmap, norm=norm, extent=(0, cols, rows, 0), interpolation="nearest")

@@ -18,24 +18,31 @@ SECTOR = 32
 LINE = 128
 
 
-def strided_addresses(stride: int, size: int = 4, offset: int = 0, base: int = 0) -> np.ndarray:
+def strided_addresses(stride: int = 1, size: int = 4, offset: int = 0, base: int = 0) -> np.ndarray:
     """Byte addresses of ``a[offset + lane*stride]`` for lanes 0..31 (``a`` at ``base``)."""
+    if stride < 0 or size < 1 or offset < 0:
+        raise ValueError("stride and offset must be >= 0 and size >= 1")
     return base + (offset + np.arange(WARP_SIZE, dtype=np.int64) * stride) * size
 
 
 def _lane_addresses(addresses) -> np.ma.MaskedArray:
-    """Lane addresses as a 32-long masked int array; masked (or None) lanes did not access."""
+    """Lane addresses as a 32-long masked int array.
+
+    A lane made no access where its entry is masked, ``None`` or negative (-1 is the
+    marker ``request_addresses_from_run`` users may write by hand).
+    """
     if isinstance(addresses, np.ma.MaskedArray):
-        data = np.ma.getdata(addresses)
-        mask = np.ma.getmaskarray(addresses)
+        data = np.ma.getdata(addresses).astype(np.int64)
+        mask = np.ma.getmaskarray(addresses).copy()
     else:
         items = list(addresses)
         mask = np.array([a is None for a in items], dtype=bool)
-        data = np.array([0 if a is None else a for a in items])
+        data = np.array([0 if a is None else a for a in items], dtype=np.int64)
     if len(data) > WARP_SIZE:
         raise ValueError(f"a warp has {WARP_SIZE} lanes, got {len(data)} addresses")
+    mask |= data < 0
     pad = WARP_SIZE - len(data)
-    data = np.concatenate([np.asarray(data, dtype=np.int64), np.zeros(pad, dtype=np.int64)])
+    data = np.concatenate([data, np.zeros(pad, dtype=np.int64)])
     mask = np.concatenate([mask, np.ones(pad, dtype=bool)])
     return np.ma.array(data, mask=mask)
 
@@ -43,14 +50,16 @@ def _lane_addresses(addresses) -> np.ma.MaskedArray:
 def warp_request_summary(addresses, size: int = 4) -> dict:
     """Sectors, lines and bytes of one warp request.
 
-    ``addresses``: up to 32 byte addresses, lane 0 first; a masked entry (or ``None``) is a
-    lane that made no access. ``size``: bytes each lane reads or writes.
+    ``addresses``: up to 32 byte addresses, lane 0 first; a masked, ``None`` or negative
+    entry is a lane that made no access. ``size``: bytes each lane reads or writes.
 
-    Returns ``addresses`` (masked, 32 lanes), ``active`` (bool per lane), ``lane_sector`` and
-    ``lane_line`` (first sector / line of each lane's access, -1 when inactive),
-    ``sectors``/``lines`` (sorted ids touched), ``n_sectors``, ``n_lines``, ``n_active``,
-    ``bytes_requested`` (active lanes x size), ``bytes_used`` (distinct bytes: lanes reading
-    the same word share it), ``bytes_moved`` (sectors x 32), ``efficiency`` (used / moved).
+    Returns counts -- ``lanes`` (active lanes), ``sectors`` (distinct 32-byte sectors),
+    ``lines`` (distinct 128-byte lines), ``bytes_requested`` (lanes x size), ``bytes_used``
+    (distinct bytes: lanes reading the same word share it), ``bytes_moved`` (sectors x 32),
+    ``efficiency`` (used / moved), ``min_sectors`` (the fewest sectors that could hold the
+    bytes used: 1 for a broadcast) -- and per lane / per id arrays: ``addresses`` (masked,
+    32 lanes), ``active`` (bool per lane), ``lane_sector``/``lane_line`` (sector / line of
+    each lane's first byte, -1 when inactive), ``sector_ids``/``line_ids`` (sorted ids).
     """
     size = int(size)
     if size < 1:
@@ -58,32 +67,30 @@ def warp_request_summary(addresses, size: int = 4) -> dict:
     addr = _lane_addresses(addresses)
     active = ~np.ma.getmaskarray(addr)
     a = np.ma.getdata(addr)[active]
-    # An access may straddle a sector when misaligned: count every sector it covers.
+    # A misaligned access may straddle two sectors: count every sector it covers.
     first, last = a // SECTOR, (a + size - 1) // SECTOR
-    sectors = np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)])
-                        if len(a) else np.zeros(0, dtype=np.int64))
-    lines = np.unique(sectors * SECTOR // LINE)
+    sector_ids = np.unique(np.concatenate([np.arange(f, l + 1) for f, l in zip(first, last)]
+                                          + [np.zeros(0, np.int64)]))
+    line_ids = np.unique(sector_ids * SECTOR // LINE)
     used = len(np.unique((a[:, None] + np.arange(size)).ravel())) if len(a) else 0
-    moved = len(sectors) * SECTOR
+    moved = len(sector_ids) * SECTOR
     lane_sector = np.full(WARP_SIZE, -1, dtype=np.int64)
     lane_sector[active] = first
     lane_line = np.full(WARP_SIZE, -1, dtype=np.int64)
     lane_line[active] = a // LINE
     return {
-        "addresses": addr, "active": active, "size": size,
-        "lane_sector": lane_sector, "lane_line": lane_line,
-        "sectors": sectors.astype(np.int64), "lines": lines.astype(np.int64),
-        "n_sectors": int(len(sectors)), "n_lines": int(len(lines)), "n_active": int(active.sum()),
+        "lanes": int(active.sum()), "sectors": int(len(sector_ids)), "lines": int(len(line_ids)),
         "bytes_requested": int(active.sum()) * size, "bytes_used": int(used),
-        "bytes_moved": int(moved), "efficiency": used / moved if moved else 0.0,
-        # A perfectly packed request: the bound to compare n_sectors with (1 for a broadcast).
-        "min_sectors": -(-int(used) // SECTOR),
+        "bytes_moved": int(moved), "efficiency": used / moved if moved else 1.0,
+        "min_sectors": -(-int(used) // SECTOR), "size": size,
+        "addresses": addr, "active": active, "lane_sector": lane_sector, "lane_line": lane_line,
+        "sector_ids": sector_ids.astype(np.int64), "line_ids": line_ids.astype(np.int64),
     }
 
 
-def summary_text(summary: dict) -> str:
+def describe(summary: dict) -> str:
     """The one-line verdict printed on the plot and in widgets."""
-    n = summary["n_sectors"]
+    n = summary["sectors"]
     return (f"{n} sector{'s' * (n != 1)}, {summary['bytes_moved']} bytes moved for "
             f"{summary['bytes_used']} bytes used ({100 * summary['efficiency']:.3g} % efficiency)")
 
@@ -93,15 +100,26 @@ MAX_SHADED_SECTORS = 128
 MAX_DRAWN_LINES = 32
 
 
-def plot_warp_access(addresses, size: int = 4, title: str | None = None):
+def plot_warp_access(addresses=None, size: int = 4, title: str | None = None, *,
+                     stride: int | None = None, offset: int = 0, itemsize: int | None = None):
     """Lanes 0..31 against byte address: each lane's access as a box over the sectors.
 
-    The background alternates shading per 32-byte sector; touched sectors are highlighted
-    and 128-byte line boundaries drawn as dashed lines. Returns a matplotlib Figure.
+    Give the lanes' ``addresses`` (e.g. from ``request_addresses_from_run``), or a
+    ``stride`` (and ``offset``, both in elements) for ``a[offset + lane*stride]``;
+    ``itemsize`` is accepted as another name for ``size``. The background alternates
+    shading per 32-byte sector; touched sectors are highlighted and 128-byte line
+    boundaries drawn dashed. Returns a matplotlib Figure.
     """
+    size = int(itemsize or size)
+    if addresses is None:
+        stride = 1 if stride is None else stride
+        addresses = strided_addresses(stride, size, offset)
+        what = f"One warp accesses a[{offset} + lane*{stride}], {size}-byte elements"
+    else:
+        what = "One warp request: lanes and the 32-byte sectors they touch"
     s = warp_request_summary(addresses, size)
-    fig, ax = new_figure(title or "One warp request: lanes and the 32-byte sectors they touch")
-    ax.set_title(f"{summary_text(s)}\n{s['n_active']} lanes asked for {s['bytes_requested']} bytes; "
+    fig, ax = new_figure(title or what)
+    ax.set_title(f"{describe(s)}\n{s['lanes']} lanes asked for {s['bytes_requested']} bytes; "
                  f"fewest sectors that hold the bytes used: {s['min_sectors']}", fontsize=9)
     a = np.ma.getdata(s["addresses"])
     active = s["active"]
@@ -112,12 +130,12 @@ def plot_warp_access(addresses, size: int = 4, title: str | None = None):
 
     # Addresses are drawn relative to the first touched line, whose absolute address is in
     # the axis label: real traces have large 512-aligned bases.
-    origin = int(s["lines"][0]) * LINE
+    origin = int(s["line_ids"][0]) * LINE
     lo = origin
-    hi = (int(s["sectors"][-1]) + 1) * SECTOR
+    hi = (int(s["sector_ids"][-1]) + 1) * SECTOR
     hi = -(-hi // LINE) * LINE
     view_sectors = range(lo // SECTOR, hi // SECTOR)
-    touched = set(s["sectors"].tolist())
+    touched = set(s["sector_ids"].tolist())
     shade_all = len(view_sectors) <= MAX_SHADED_SECTORS
     for k in view_sectors:
         x0 = k * SECTOR - origin
@@ -127,7 +145,7 @@ def plot_warp_access(addresses, size: int = 4, title: str | None = None):
                        linewidth=0, zorder=0)
         elif shade_all and k % 2:
             ax.axvspan(x0, x0 + SECTOR, color="#BBBBBB", alpha=0.25, linewidth=0, zorder=0)
-    touched_lines = set(s["lines"].tolist())
+    touched_lines = set(s["line_ids"].tolist())
     for x in range(0, hi - lo + 1, LINE):
         # In a wide view, only the edges of touched lines: every edge would be a solid mesh.
         k = (x + origin) // LINE
@@ -141,8 +159,9 @@ def plot_warp_access(addresses, size: int = 4, title: str | None = None):
         ax.add_patch(Rectangle((a[lane] - origin, lane - 0.4), width, 0.8, facecolor=PALETTE[0],
                                edgecolor="black", linewidth=0.4, zorder=2))
     ax.set_xlim(0, hi - lo)
-    tick = next(t for t in (SECTOR, LINE, 4 * LINE, 16 * LINE, 64 * LINE, 256 * LINE)
-                if (hi - lo) / t <= 16)
+    tick = SECTOR
+    while (hi - lo) / tick > 16:  # at most 16 ticks, at sector or line multiples
+        tick *= 4
     ax.set_xticks(range(0, hi - lo + 1, tick))
     ax.set_ylim(WARP_SIZE - 0.5, -0.5)  # lane 0 on top
     ax.set_yticks(range(0, WARP_SIZE, 4))
@@ -163,7 +182,7 @@ def plot_stride_sweep(strides=range(1, 33), size: int = 4, offset: int = 0):
     """
     strides = np.asarray(list(strides), dtype=np.int64)
     summaries = [warp_request_summary(strided_addresses(k, size, offset), size) for k in strides]
-    sectors = np.array([s["n_sectors"] for s in summaries])
+    sectors = np.array([s["sectors"] for s in summaries])
     efficiency = np.array([100 * s["efficiency"] for s in summaries])
     fig, ax = new_figure(f"Sectors per warp request vs stride ({size}-byte elements)")
     ax.plot(strides, sectors, marker="o", color=PALETTE[0], label="sectors per request")
@@ -175,7 +194,7 @@ def plot_stride_sweep(strides=range(1, 33), size: int = 4, offset: int = 0):
     eff_ax = ax.twinx()
     eff_ax.plot(strides, efficiency, marker=".", color=PALETTE[1], linestyle="-", alpha=0.8,
                 label="efficiency (bytes used / moved)")
-    eff_ax.set_ylabel("efficiency (%)")
+    label(eff_ax, ax.get_xlabel(), "efficiency (%)")  # the twin's x axis is hidden
     eff_ax.set_ylim(0, 105)
     handles = ax.get_legend_handles_labels()[0] + eff_ax.get_legend_handles_labels()[0]
     ax.legend(handles=handles, loc="center right", fontsize=8)
@@ -185,25 +204,36 @@ def plot_stride_sweep(strides=range(1, 33), size: int = 4, offset: int = 0):
 
 def request_addresses_from_run(run, array_name: str, line: int | None = None, gwarp: int = 0,
                                seq: int = 0) -> np.ma.MaskedArray:
-    """One warp request's lane addresses from ``run.memory`` (masked where a lane made none).
+    """One warp request's lane addresses from ``run.memory``, masked where a lane made none.
 
-    A request is the rows of ``array_name`` with the same ``(gwarp, line, seq)``; with
-    ``line=None`` the first line (in execution order) on which that warp touched the array.
+    Addresses are byte offsets from the start of the array (arrays are 512-byte aligned, so
+    sectors and lines fall where they do in the trace's absolute addresses). ``line``: the
+    source line (default: the first line on which warp ``gwarp`` touched the array);
+    ``seq``: which of that warp's requests to the array on that line (0 = the first; a
+    line in a loop makes one per iteration). Size of each access: ``run.array(name).itemsize``.
     """
     info = run.array(array_name)
     mem = run.memory
     rows = mem[(mem["array"] == info.id) & (mem["gwarp"] == gwarp)]
-    if line is None:
-        if len(rows) == 0:
-            raise ValueError(f"warp {gwarp} never accessed {array_name!r}")
-        line = int(rows["line"][0])
-    rows = rows[(rows["line"] == line) & (rows["seq"] == seq)]
     if len(rows) == 0:
-        raise ValueError(f"warp {gwarp} made no access to {array_name!r} on line {line} (seq {seq})")
+        raise ValueError(f"warp {gwarp} never accessed {array_name!r}")
+    if line is None:
+        line = int(rows["line"][0])
+    rows = rows[rows["line"] == line]
+    if len(rows) == 0:
+        raise ValueError(f"warp {gwarp} made no access to {array_name!r} on line {line}")
+    # One request is one (site, seq) of the trace; its seq also counts the thread's accesses
+    # to other arrays on the line, so requests to this array are numbered here instead.
+    rows = rows[rows["site"] == rows["site"][0]]
+    raw_seqs = np.unique(rows["seq"])
+    if not 0 <= seq < len(raw_seqs):
+        raise ValueError(f"warp {gwarp} made {len(raw_seqs)} request(s) to {array_name!r} on "
+                         f"line {line}; seq {seq} is out of range")
+    rows = rows[rows["seq"] == raw_seqs[seq]]
     out = np.ma.masked_all(WARP_SIZE, dtype=np.int64)
-    out[rows["lane"]] = rows["address"]
+    out[rows["lane"]] = rows["address"] - info.base
     return out
 
 
-__all__ = ["warp_request_summary", "summary_text", "strided_addresses", "plot_warp_access",
+__all__ = ["warp_request_summary", "describe", "strided_addresses", "plot_warp_access",
            "plot_stride_sweep", "request_addresses_from_run"]

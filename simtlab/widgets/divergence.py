@@ -1,32 +1,44 @@
-"""Divergence widget: pick a course kernel and a warp, see which lanes ran each line."""
+"""Divergence widget: pick a run and a warp, see which lanes ran each warp instruction."""
 
 from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
 
-from ..plots.divergence import plot_lane_activity
+from ..plots.divergence import divergence_from_run, plot_lane_activity, simt_efficiency
 from .figure_image import FigureImage, panel
 
 
-def _demo_runs():
-    """The chapter 2 kernels on small inputs, each run once in the emulator."""
+def _demo_runs() -> dict:
+    """Chapter 2's kernels on 128 elements; each is emulated the first time it is picked."""
     from .. import emulate
     from ..kernels import divergence as dv
+
     rng = np.random.default_rng(0)
     x = rng.random(128, dtype=np.float32)
     n_terms = rng.integers(0, 16, 128).astype(np.int32)
     return {
         "branch_by_parity": lambda: emulate(dv.branch_by_parity, 1, 128, x, np.zeros_like(x)),
         "branch_by_warp": lambda: emulate(dv.branch_by_warp, 1, 128, x, np.zeros_like(x)),
-        "triangle_sum": lambda: emulate(dv.triangle_sum, 1, 128, n_terms,
-                                        np.zeros(128, np.int32)),
+        "triangle_sum": lambda: emulate(dv.triangle_sum, 1, 128, n_terms, np.zeros(128, np.int32)),
     }
 
 
-def divergence_widget(runs: dict | None = None):
-    """``runs``: name -> Run (or a function returning one); default: chapter 2's kernels."""
-    runs = dict(runs or _demo_runs())
+def _as_runs(runs) -> dict:
+    if runs is None:
+        return _demo_runs()
+    if isinstance(runs, dict):
+        return dict(runs)
+    return {getattr(runs, "kernel_name", "run"): runs}  # one Run
+
+
+def divergence_widget(runs=None):
+    """Divergence plot of one warp, picked from a dropdown of the warps present in the run.
+
+    ``runs``: a ``Run``, a dict name -> Run (or a function returning one, run lazily), or
+    None for chapter 2's kernels. Controls: ``kernel``, ``warp`` (value: global warp id).
+    """
+    runs = _as_runs(runs)
     cache: dict = {}
 
     def get(name):
@@ -35,7 +47,7 @@ def divergence_widget(runs: dict | None = None):
             cache[name] = r() if callable(r) else r
         return cache[name]
 
-    kernel = widgets.Dropdown(options=list(runs), description="kernel")
+    kernel = widgets.Dropdown(options=list(runs), description="kernel", disabled=len(runs) == 1)
     warp = widgets.Dropdown(description="warp")
     summary = widgets.HTML()
     view = FigureImage()
@@ -44,16 +56,20 @@ def divergence_widget(runs: dict | None = None):
         run = get(kernel.value)
         if warp.value is None:
             return
-        summary.value = (f"{run.kernel_name}: SIMT efficiency over all warps "
-                         f"<b>{run.metrics['simt_efficiency']:.0%}</b>")
+        masks, _ = divergence_from_run(run, warp.value)
+        summary.value = (f"{run.kernel_name}, global warp {warp.value}: {len(masks)} warp "
+                         f"instructions, SIMT efficiency <b>{simt_efficiency(masks):.1%}</b> "
+                         f"(all warps of the run: {run.metrics['simt_efficiency']:.1%})")
         view.show(plot_lane_activity(run, warp.value))
 
     def new_kernel(*_):
         run = get(kernel.value)
-        warps = sorted(set(int(w) for w in run.lines.gwarp))
+        gwarps = sorted(set(run.lines["gwarp"].tolist()))
+        wpb = run.warps_per_block
+        # Setting options fires a value change: redraw once, after the new value is set.
         warp.unobserve(redraw, names="value")
-        warp.options = warps
-        warp.value = warps[0]
+        warp.options = [(f"block {g // wpb}, warp {g % wpb} (global {g})", g) for g in gwarps]
+        warp.value = gwarps[0]
         warp.observe(redraw, names="value")
         redraw()
 
@@ -61,3 +77,6 @@ def divergence_widget(runs: dict | None = None):
     warp.observe(redraw, names="value")
     new_kernel()
     return panel([kernel, warp], view, summary, kernel=kernel, warp=warp)
+
+
+__all__ = ["divergence_widget"]

@@ -1,0 +1,81 @@
+"""Divergence: lane masks per warp instruction, from synthetic masks and from a trace."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import simtlab
+from simtlab.plots.divergence import (divergence_from_run, plot_divergence, plot_lane_activity,
+                                      simt_efficiency)
+
+
+def test_half_the_lanes_is_half_efficient():
+    masks = np.zeros((4, 32), bool)
+    masks[:, ::2] = True
+    assert simt_efficiency(masks) == 0.5
+    assert simt_efficiency(np.ones((3, 32), bool)) == 1.0
+    fig = plot_divergence(masks, [f"L{i}: x = {i}" for i in range(4)])
+    assert "SIMT efficiency 50%" in fig._suptitle.get_text()
+    grid, bars = fig.axes
+    assert grid.get_xlabel() == "lane" and grid.get_ylabel() and bars.get_xlabel()
+    assert grid.get_legend() is not None
+    assert [p.get_width() for p in bars.patches] == [16] * 4
+    assert [t.get_text() for t in grid.get_yticklabels()] == [f"L{i}: x = {i}" for i in range(4)]
+
+
+def test_labels_must_match_instructions():
+    with pytest.raises(ValueError):
+        plot_divergence(np.ones((2, 32), bool), ["L1: a"])
+
+
+def test_many_instructions_still_draw():
+    masks = np.random.default_rng(0).random((300, 32)) < 0.7
+    fig = plot_divergence(masks, [f"L{i}" for i in range(300)])
+    assert len(fig.axes[0].get_yticklabels()) <= 60
+
+
+@cuda.jit
+def _lane_parity(out):
+    i = cuda.grid(1)
+    if i % 2 == 0:
+        out[i] = 1
+    else:
+        out[i] = 2
+    out[i] += 10
+
+
+@cuda.jit
+def _loop_by_lane(out):
+    i = cuda.grid(1)
+    acc = 0
+    for k in range(i % 4):
+        acc += k
+    out[i] = acc
+
+
+def test_if_else_on_lane_parity_from_a_run():
+    out = np.zeros(64, np.int32)
+    run = simtlab.emulate(_lane_parity, 1, 64, out)
+    masks, labels = divergence_from_run(run, gwarp=1)
+    assert masks.sum(axis=1).tolist() == [32, 32, 16, 16, 32]
+    assert masks[2].tolist() == [lane % 2 == 0 for lane in range(32)]
+    assert masks[3].tolist() == [lane % 2 == 1 for lane in range(32)]
+    assert "out[i] = 1" in labels[2] and "out[i] = 2" in labels[3]   # then before else
+    assert "out[i] += 10" in labels[4] and labels[0].startswith("L")
+    line = int(labels[0][1:labels[0].index(":")])
+    assert "cuda.grid(1)" in run.source(line)
+    assert simt_efficiency(masks) == pytest.approx(128 / 160)
+    assert simt_efficiency(masks) == pytest.approx(run.metrics["simt_efficiency"])
+    fig = plot_lane_activity(run, 1)
+    assert "80%" in fig._suptitle.get_text() and "warp 1" in fig._suptitle.get_text()
+
+
+def test_unequal_loops_reconverge_after_the_longest_lane():
+    out = np.zeros(32, np.int32)
+    run = simtlab.emulate(_loop_by_lane, 1, 32, out)
+    masks, labels = divergence_from_run(run)
+    assert "out[i] = acc" in labels[-1] and masks[-1].all()
+    body = [m.sum() for m, text in zip(masks, labels) if "acc += k" in text]
+    assert body == [24, 16, 8]                       # lanes with i % 4 > 0, > 1, > 2
+    with pytest.raises(ValueError):
+        divergence_from_run(run, gwarp=5)
