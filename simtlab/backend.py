@@ -238,6 +238,9 @@ def _launch_gpu(kernel, griddim, blockdim, args, options) -> GpuRun:
         else:
             device_args.append(arg)  # scalars, CuPy arrays and device arrays pass as they are
 
+    import numba
+    # a course-sized launch is small on purpose: numba's low-occupancy warning is noise here
+    numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     kernel[_dim3(griddim), _dim3(blockdim), 0, shared_bytes](*device_args)
     cuda.synchronize()
     # Copy back into the caller's arrays, so that both paths update NumPy arrays in place.

@@ -215,7 +215,7 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
         cmap = ListedColormap(colors).with_extremes(bad=NO_THREAD_COLOR)
         data = np.ma.array(np.where(values >= 0, lookup[np.maximum(values, 0)], 0), mask=masked.mask)
         norm = BoundaryNorm(np.arange(len(colors) + 1) - 0.5, len(colors))
-        img = ax.imshow(data, cmap=cmap, norm=norm, extent=(0, cols, rows, 0), interpolation="nearest")
+        ax.imshow(data, cmap=cmap, norm=norm, extent=(0, cols, rows, 0), interpolation="nearest")
         for i, v in enumerate(present):
             if color_by in ("block", "thread") and two_d_ids:
                 where = np.argwhere(values == v)[0]
