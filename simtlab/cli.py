@@ -175,6 +175,8 @@ def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
     if extra and extra[0] == "--":
         extra = extra[1:]
     cmd = [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(work), *extra]
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        cmd.append("--allow-root")      # containers often run as root; Jupyter refuses it otherwise
     return _run(cmd, cwd=work)
 
 
