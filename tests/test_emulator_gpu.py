@@ -69,6 +69,10 @@ def test_triangle_sum():
     g, e = both(dv.triangle_sum, 2, 256, n_terms, np.zeros(300, np.int32))
     np.testing.assert_array_equal(g[1], e[1])
     np.testing.assert_array_equal(g[1], dv.triangle_sum_cpu(n_terms))
+    order = np.argsort(n_terms, kind="stable").astype(np.int32)
+    g, e = both(dv.triangle_sum_by_order, 2, 256, n_terms, order, np.zeros(300, np.int32))
+    np.testing.assert_array_equal(g[2], e[2])
+    np.testing.assert_array_equal(g[2], dv.triangle_sum_cpu(n_terms))
 
 
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 10_000])

@@ -88,29 +88,14 @@ def balanced_threshold(n_terms: np.ndarray, grid: int, block: int) -> dict:
     ``sorted``: the same loop with thread t on element ``argsort(n_terms)[t]``;
     ``needed``: ``sorted`` minus ``BALANCED_SLACK``.
     """
-    from simtlab.kernels.divergence import triangle_sum
+    from simtlab.kernels.divergence import triangle_sum, triangle_sum_by_order
 
     order = np.argsort(n_terms, kind="stable").astype(np.int32)
     out = np.zeros(n_terms.size, np.int32)
     given = _emulated_efficiency(triangle_sum, grid, block, n_terms, out)
-    best = _emulated_efficiency(_sorted_reference_kernel(), grid, block, n_terms, order, out)
+    best = _emulated_efficiency(triangle_sum_by_order, grid, block, n_terms, order, out)
     return {"given": given, "sorted": best, "needed": best - BALANCED_SLACK}
 
-
-def _sorted_reference_kernel():
-    from numba import cuda
-
-    @cuda.jit
-    def triangle_sum_by_order(n_terms, order, out):
-        t = cuda.grid(1)
-        if t < n_terms.size:
-            i = order[t]
-            acc = 0
-            for k in range(n_terms[i]):
-                acc += k
-            out[i] = acc
-
-    return triangle_sum_by_order
 
 
 def check_balanced_loops(triangle_sum_sorted) -> None:
