@@ -17,9 +17,12 @@ def __getattr__(name):
     if name in ("gpu_available", "active_backend", "launch", "backend_banner", "show_backend"):
         from . import backend
         return getattr(backend, name)
+    if name == "show_source":
+        from .source import show_source
+        return show_source
     raise AttributeError(f"module 'simtlab' has no attribute {name!r}")
 
 
 __all__ = ["emulate", "Run", "EmulationError", "LaunchError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
-           "RunawayKernelError", "KernelException", "__version__"]
+           "RunawayKernelError", "KernelException", "show_source", "__version__"]

@@ -1,0 +1,104 @@
+"""Kernel versions against the best library, on the GPU: measured here, or recorded on an H100.
+
+    results("reduction")        # live on a GPU, else the figures in data/gpu_bandwidth.json
+    plot_bandwidth(results("reduction"))
+    plot_sweep(results("reduction"))
+
+The recorded file is written by ``python benchmarks/gpu_bandwidth.py`` (see its docstring).
+Each topic's versions are listed in ``simtlab/gpubench/<topic>.py``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+from .harness import CHECK_N, DEFAULT_N, SWEEP_SIZES, Case, run_topic, stamp, time_launches
+
+__all__ = ["TOPICS", "Case", "results", "recorded", "measure", "plot_bandwidth", "plot_sweep",
+           "summary_table", "RESULTS_PATH", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N", "time_launches",
+           "run_topic", "topic_module"]
+
+#: topics in chapter order; each has a module simtlab/gpubench/<topic>.py
+TOPICS = ("patterns", "scan", "reduction")
+RESULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpu_bandwidth.json"
+
+
+def _known(topic: str) -> None:
+    if topic not in TOPICS:
+        raise ValueError(f"unknown topic {topic!r}: the benchmarked topics are {', '.join(TOPICS)}")
+
+
+def topic_module(topic: str):
+    _known(topic)
+    return importlib.import_module(f"{__name__}.{topic}")
+
+
+def _load(path: Path | str = RESULTS_PATH) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return {"topics": {}}
+
+
+def recorded(topic: str, path: Path | str = RESULTS_PATH) -> dict:
+    """What the benchmark recorded for ``topic`` (``source``: 'recorded', or 'none' if nothing)."""
+    _known(topic)
+    data = _load(path)
+    entry = data.get("topics", {}).get(topic)
+    if entry is None:
+        return {"source": "none", "topic": topic,
+                "message": f"No GPU timings recorded for {topic!r} yet: run benchmarks/gpu_bandwidth.py on a GPU."}
+    return {**entry, "source": "recorded", "topic": topic,
+            "device": data.get("device"), "date": data.get("date"), "versions": data.get("versions")}
+
+
+def measure(topic: str, *, n: int = DEFAULT_N, sweep=None, log=print) -> dict:
+    """Check and time every version of ``topic`` on this GPU now."""
+    log(f"Timing every {topic} version at n = {n:,} float32 elements on this GPU ...")
+    out = run_topic(topic_module(topic), n=n, sweep=sweep, log=log)
+    return {**out, **stamp(), "source": "measured", "topic": topic}
+
+
+def results(topic: str, *, live: bool | None = None, n: int = DEFAULT_N, log=print) -> dict:
+    """Live measurements on a GPU (``live=None``: when one is usable), else the recorded ones.
+
+    Recorded results also carry the size sweep; live ones skip it to stay quick.
+    """
+    from .. import backend
+
+    if live is None:
+        live = backend.gpu_available()
+    if live:
+        return measure(topic, n=n, log=log)
+    res = recorded(topic)
+    if res["source"] == "recorded":
+        log(f"No GPU here: showing {topic} timings recorded on {res.get('device')} on {res.get('date')}.")
+    else:
+        log(res["message"])
+    return res
+
+
+def summary_table(res: dict) -> str:
+    """The results as a plain-text table: version, ms, GB/s, ratio to the reference."""
+    if res.get("source") == "none":
+        return res["message"]
+    ref = next(r["name"] for r in res["rows"] if r["reference"])
+    lines = [f"{'version':<48} {'ms':>9} {'GB/s':>8} {'vs ' + ref[:20]:>24}"]
+    for r in res["rows"]:
+        lines.append(f"{r['name']:<48} {r['median_ms']:9.3f} {r['gbps']:8.1f} {r['ratio']:23.0%}")
+    return "\n".join(lines)
+
+
+def plot_bandwidth(res: dict):
+    from .plots import plot_bandwidth as _plot
+
+    return _plot(res)
+
+
+def plot_sweep(res: dict):
+    from .plots import plot_sweep as _plot
+
+    return _plot(res)
