@@ -1,0 +1,75 @@
+"""The benchmark harness on a real GPU: timing, bandwidth and ratios are sane (skipped without one)."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+
+from gpu_support import requires_gpu
+from simtlab import gpubench
+from simtlab.gpubench.harness import Case, run_topic, time_launches
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+
+def _copy_module():
+    import cupy
+    from numba import cuda
+
+    @cuda.jit
+    def copy_kernel(src, dst):
+        i = cuda.grid(1)
+        if i < src.size:
+            dst[i] = src[i]
+
+    def library(n):
+        src = cupy.random.random(n, dtype=cupy.float32)
+        dst = cupy.empty_like(src)
+        return lambda: cupy.copyto(dst, src)
+
+    def numba_copy(n):
+        src = cupy.random.random(n, dtype=cupy.float32)
+        dst = cupy.empty_like(src)
+        s, d = cuda.as_cuda_array(src, sync=False), cuda.as_cuda_array(dst, sync=False)
+        blocks = (n + 255) // 256
+        return lambda: copy_kernel[blocks, 256](s, d)
+
+    def check(n):
+        src = cupy.random.random(n, dtype=cupy.float32)
+        dst = cupy.zeros_like(src)
+        copy_kernel[(n + 255) // 256, 256](cuda.as_cuda_array(src), cuda.as_cuda_array(dst))
+        np.testing.assert_array_equal(cupy.asnumpy(dst), cupy.asnumpy(src))
+
+    return types.SimpleNamespace(
+        __name__="copy_test", REFERENCE="cupy.copyto",
+        cases=lambda: [Case("device copy (CuPy)", "library", library, lambda n: 8 * n, reference=True),
+                       Case("copy kernel (numba)", "numba", numba_copy, lambda n: 8 * n, check=check)])
+
+
+def test_time_launches_scales_with_the_work():
+    import cupy
+
+    a = cupy.random.random(2**24, dtype=cupy.float32)
+    b = cupy.empty_like(a)
+    small = time_launches(lambda: cupy.copyto(b[: 2**20], a[: 2**20]))["median_ms"]
+    large = time_launches(lambda: cupy.copyto(b, a))["median_ms"]
+    assert 4 < large / small < 40          # 16x the bytes; small copies pay a fixed latency
+
+
+def test_run_topic_times_a_numba_copy_near_the_library_copy():
+    res = run_topic(_copy_module(), n=2**26, sweep=(2**20, 2**22), check_n=1_000_003)
+    rows = {r["name"]: r for r in res["rows"]}
+    ref = rows["device copy (CuPy)"]
+    assert ref["ratio"] == 1.0 and 500 < ref["gbps"] < 5000        # HBM: a few TB/s
+    assert 0.6 < rows["copy kernel (numba)"]["ratio"] < 1.3
+    assert res["sweep"]["sizes"] == [2**20, 2**22]
+    assert all(len(v) == 2 and min(v) > 0 for v in res["sweep"]["gbps"].values())
+
+
+def test_results_are_live_on_a_gpu(monkeypatch):
+    monkeypatch.setattr(gpubench, "topic_module", lambda topic: _copy_module())
+    monkeypatch.setattr(gpubench, "_known", lambda topic: None)
+    res = gpubench.results("patterns", n=2**22, log=lambda s: None)
+    assert res["source"] == "measured" and res["device"] and len(res["rows"]) == 2
