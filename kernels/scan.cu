@@ -10,8 +10,12 @@
 #define LOG_NUM_BANKS 5
 #define MAX_WARPS 32
 
+#ifndef TILE_THREADS
 #define TILE_THREADS 256                     // v5, v6: threads per block
+#endif
+#ifndef TILE_VECS
 #define TILE_VECS 4                          // float4 rounds per thread: 16 elements per thread
+#endif
 #define WARP_TILE (WARP * 4 * TILE_VECS)     // 512 contiguous elements per warp
 #define TILE_ITEMS (TILE_THREADS * 4 * TILE_VECS)   // 4096 elements per block
 #define TILE_WARPS (TILE_THREADS / WARP)

@@ -89,6 +89,8 @@ def summary_table(res: dict) -> str:
     lines = [f"{'version':<48} {'ms':>9} {'GB/s':>8} {'vs ' + ref[:20]:>24}"]
     for r in res["rows"]:
         lines.append(f"{r['name']:<48} {r['median_ms']:9.3f} {r['gbps']:8.1f} {r['ratio']:23.0%}")
+    for e in res.get("errors") or []:
+        lines.append(f"{e['name']:<48} FAILED: {e['error']}")
     return "\n".join(lines)
 
 

@@ -114,12 +114,20 @@ def run_topic(module, *, n: int = DEFAULT_N, sweep: tuple[int, ...] | None = SWE
     references = [c for c in cases if c.reference]
     if len(references) != 1:
         raise ValueError(f"{module.__name__}: need exactly one reference case, found {len(references)}")
-    rows = []
+    rows, errors = [], []
     t0 = time.perf_counter()
     for k, case in enumerate(cases, 1):
-        if check_n and case.check is not None:
-            case.check(check_n)
-        t = _time_case(case, n)
+        try:
+            if check_n and case.check is not None:
+                case.check(check_n)
+            t = _time_case(case, n)
+        except Exception as e:
+            if case.reference:
+                raise
+            # one broken version must not cost the whole run: report it and go on
+            errors.append({"name": case.name, "impl": case.impl, "error": f"{type(e).__name__}: {e}"})
+            log(f"  [{k}/{len(cases)}] {case.name:<48} FAILED: {type(e).__name__}: {e}")
+            continue
         rows.append({"name": case.name, "impl": case.impl, "reference": case.reference,
                      "median_ms": t["median_ms"], "min_ms": t["min_ms"], "spread": t["spread"],
                      "gbps": t["gbps"], "bytes": t["bytes"]})
@@ -128,11 +136,12 @@ def run_topic(module, *, n: int = DEFAULT_N, sweep: tuple[int, ...] | None = SWE
     ref_gbps = next(r["gbps"] for r in rows if r["reference"])
     for r in rows:
         r["ratio"] = r["gbps"] / ref_gbps
-    result = {"n": n, "reference": module.REFERENCE, "rows": rows}
+    result = {"n": n, "reference": module.REFERENCE, "rows": rows, "errors": errors}
     if sweep:
-        series = {c.name: [] for c in cases}
+        timed = [c for c in cases if any(r["name"] == c.name for r in rows)]
+        series = {c.name: [] for c in timed}
         for size in sweep:
-            for case in cases:
+            for case in timed:
                 series[case.name].append(_time_case(case, size, repeat=7)["gbps"])
             log(f"  sweep n = 2^{size.bit_length() - 1}: done ({time.perf_counter() - t0:.0f} s)")
         result["sweep"] = {"sizes": list(sweep), "gbps": series}

@@ -209,10 +209,40 @@ def _cumsum_case() -> Case:
                 bytes_moved=scan_bytes, check=check, reference=True, flops=lambda n: n)
 
 
+def _cub_in_place_case() -> Case:
+    """CUB's DeviceScan called directly: ``cupy.cumsum`` first copies x into out, then scans out
+    in place, so it moves twice the bytes of a scan. This is the scan without that copy."""
+    from ..kernels.scan import scan_bytes
+
+    def _scan(a):
+        from cupy.cuda import cub
+
+        if cub.cub_scan(a, cub.CUPY_CUB_CUMSUM) is None:
+            raise RuntimeError("this CuPy build cannot run CUB's scan on a float32 array")
+
+    def prepare(n):
+        x = random_input(n)
+        _scan(x)                       # scanning the same array again and again: same work each time
+        return lambda: _scan(x)
+
+    def check(n):
+        import cupy
+
+        x = random_input(n, seed=3)
+        expected = cupy.asnumpy(x)
+        _scan(x)
+        problem = first_mismatch(cupy.asnumpy(x), expected)
+        if problem:
+            raise AssertionError(f"cupy.cuda.cub.cub_scan at n = {n:,}: {problem}")
+
+    return Case(name="CUB DeviceScan in place (no copy)", impl="library", prepare=prepare,
+                bytes_moved=scan_bytes, check=check, flops=lambda n: n)
+
+
 def cases() -> list[Case]:
     from ..kernels.scan import scan_bytes
 
-    out = [_cumsum_case()]
+    out = [_cumsum_case(), _cub_in_place_case()]
     for version in VERSIONS:
         for impl in ("numba", "cuda-c"):
             out.append(Case(name=f"{version} [{impl}]", impl=impl, prepare=_prepare(version, impl),
