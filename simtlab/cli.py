@@ -9,9 +9,12 @@
         copy each chapter that is not there yet into the student's work folder (default
         <repo>/work/), never overwriting a copy; when a chapter's template has changed
         since the copy was made, save it beside the copy as NN_name.new.ipynb; then start
-        JupyterLab in the work folder
+        JupyterLab in the work folder, with the course's defaults (simtlab/jupyter_settings.py)
 
-(``simtlab grade`` will come later: add it in ``_make_parser`` and ``_COMMANDS``.)
+    simtlab grade SUBMISSIONS --out DIR [--solutions DIR] [--jobs N] [--cell-timeout S]
+                  [--notebook-timeout S] [--memory-limit GIB] [--kernel NAME] [--regrade]
+        grade a folder of submitted notebooks against the masters (see docs/INSTRUCTORS.md);
+        writes DIR/gradebook.csv, DIR/feedback/<student>.md, DIR/results/<student>.json
 """
 
 from __future__ import annotations
@@ -174,6 +177,12 @@ def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
         return 0
     if extra and extra[0] == "--":
         extra = extra[1:]
+    from .jupyter_settings import install_lab_defaults
+    try:
+        install_lab_defaults()  # every cell stays in the page (windowingMode "none"); see jupyter_settings
+    except OSError as e:
+        print(f"note: could not write the course's JupyterLab defaults ({e}); "
+              "JupyterLab starts with its own", file=sys.stderr)
     cmd = [sys.executable, "-m", "jupyter", "lab", "--notebook-dir", str(work), *extra]
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")      # containers often run as root; Jupyter refuses it otherwise
@@ -190,7 +199,13 @@ def _run(cmd: list[str], cwd: Path) -> int:
             continue
 
 
-_COMMANDS = {"build": _cmd_build, "open": _cmd_open}
+def _cmd_grade(args: argparse.Namespace, extra: list[str]) -> int:
+    from .grading.cli import run_grade
+
+    return run_grade(args, repo_root)
+
+
+_COMMANDS = {"build": _cmd_build, "open": _cmd_open, "grade": _cmd_grade}
 # commands that pass the arguments they do not know on to another program
 _FORWARDS_EXTRA = {"open"}
 
@@ -223,6 +238,9 @@ def _make_parser() -> argparse.ArgumentParser:
     o.add_argument("--chapters", metavar="DIR", help="folder of chapter templates (default: <repo>/chapters)")
     o.add_argument("--work", metavar="DIR", help="your work folder (default: work/ beside the chapters folder)")
     o.add_argument("--no-lab", action="store_true", help="only update the work folder; do not start JupyterLab")
+    from .grading.cli import add_grade_parser
+
+    add_grade_parser(sub)
     return parser
 
 

@@ -8,6 +8,7 @@ A master notebook is an ordinary notebook whose exercise cells carry
         "id": "2.3",            # stable, unique in the notebook; grading keys on it
         "role": "answer",       # setup | answer | check | hidden-check | readonly
         "points": 2,            # check and hidden-check cells only (int >= 0)
+        "exercise": "2.3",      # check and hidden-check cells only, optional: see below
     }
 
 and whose answer cells hold the solution between two marker lines::
@@ -32,6 +33,15 @@ no exercise cell can be deleted (``deletable: false``), and the
 
 The output is deterministic: the same master gives the same bytes, so
 ``build_all(..., check=True)`` compares files byte for byte.
+
+Each check and hidden-check cell counts towards one exercise (a column of the
+gradebook of ``simtlab grade``; see :func:`exercise_checks`): the answer cell
+named by its ``exercise`` key; without one, the answer cell whose id followed by
+a dot starts the check's id (``"ch02.occupancy.check"`` counts towards
+``"ch02.occupancy"``; the longest such id wins); failing that, the nearest
+answer cell above it; failing that, the check is an exercise of its own.
+Several checks may count towards one exercise, each with its own points
+(partial credit).
 """
 
 from __future__ import annotations
@@ -57,6 +67,7 @@ __all__ = [
     "notebook_bytes",
     "read_notebook",
     "validate_master",
+    "exercise_checks",
 ]
 
 #: roles a cell's ``metadata["simtlab"]["role"]`` may take
@@ -236,6 +247,7 @@ def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> 
     """Raise :class:`MasterNotebookError` listing every convention the master breaks."""
     problems: list[str] = []
     seen_ids: dict[str, int] = {}
+    exercise_refs: list[tuple[str, object]] = []
     for index, cell in enumerate(master.get("cells", [])):
         label = _cell_label(index, cell)
         meta = cell.get("metadata", {}).get("simtlab")
@@ -284,11 +296,72 @@ def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> 
         elif "points" in meta:
             problems.append(f"{label}: only check and hidden-check cells carry points (this is a {role} cell)")
 
-        unknown = set(meta) - {"id", "role", "points"}
+        if "exercise" in meta:
+            if role not in CHECK_ROLES:
+                problems.append(f"{label}: only check and hidden-check cells name an exercise (this is a {role} cell)")
+            else:
+                exercise_refs.append((label, meta.get("exercise")))
+
+        unknown = set(meta) - {"id", "role", "points", "exercise"}
         if unknown:
             problems.append(f"{label}: unknown metadata['simtlab'] keys: {', '.join(sorted(unknown))}")
+    answer_ids = _answer_ids(master)
+    for label, ref in exercise_refs:
+        if ref not in answer_ids:
+            problems.append(
+                f"{label}: metadata['simtlab']['exercise'] is {ref!r}, which is not the id of an answer cell "
+                f"(answer cells: {', '.join(sorted(answer_ids)) or 'none'})"
+            )
     if problems:
         raise MasterNotebookError(name, problems)
+
+
+def _answer_ids(nb) -> list[str]:
+    ids = []
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("simtlab")
+        if isinstance(meta, dict) and meta.get("role") == "answer" and isinstance(meta.get("id"), str):
+            ids.append(meta["id"])
+    return ids
+
+
+def exercise_checks(master: nbformat.NotebookNode) -> dict[str, list[dict]]:
+    """The exercises of a (valid) master and the checks that score each one.
+
+    Returns ``{exercise id: [{"id", "role", "points", "index"}, ...]}`` in the
+    order the exercises appear (an exercise appears at its answer cell, or at
+    its first check when it has no answer cell), each check list in notebook
+    order; ``index`` is the check cell's position in ``master.cells``.  The rule
+    mapping a check to its exercise is in this module's docstring.  Answer cells
+    without any check are left out (they score nothing).
+    """
+    answers = _answer_ids(master)
+    order: list[str] = []
+    checks: dict[str, list[dict]] = {}
+    last_answer = None
+    for index, cell in enumerate(master.get("cells", [])):
+        meta = cell.get("metadata", {}).get("simtlab")
+        if not isinstance(meta, dict):
+            continue
+        role = meta.get("role")
+        if role == "answer":
+            last_answer = meta.get("id")
+            if last_answer not in order:
+                order.append(last_answer)
+            continue
+        if role not in CHECK_ROLES:
+            continue
+        cid = meta.get("id")
+        exercise = meta.get("exercise")
+        if exercise is None:
+            prefixes = [a for a in answers if isinstance(cid, str) and cid.startswith(a + ".")]
+            exercise = max(prefixes, key=len) if prefixes else (last_answer or cid)
+        if exercise not in order:
+            order.append(exercise)
+        checks.setdefault(exercise, []).append(
+            {"id": cid, "role": role, "points": meta.get("points", 0), "index": index}
+        )
+    return {e: checks[e] for e in order if e in checks}
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,27 @@
+"""Grade students' notebooks against the masters: ``simtlab grade`` (see docs/INSTRUCTORS.md).
+
+- :mod:`.rebuild`: the notebook to grade, made of the master's cells and the student's answers;
+- :mod:`.run`: runs it under nbval in a subprocess, with timeouts and a memory cap;
+- :mod:`.nbplugin`: the pytest plugin that records how each cell really ended;
+- :mod:`.gradebook`: finds submissions, grades them in parallel, writes the gradebook;
+- :mod:`.feedback`: each student's feedback file.
+"""
+
+from .gradebook import GradeOptions, discover, grade_folder, load_masters, student_row, write_gradebook
+from .rebuild import NotANotebook, load_master, parse_submission, rebuild
+from .run import DEFAULT_MEMORY_LIMIT, run_notebook
+
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "GradeOptions",
+    "NotANotebook",
+    "discover",
+    "grade_folder",
+    "load_master",
+    "load_masters",
+    "parse_submission",
+    "rebuild",
+    "run_notebook",
+    "student_row",
+    "write_gradebook",
+]

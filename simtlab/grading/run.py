@@ -1,0 +1,216 @@
+"""Run one rebuilt notebook under nbval, in a subprocess, and read back how each cell ended."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .nbplugin import sign_ok
+
+__all__ = ["RunResult", "run_notebook", "DEFAULT_MEMORY_LIMIT"]
+
+#: default cap on the data memory of each grading process and its kernel (bytes)
+DEFAULT_MEMORY_LIMIT = 4 * 2**30
+
+# environment variables of an outer pytest that must not reach the grading pytest
+_DROP_ENV_PREFIXES = ("PYTEST_", "COV_CORE_")
+_DROP_ENV = ("MPLBACKEND", "JPY_PARENT_PID", "JPY_SESSION_NAME")
+
+
+@dataclass
+class RunResult:
+    """What came back from one run.
+
+    ``cells``: one record per code cell that ended (see ``nbplugin._cell_record``),
+    in order; ``started``/``ended``: pytest's plugin started / finished normally;
+    ``killed``: the whole-notebook timeout fired; ``bad_lines``: results lines
+    whose signature did not match (written by someone else); ``log``: the end of
+    pytest's output, for the instructor.
+    """
+
+    cells: list[dict] = field(default_factory=list)
+    started: bool = False
+    ended: bool = False
+    killed: bool = False
+    returncode: int | None = None
+    bad_lines: int = 0
+    seconds: float = 0.0
+    log: str = ""
+
+
+def _child_env() -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env["JUPYTER_PLATFORM_DIRS"] = "1"
+    # only nbval and our plugin: no other installed pytest plugin takes part in grading
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return env
+
+
+def _descendants(pid: int) -> list:
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil comes with IPython
+        return []
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except Exception:  # noqa: BLE001 - gone already
+        return []
+
+
+def _kill_everything(proc: subprocess.Popen, kernel_pid: int | None) -> None:
+    """Kill pytest, the kernel (its own session) and whatever they started."""
+    victims = _descendants(proc.pid)
+    groups = {proc.pid}
+    if kernel_pid:
+        groups.add(kernel_pid)
+    for p in victims:
+        try:
+            groups.add(os.getpgid(p.pid))
+        except OSError:
+            pass
+    groups.discard(os.getpgid(0))  # never our own group
+    for g in groups:
+        try:
+            os.killpg(g, signal.SIGKILL)
+        except OSError:
+            pass
+    for p in victims:
+        try:
+            p.kill()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
+
+
+def _read_results(path: Path, key: bytes) -> tuple[list[dict], int]:
+    records, bad = [], 0
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return [], 0
+    for line in lines:
+        if not line.strip():
+            continue
+        rec = sign_ok(key, line)
+        if rec is None:
+            bad += 1
+        else:
+            records.append(rec)
+    return records, bad
+
+
+def run_notebook(
+    nb: nbformat.NotebookNode,
+    workdir: str | Path,
+    *,
+    name: str = "submission.ipynb",
+    kernel: str = "python3",
+    cell_timeout: float = 60,
+    notebook_timeout: float = 600,
+    memory_limit: int = DEFAULT_MEMORY_LIMIT,
+) -> RunResult:
+    """Run ``nb`` with ``pytest --nbval-lax`` in a subprocess and return each cell's outcome.
+
+    ``workdir`` must be an empty private folder: the notebook goes to
+    ``workdir/notebook/`` (the kernel's working folder), results and logs to
+    ``workdir/private/``.  The kernel is ``kernel`` (a kernelspec name), each cell
+    may run ``cell_timeout`` seconds, the whole run ``notebook_timeout`` seconds,
+    after which pytest, the kernel and their children are killed.  The data
+    memory of pytest and of the kernel is capped at ``memory_limit`` bytes
+    (0: no cap).  Never raises for anything the notebook does.
+    """
+    workdir = Path(workdir)
+    nbdir, private = workdir / "notebook", workdir / "private"
+    nbdir.mkdir(parents=True, exist_ok=True)
+    private.mkdir(parents=True, exist_ok=True)
+    nbpath = nbdir / name
+    nbformat.write(nb, str(nbpath))
+    ini = private / "pytest.ini"
+    ini.write_text("[pytest]\n")
+    results = private / "results.jsonl"
+    results.touch()
+    log = private / "pytest.log"
+    key = secrets.token_hex(32).encode()
+
+    cmd = [
+        sys.executable, "-m", "pytest", str(nbpath),
+        "-c", str(ini), "--rootdir", str(nbdir), "--noconftest",
+        "-p", "no:cacheprovider", "-p", "nbval.plugin", "-p", "simtlab.grading.nbplugin",
+        "--nbval-lax", "--nbval-kernel-name", kernel,
+        "--nbval-cell-timeout", repr(float(cell_timeout)),
+        "--nbval-kernel-startup-timeout", "60",
+        "--simtlab-results", str(results),
+        "--simtlab-memory-limit", str(int(memory_limit)),
+        "-q", "--color=no", "-W", "ignore",
+    ]
+    read_fd, write_fd = os.pipe()
+    out = RunResult()
+    start = time.monotonic()
+    try:
+        os.write(write_fd, key + b"\n")
+        os.close(write_fd)
+        write_fd = None
+        cmd += ["--simtlab-key-fd", str(read_fd)]
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                cmd, cwd=str(nbdir), env=_child_env(), stdin=subprocess.DEVNULL, stdout=logf,
+                stderr=subprocess.STDOUT, pass_fds=(read_fd,), start_new_session=True,
+            )
+            os.close(read_fd)
+            read_fd = None
+            try:
+                out.returncode = proc.wait(timeout=notebook_timeout)
+            except subprocess.TimeoutExpired:
+                out.killed = True
+                records, _ = _read_results(results, key)
+                kernel_pid = next((r.get("pid") for r in records if r.get("type") == "kernel"), None)
+                _kill_everything(proc, kernel_pid)
+                out.returncode = proc.wait()
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd is not None:
+                os.close(fd)
+    out.seconds = time.monotonic() - start
+    records, out.bad_lines = _read_results(results, key)
+    out.started = any(r.get("type") == "start" for r in records)
+    out.ended = any(r.get("type") == "end" for r in records)
+    out.cells = [r for r in records if r.get("type") == "cell"]
+    # a kernel whose pytest died without stopping it (a kernel can outlive its pytest)
+    kernel_pid = next((r.get("pid") for r in records if r.get("type") == "kernel"), None)
+    if kernel_pid and not out.ended:
+        _kill_group_if_kernel(kernel_pid)
+    try:
+        text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
+    except OSError:
+        text = ""
+    out.log = text
+    return out
+
+
+def _kill_group_if_kernel(pid: int) -> None:
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        if "ipykernel" not in " ".join(proc.cmdline()):
+            return  # the pid was reused: not ours
+    except Exception:  # noqa: BLE001 - gone, or psutil missing
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
