@@ -11,6 +11,7 @@ from .style import PALETTE, label, new_figure
 __all__ = ["plot_bandwidth", "plot_sweep"]
 
 IMPL_COLOURS = {"library": PALETTE[7], "cuda-c": PALETTE[0], "numba": PALETTE[1]}
+MAX_SWEEP_LINES = 10
 IMPL_LABELS = {"library": "library reference", "cuda-c": "CUDA C (CuPy RawModule)", "numba": "numba-cuda"}
 
 
@@ -51,7 +52,9 @@ def plot_bandwidth(res: dict, *, title: str | None = None):
     label(ax, "effective bandwidth [GB/s] (napkin-math bytes / median time)", "")
     handles = [ax.bar(0, 0, color=c, label=IMPL_LABELS[k]) for k, c in IMPL_COLOURS.items()
                if any(r["impl"] == k for r in rows)]
-    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    # below the axes: over the bars it would hide the longest bar's label
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.45 / height * 4), ncols=3,
+              fontsize=8, frameon=False)
     return fig
 
 
@@ -62,9 +65,14 @@ def plot_sweep(res: dict, *, title: str | None = None, names: list[str] | None =
         msg = res.get("message") or "This result has no size sweep (live runs skip it; the recorded file has it)."
         return _nothing({"message": msg}, title or f"{topic}: bandwidth against size")
     sweep = res["sweep"]
-    fig, ax = new_figure(title or f"{topic}: bandwidth against size ({_where(res)})")
     impl = {r["name"]: r["impl"] for r in res["rows"]}
     ref = {r["name"] for r in res["rows"] if r["reference"]}
+    note = ""
+    if names is None and len(sweep["gbps"]) > MAX_SWEEP_LINES:
+        # too many lines to read: the libraries and the CUDA C versions (numba's follow the same shape)
+        names = [n for n in sweep["gbps"] if impl.get(n) in ("library", "cuda-c")]
+        note = " (CUDA C versions)"
+    fig, ax = new_figure(title or f"{topic}: bandwidth against size{note} ({_where(res)})", figsize=(10.0, 4.5))
     for k, (name, values) in enumerate(sweep["gbps"].items()):
         if names and name not in names and name not in ref:
             continue
@@ -75,5 +83,5 @@ def plot_sweep(res: dict, *, title: str | None = None, names: list[str] | None =
     ax.axvspan(min(sweep["sizes"]), 50e6 / 4, color="0.92", zorder=0)
     ax.text(min(sweep["sizes"]), ax.get_ylim()[1] * 0.97, " fits in L2 (50 MB)", va="top", fontsize=8)
     label(ax, "n [float32 elements]", "effective bandwidth [GB/s]")
-    ax.legend(fontsize=7, ncols=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
