@@ -18,3 +18,14 @@ for label, acc in [("default", None), ("cub", ["cub"]), ("none", [])]:
 y = cupy.empty_like(x)
 t = time_launches(lambda: cupy.copyto(y, x))["median_ms"]
 print(f"copy {t:.3f} ms = {8*n/t/1e6:.0f} GB/s")
+
+# CUB's DeviceScan without cupy.cumsum's copy: cupy.cuda.cub.cub_scan scans its argument in place
+from cupy.cuda import cub
+z = cupy.asarray(cupy.random.default_rng(0).integers(-2, 3, 10_000_019), dtype=cupy.float32)
+expect = cupy.cumsum(z.astype(cupy.float64))
+r = cub.cub_scan(z, cub.CUPY_CUB_CUMSUM)
+print("cub_scan returned", type(r), "in place:", r is z if r is not None else None,
+      "max error", float(cupy.abs((r if r is not None else z) - expect).max()))
+w = cupy.random.random(n, dtype=cupy.float32)
+t = time_launches(lambda: cub.cub_scan(w, cub.CUPY_CUB_CUMSUM))["median_ms"]
+print(f"cub_scan in place {t:.3f} ms = {8*n/t/1e6:.0f} GB/s")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["WorkSteps", "Write", "dataflow", "work_and_steps", "combining_writes"]
+__all__ = ["WorkSteps", "Write", "dataflow", "work_and_steps", "combining_writes", "memory_work"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,14 @@ def work_and_steps(run, array, *, block: int = 0) -> WorkSteps:
     w = combining_writes(run, array, block=block)
     epochs = tuple(sorted({x.epoch for x in w}))
     return WorkSteps(work=len(w), steps=len(epochs), epochs=epochs)
+
+
+def memory_work(run) -> WorkSteps:
+    """Work and steps of a kernel that combines nothing in place (map, stencil, transpose):
+    work = every memory access of the launch (global and shared, all blocks), steps = the
+    barrier epochs any block needed (1 for a kernel without barriers)."""
+    mem = run.memory
+    if len(mem) == 0:
+        return WorkSteps(work=0, steps=0, epochs=())
+    epochs = tuple(int(e) for e in np.unique(mem["epoch"]))
+    return WorkSteps(work=int(len(mem)), steps=len(epochs), epochs=epochs)

@@ -30,6 +30,8 @@ from queue import Empty
 
 import pytest
 
+from .signing import sign_ok  # noqa: F401  (the grader reads what this plugin signs)
+
 #: the fields of each JSON line are documented in :func:`_cell_record`
 RESULTS_VERSION = 1
 
@@ -54,20 +56,6 @@ class _State:
 
 
 STATE = _State()
-
-
-def sign_ok(key: bytes, line: str) -> dict | None:
-    """The record of one results line, or None when the line is not signed with ``key``."""
-    try:
-        outer = json.loads(line)
-        body, mac = outer["body"], outer["mac"]
-        want = hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
-        if not isinstance(mac, str) or not hmac.compare_digest(mac, want):
-            return None
-        record = json.loads(body)
-        return record if isinstance(record, dict) else None
-    except (ValueError, KeyError, TypeError):
-        return None
 
 
 def pytest_addoption(parser):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from .nbplugin import sign_ok
+from .signing import sign_ok
 
 __all__ = ["RunResult", "run_notebook", "DEFAULT_MEMORY_LIMIT"]
 

@@ -7,7 +7,8 @@ from .style import PALETTE, label, new_figure
 __all__ = ["plot_work_steps"]
 
 
-def plot_work_steps(rows: list[dict], *, title: str = "Work and steps against n (counted by the emulator)"):
+def plot_work_steps(rows: list[dict], *, title: str = "Work and steps against n (counted by the emulator)",
+                    work_label: str = "work [combining writes]"):
     """``rows``: dicts with ``version``, ``n``, ``work``, ``steps``; two panels, one line per version."""
     if not rows:
         raise ValueError("plot_work_steps needs at least one row {version, n, work, steps}")
@@ -25,7 +26,7 @@ def plot_work_steps(rows: list[dict], *, title: str = "Work and steps against n 
     for ax in (ax_work, ax_steps):
         ax.set_xscale("log", base=2)
     ax_work.set_yscale("log", base=2)
-    label(ax_work, "n [elements]", "work [combining writes]", "work")
+    label(ax_work, "n [elements]", work_label, "work")
     label(ax_steps, "n [elements]", "steps [barrier epochs with work]", "steps")
     ax_work.legend(fontsize=8)
     return fig

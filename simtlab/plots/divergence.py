@@ -56,7 +56,8 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
     step = max(1, int(np.ceil(n / MAX_LABELLED_ROWS)))
     rows = list(range(0, n, step))
     ax.set_yticks(rows)
-    ax.set_yticklabels([_short(labels[i]) for i in rows], fontsize=8 if n <= 30 else 6,
+    # The figure is shrunk to the page's width (about 80 %): short listings get larger text.
+    ax.set_yticklabels([_short(labels[i]) for i in rows], fontsize=10 if n <= 12 else 8 if n <= 30 else 6,
                        family="monospace")
     label(ax, "lane", "warp instruction, in issue order")
     ax.legend(handles=[Patch(facecolor=PALETTE[0], label="lane active"),

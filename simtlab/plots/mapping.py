@@ -200,7 +200,9 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
     title = (f"grid {_fmt_dims(gdim)} x block {_fmt_dims(bdim)}: {mapping['threads']} threads launched, "
              f"{mapping['idle']} idle")
     height = min(9.0, max(2.6, 1.7 + 0.4 * rows)) if rows > 1 else 2.4
-    width = min(13.0, max(6.0, 1.5 + 0.45 * cols))
+    # One row is drawn no wider than a notebook page (about 10 in at 100 dpi): a wider figure
+    # is shrunk to fit and its labels become too small to read.
+    width = min(13.0 if rows > 1 else 10.0, max(6.0, 1.5 + 0.45 * cols))
     fig, ax = new_figure(title, figsize=(width, height))
 
     present = np.unique(values[values >= 0])

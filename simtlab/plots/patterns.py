@@ -272,3 +272,37 @@ def plot_request_stats(rows, *, title: str = "Cost of each request, from the emu
     ax2.set_xlim(0, 38)
     label(ax2, "wavefronts per shared request (1 = no bank conflict)", "", "shared memory")
     return fig
+
+
+def pattern_work_rows(sides=(16, 32, 64)) -> list[dict]:
+    """Work (memory accesses) and steps (barrier epochs) of map, the shared-memory stencil and the
+    padded transpose, emulated at n = side * side elements: rows for ``plot_work_steps``."""
+    from .. import emulate
+    from ..analysis.complexity import memory_work
+    from ..kernels import patterns as P
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for side in sides:
+        n = side * side
+        x = rng.random(n).astype(np.float32)
+        runs = {
+            "map": emulate(P.map_v1, P.cdiv(n, 128), 128, x, np.empty_like(x)),
+            "stencil 1-D, shared halo": emulate(P.stencil1d_v2_shared, P.cdiv(n, P.STENCIL_BLOCK), P.STENCIL_BLOCK,
+                                                x, rng.random(2 * P.RADIUS + 1).astype(np.float32),
+                                                np.empty_like(x)),
+            "transpose, padded tile": emulate(P.transpose_v3_padded, *P.transpose_launch((side, side), 3),
+                                              x.reshape(side, side), np.empty((side, side), np.float32)),
+        }
+        for version, run in runs.items():
+            ws = memory_work(run)
+            rows.append({"version": version, "n": n, "work": ws.work, "steps": ws.steps})
+    return rows
+
+
+def plot_pattern_work_steps(sides=(16, 32, 64)) -> Figure:
+    """Work grows like n, steps stay constant: every element is independent (or one barrier away)."""
+    from .complexity import plot_work_steps
+
+    return plot_work_steps(pattern_work_rows(sides), work_label="work [memory accesses]",
+                           title="Patterns: work and steps against n (counted by the emulator)")

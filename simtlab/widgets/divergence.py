@@ -6,7 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..plots.divergence import divergence_from_run, plot_lane_activity, simt_efficiency
-from .figure_image import FigureImage, panel
+from .figure_image import FigureImage, figure_to_png, panel
 
 
 def _demo_runs() -> dict:
@@ -52,15 +52,20 @@ def divergence_widget(runs=None):
     summary = widgets.HTML()
     view = FigureImage()
 
+    drawn: dict = {}  # (kernel, warp) -> (summary, PNG): drawing takes 100-200 ms, a revisit none
+
     def redraw(*_):
         run = get(kernel.value)
         if warp.value is None:
             return
-        masks, _ = divergence_from_run(run, warp.value)
-        summary.value = (f"{run.kernel_name}, global warp {warp.value}: {len(masks)} warp "
-                         f"instructions, SIMT efficiency <b>{simt_efficiency(masks):.1%}</b> "
-                         f"(all warps of the run: {run.metrics['simt_efficiency']:.1%})")
-        view.show(plot_lane_activity(run, warp.value))
+        key = (kernel.value, warp.value)
+        if key not in drawn:
+            masks, _ = divergence_from_run(run, warp.value)
+            drawn[key] = (f"{run.kernel_name}, global warp {warp.value}: {len(masks)} warp "
+                          f"instructions, SIMT efficiency <b>{simt_efficiency(masks):.1%}</b> "
+                          f"(all warps of the run: {run.metrics['simt_efficiency']:.1%})",
+                          figure_to_png(plot_lane_activity(run, warp.value)))
+        summary.value, view.value = drawn[key]
 
     def new_kernel(*_):
         run = get(kernel.value)

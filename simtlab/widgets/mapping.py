@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 
 from ..plots.mapping import COLOR_BY, plot_thread_mapping, thread_mapping
-from .figure_image import FigureImage, panel
+from .figure_image import FigureImage, figure_to_png, panel
 
 WARP_SIZE = 32
 # Sizes that do not divide the default 8 x 12 array are included on purpose: they show
@@ -40,14 +40,19 @@ def mapping_widget(shape=(8, 12)):
     summary = widgets.HTML()
     view = FigureImage()
     n_elements = shape[0] * (shape[1] if len(shape) > 1 else 1)
+    # Drawing the figure takes 150-250 ms on a laptop CPU; a setting seen before is instant.
+    drawn: dict = {}
 
     def redraw(*_):
         one_d = layout.value == "1d" or len(shape) == 1
         block_y.disabled = one_d  # a 1-D launch has no y dimension
         blockdim = block_x.value if one_d else (block_x.value, block_y.value)
-        m = thread_mapping(shape, blockdim, layout=layout.value)
-        summary.value = _summary_html(m, n_elements)
-        view.show(plot_thread_mapping(color_by=color_by.value, mapping=m))
+        key = (layout.value, blockdim, color_by.value)
+        if key not in drawn:
+            m = thread_mapping(shape, blockdim, layout=layout.value)
+            drawn[key] = (_summary_html(m, n_elements),
+                          figure_to_png(plot_thread_mapping(color_by=color_by.value, mapping=m)))
+        summary.value, view.value = drawn[key]
 
     for control in (layout, block_x, block_y, color_by):
         control.observe(redraw, names="value")

@@ -1,0 +1,292 @@
+"""JupyterLab in a real browser for the tests (a helper module, not a test file).
+
+``LabServer`` starts JupyterLab the way a student does, through ``simtlab open``, on a free
+port of 127.0.0.1 with a token, in folders of its own (work folder, user settings,
+workspaces, Jupyter config), so nothing of the developer's own JupyterLab set-up is used.
+``NotebookPage`` drives one notebook in Debian's Chromium through Playwright: run all
+cells, wait for the kernel, save, change a widget's control, take screenshots.
+
+The browser is always the system's Chromium (``/usr/bin/chromium``, or ``SIMTLAB_CHROMIUM``
+pointing at another installed Chromium): Playwright's own browser downloads are never used.
+``tools/install_chromium.sh`` installs it with apt (the README's test command runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+CHROMIUM = Path(os.environ.get("SIMTLAB_CHROMIUM", "/usr/bin/chromium"))
+# Root needs --no-sandbox; the rest keeps a headless Chromium off the (closed) network.
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage", "--disable-default-apps", "--disable-extensions",
+]
+#: a student's laptop screen
+VIEWPORT = {"width": 1280, "height": 900}
+
+#: screenshots and run times land here (CI keeps artifacts/; SIMTLAB_ARTIFACTS moves it)
+ARTIFACTS = Path(os.environ.get("SIMTLAB_ARTIFACTS", REPO / "artifacts")) / "browser"
+RUN_TIMES = ARTIFACTS / "run_times.json"
+
+#: user settings for the test only: no "Would you like to get notified about Jupyter news?"
+#: toast over the notebook (the network is closed anyway)
+_TEST_USER_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+        {"fetchNews": "false", "checkForUpdates": False},
+}
+
+
+def missing_chromium_message() -> str:
+    return (f"no Chromium at {CHROMIUM}: the browser test needs Debian's Chromium. Install it with "
+            "`bash tools/install_chromium.sh` (apt-get install chromium fonts-dejavu-core, as root "
+            "or through sudo), or set SIMTLAB_CHROMIUM to an installed Chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+    """(status, body) of a GET; status 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except (urllib.error.URLError, OSError):
+        return 0, b""
+
+
+def wait_for_lab(base_url: str, token: str, proc: subprocess.Popen, log: Path, timeout: float) -> dict:
+    """Poll ``/api/status`` until JupyterLab answers; return the status JSON."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"JupyterLab exited with status {proc.returncode} before answering:\n"
+                                 + log_tail(log))
+        status, body = http_get(f"{base_url}/api/status?token={token}")
+        if status == 200:
+            return json.loads(body)
+        time.sleep(0.5)
+    raise AssertionError(f"JupyterLab did not answer on {base_url} within {timeout:.0f} s:\n" + log_tail(log))
+
+
+def log_tail(log: Path, chars: int = 4000) -> str:
+    try:
+        return log.read_text(errors="replace")[-chars:]
+    except OSError:
+        return "(no log)"
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM the process group ``proc`` leads (JupyterLab and its kernels), then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=grace)
+    except ProcessLookupError:
+        pass
+
+
+class LabServer:
+    """``simtlab open --chapters CHAPTERS --work WORK`` on a free port, isolated from ``~``."""
+
+    def __init__(self, chapters: Path, root: Path, env: dict | None = None):
+        self.chapters = Path(chapters)
+        self.root = Path(root)
+        self.work = self.root / "work"
+        self.port = free_port()
+        self.token = secrets.token_hex(16)
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.log = self.root / "jupyterlab.log"
+        self.env = dict(os.environ if env is None else env)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 120.0) -> "LabServer":
+        settings = self.root / "user-settings"
+        for name, value in _TEST_USER_SETTINGS.items():
+            path = settings / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value))
+        for sub in ("workspaces", "config", "runtime"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        # Only Jupyter's own folders are moved; MPLBACKEND and the rest of the environment
+        # reach the kernels as they would from the developer's shell or CI.
+        self.env.update(JUPYTERLAB_SETTINGS_DIR=str(settings),
+                        JUPYTERLAB_WORKSPACES_DIR=str(self.root / "workspaces"),
+                        JUPYTER_CONFIG_DIR=str(self.root / "config"),
+                        JUPYTER_RUNTIME_DIR=str(self.root / "runtime"))
+        simtlab = Path(sys.executable).parent / "simtlab"
+        cmd = [str(simtlab)] if simtlab.exists() else [sys.executable, "-m", "simtlab.cli"]
+        cmd += ["open", "--chapters", str(self.chapters), "--work", str(self.work),
+                "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+                f"--IdentityProvider.token={self.token}", "--ServerApp.port_retries=0"]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.root, env=self.env, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for_lab(self.base_url, self.token, self.proc, self.log, timeout)
+        return self
+
+    def api(self, path: str) -> dict | list:
+        status, body = http_get(f"{self.base_url}{path}{'&' if '?' in path else '?'}token={self.token}")
+        assert status == 200, f"GET {path}: HTTP {status}: {body[:500]!r}"
+        return json.loads(body)
+
+    def delete(self, path: str) -> None:
+        req = urllib.request.Request(f"{self.base_url}{path}?token={self.token}", method="DELETE")
+        try:
+            urllib.request.urlopen(req, timeout=10).close()
+        except (urllib.error.URLError, OSError):
+            pass
+
+    def shutdown_kernels(self) -> None:
+        for k in self.api("/api/kernels"):
+            self.delete(f"/api/kernels/{k['id']}")
+
+    def url(self, notebook: str) -> str:
+        # ?reset: a fresh workspace, only this notebook open
+        return f"{self.base_url}/lab/tree/{notebook}?token={self.token}&reset"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process_group(self.proc)
+
+
+# ---- driving a notebook in the page ------------------------------------------------------
+
+_PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+_ALL_RUN_JS = """() => {
+  const panel = document.querySelector('%s');
+  if (!panel) return false;
+  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator')
+                    || document.querySelector('.jp-Notebook-ExecutionIndicator');
+  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
+         && indicator !== null && indicator.dataset.status === 'idle';
+}""" % _PANEL
+
+# A small hash of an <img>'s bytes (the figure widget's PNG), read back through its blob URL.
+_IMG_HASH_JS = """async (img) => {
+  if (!img.src) return null;
+  const buf = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+  let h = 2166136261 >>> 0;
+  for (let i = 0; i < buf.length; i++) { h ^= buf[i]; h = Math.imul(h, 16777619) >>> 0; }
+  return buf.length + ':' + h.toString(16);
+}"""
+
+
+class NotebookPage:
+    """One notebook open in JupyterLab in ``page`` (a Playwright sync Page)."""
+
+    def __init__(self, page, server: LabServer, name: str):
+        self.page = page
+        self.server = server
+        self.name = name
+
+    def open(self, timeout_ms: int = 120_000) -> None:
+        self.page.goto(self.server.url(self.name))
+        self.page.wait_for_selector(f"{_PANEL} .jp-Cell", timeout=timeout_ms)
+        self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=timeout_ms)
+
+    @property
+    def cells(self):
+        return self.page.locator(f"{_PANEL} .jp-WindowedPanel-viewport > .jp-Cell")
+
+    def run_all(self, timeout_ms: int = 600_000) -> float:
+        """Run > Run All Cells from the menu; wait until every code cell ran and the kernel
+        is idle. Returns the wall time in seconds."""
+        start = time.perf_counter()
+        self.page.get_by_role("menuitem", name="Run", exact=True).click()
+        self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+        self.page.wait_for_function(_ALL_RUN_JS, timeout=timeout_ms, polling=200)
+        return time.perf_counter() - start
+
+    def save(self, path: Path, timeout_s: float = 30.0) -> dict:
+        """Save with Ctrl+S and return the saved notebook's JSON (read from ``path``)."""
+        before = path.stat().st_mtime_ns
+        self.page.locator(f"{_PANEL} .jp-Notebook").click(position={"x": 5, "y": 5})
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("Control+s")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if path.stat().st_mtime_ns != before:
+                time.sleep(0.2)
+                try:
+                    return json.loads(path.read_text(encoding="utf-8"))
+                except ValueError:
+                    pass  # caught mid-write
+            time.sleep(0.2)
+        raise AssertionError(f"Ctrl+S did not save {path} within {timeout_s:.0f} s")
+
+    def image_hash(self, img) -> str | None:
+        return img.evaluate(_IMG_HASH_JS)
+
+    def full_screenshot(self, path: Path, max_height: int = 16000) -> list[Path]:
+        """The whole notebook from the top, in one image (more when taller than
+        ``max_height`` px); the viewport grows to the notebook's height meanwhile."""
+        scroller = f"{_PANEL} .jp-WindowedPanel-outer"
+        height = self.page.evaluate(f"() => document.querySelector('{scroller}').scrollHeight")
+        chrome = VIEWPORT["height"] - self.page.evaluate(
+            f"() => document.querySelector('{scroller}').clientHeight")
+        paths = []
+        try:
+            offset, part = 0, 1
+            while offset < height:
+                view = min(max_height, height - offset)
+                self.page.set_viewport_size({"width": VIEWPORT["width"], "height": view + chrome})
+                self.page.evaluate(f"() => {{ document.querySelector('{scroller}').scrollTop = {offset}; }}")
+                self.page.wait_for_timeout(300)
+                out = path if part == 1 else path.with_name(f"{path.stem}.part{part}{path.suffix}")
+                self.page.screenshot(path=out)
+                paths.append(out)
+                offset, part = offset + view, part + 1
+        finally:
+            self.page.set_viewport_size(VIEWPORT)
+        return paths
+
+
+    def element_screenshot(self, locator, path: Path) -> Path:
+        """``locator`` whole, even when taller than the screen: the viewport grows meanwhile
+        (JupyterLab scrolls inside the notebook, so the page itself cannot be scrolled)."""
+        height = locator.bounding_box()["height"]
+        try:
+            if height > VIEWPORT["height"] - 150:
+                self.page.set_viewport_size({"width": VIEWPORT["width"], "height": int(height) + 250})
+            locator.scroll_into_view_if_needed()
+            self.page.wait_for_timeout(300)
+            locator.screenshot(path=path)
+        finally:
+            self.page.set_viewport_size(VIEWPORT)
+        return path
+
+
+def record_run_time(chapter: str, entry: dict) -> None:
+    """Add ``chapter``'s numbers to ``RUN_TIMES`` (a JSON beside the screenshots)."""
+    data = {}
+    if RUN_TIMES.exists():
+        try:
+            data = json.loads(RUN_TIMES.read_text())
+        except ValueError:
+            data = {}
+    data[chapter] = entry
+    RUN_TIMES.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,171 @@
+"""Every chapter as a student meets it: JupyterLab in Chromium, Run All, then the main widget.
+
+The server is started by ``simtlab open`` (so the course's JupyterLab defaults are the ones
+under test) on 127.0.0.1 with a token; the browser is Debian's Chromium driven by Playwright.
+For each chapter: open it, Run > Run All Cells, wait until every cell ran and the kernel is
+idle, save, and require no error output, no stderr, no "Error displaying widget", rendered
+figures and the inline matplotlib backend; then change the main widget's dropdown (the cell
+tagged ``main-widget``) and require its figure to change. A screenshot of the whole notebook
+and one of the main widget go to ``artifacts/browser/``, with the run times in
+``run_times.json`` (the test summary prints both).
+
+The masters (solutions/) are run, not the student versions: a student version's answer
+cells raise NotImplementedError by design, and this test asserts there is no error at all.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer, NotebookPage,
+                             missing_chromium_message, record_run_time)
+
+REPO = Path(__file__).resolve().parent.parent
+MASTERS = sorted((REPO / "solutions").glob("*.ipynb"))
+MAIN_WIDGET_TAG = "main-widget"
+WINDOWING = ("@jupyterlab/notebook-extension:tracker", "windowingMode", "none")
+
+# Appended to each chapter's copy: what the kernel's matplotlib runs on.
+PROBE_MARK = "simtlab-browser-probe"
+PROBE = (f"import os, matplotlib\n"
+         f"print('{PROBE_MARK}', matplotlib.get_backend(), os.environ.get('MPLBACKEND'), sep='|')")
+
+
+def _main_widget_cell(nb) -> int:
+    tagged = [i for i, c in enumerate(nb.cells) if MAIN_WIDGET_TAG in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1, (f"a chapter needs exactly one cell tagged {MAIN_WIDGET_TAG!r} (its main widget); "
+                              f"found {len(tagged)}")
+    return tagged[0]
+
+
+@pytest.fixture(scope="module")
+def chapter_copies(tmp_path_factory):
+    """The masters with the probe cell appended, as the chapters ``simtlab open`` copies."""
+    folder = tmp_path_factory.mktemp("chapters")
+    for master in MASTERS:
+        nb = nbformat.read(master, as_version=4)
+        nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+        nbformat.write(nb, folder / master.name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def lab(chapter_copies, tmp_path_factory):
+    server = LabServer(chapter_copies, tmp_path_factory.mktemp("lab")).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert CHROMIUM.exists(), missing_chromium_message()
+    from playwright.sync_api import sync_playwright
+
+    if ARTIFACTS.exists():
+        shutil.rmtree(ARTIFACTS)
+    ARTIFACTS.mkdir(parents=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def test_simtlab_open_sets_windowing_mode_none(lab):
+    plugin, key, value = WINDOWING
+    settings = lab.api(f"/lab/api/settings/{plugin}")
+    assert settings["schema"]["properties"][key]["default"] == value, (
+        "`simtlab open` did not install the course's JupyterLab defaults (simtlab/jupyter_settings.py)")
+    assert key not in settings.get("settings", {}), "the test's user settings must not set windowingMode"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("master", MASTERS, ids=[m.stem for m in MASTERS])
+def test_chapter_in_the_browser(master, lab, browser):
+    nb = nbformat.read(master, as_version=4)
+    main = _main_widget_cell(nb)
+    page = browser.new_page(viewport=VIEWPORT)
+    console_errors = []
+    page.on("pageerror", lambda e: console_errors.append(str(e)))
+    try:
+        notebook = NotebookPage(page, lab, master.name)
+        t0 = time.perf_counter()
+        notebook.open()
+        open_s = time.perf_counter() - t0
+        cells = notebook.cells
+        assert cells.count() == len(nb.cells) + 1, (
+            f"{cells.count()} cells in the page for {len(nb.cells) + 1} in the notebook: windowingMode "
+            "'none' should keep every cell in the page")
+
+        run_s = notebook.run_all()
+        saved = notebook.save(lab.work / master.name)
+
+        # -- no error anywhere, figures rendered, inline backend
+        problems = []
+        for i, cell in enumerate(saved["cells"]):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    problems.append(f"cell {i}: {out.get('ename')}: {out.get('evalue')}")
+                elif out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    problems.append(f"cell {i} wrote to stderr: {''.join(out.get('text', ''))[:300]}")
+        assert not problems, f"{master.name} in JupyterLab:\n" + "\n".join(problems)
+        page_text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").inner_text()
+        assert "Error displaying widget" not in page_text, f"{master.name}: a widget did not display"
+        assert page.locator(".jp-RenderedImage img").count() > 0, f"{master.name}: no figure rendered"
+        probe = "".join(saved["cells"][-1]["outputs"][0]["text"]).strip().split("|")
+        assert probe[0] == PROBE_MARK, probe
+        assert "inline" in probe[1], f"the kernel's matplotlib backend is {probe[1]!r}, not the inline one"
+        assert probe[2] in ("None", "module://matplotlib_inline.backend_inline"), (
+            f"MPLBACKEND={probe[2]} leaked into the notebook kernel")
+
+        # -- the main widget: pick another value of its dropdown, the figure must change
+        widget = cells.nth(main)
+        widget.scroll_into_view_if_needed()
+        dropdowns = widget.locator(".widget-dropdown")
+        assert dropdowns.count() > 0, f"{master.name}: the main widget has no dropdown"
+        labels = [dropdowns.nth(i).locator("label").inner_text().strip() for i in range(dropdowns.count())]
+        choice = dropdowns.nth(labels.index("version") if "version" in labels else 0)
+        select = choice.locator("select")
+        img = widget.locator(".widget-image").first
+        before_img = notebook.image_hash(img)
+        before_text = widget.locator(".jp-OutputArea-output").inner_text()
+        options = [o.replace("\xa0", " ") for o in select.locator("option").all_inner_texts()]
+        current = select.evaluate("s => s.selectedIndex")
+        assert len(options) > 1, f"{master.name}: the main widget's dropdown has a single option"
+        new_index = (current + 1) % len(options)
+        t1 = time.perf_counter()
+        select.select_option(index=new_index)
+        deadline = time.monotonic() + 60
+        while notebook.image_hash(img) == before_img and time.monotonic() < deadline:
+            page.wait_for_timeout(50)
+        update_s = time.perf_counter() - t1
+        after_img = notebook.image_hash(img)
+        assert after_img != before_img, (f"{master.name}: picking {options[new_index]!r} in the main widget's "
+                                         f"{choice.locator('label').inner_text()!r} dropdown did not change its figure")
+        page.wait_for_timeout(300)
+        after_text = widget.locator(".jp-OutputArea-output").inner_text()
+
+        # -- screenshots: the widget as changed, then the whole notebook
+        widget_png = ARTIFACTS / f"{master.stem}.main-widget.png"
+        notebook.element_screenshot(widget, widget_png)
+        shots = notebook.full_screenshot(ARTIFACTS / f"{master.stem}.png")
+        assert not console_errors, f"{master.name}: JavaScript errors in the page: {console_errors}"
+        entry = {"open_s": round(open_s, 2), "run_all_s": round(run_s, 2),
+                 "widget_update_s": round(update_s, 3), "cells": len(nb.cells),
+                 "control": choice.locator("label").inner_text().strip(),
+                 "picked": options[new_index], "numbers_changed": after_text != before_text,
+                 "screenshots": [str(p) for p in [*shots, widget_png]]}
+        record_run_time(master.stem, entry)
+        print(f"{master.stem}: Run All {run_s:.1f} s in the browser, main widget update {update_s * 1000:.0f} ms; "
+              f"screenshots in {ARTIFACTS}")
+    finally:
+        page.close()
+        lab.shutdown_kernels()
