@@ -112,3 +112,17 @@ def test_plot_work_steps_draws_one_line_per_version():
     assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes)
     with pytest.raises(ValueError, match="lacks"):
         plot_work_steps([{"version": "x", "n": 4}])
+
+
+def test_pattern_work_is_linear_in_n_and_steps_constant():
+    from simtlab.plots.patterns import pattern_work_rows, plot_pattern_work_steps
+
+    rows = {(r["version"], r["n"]): r for r in pattern_work_rows(sides=(16, 32))}
+    for n in (256, 1024):
+        # map: read x[i], write out[i]; no barrier
+        assert (rows[("map", n)]["work"], rows[("map", n)]["steps"]) == (2 * n, 1)
+        # padded transpose: global read, shared write | barrier | shared read, global write
+        t = rows[("transpose, padded tile", n)]
+        assert (t["work"], t["steps"]) == (4 * n, 2)
+        assert rows[("stencil 1-D, shared halo", n)]["steps"] == 2
+    assert isinstance(plot_pattern_work_steps(sides=(16,)), Figure)
