@@ -163,8 +163,8 @@ extern "C" __global__ void transpose_v2_tile(const float* __restrict__ a, float*
 }
 
 // ---- transpose v3 padded tile: rows of 33 floats put a tile column's 32 words in 32 banks
-extern "C" __global__ void transpose_v3_padded(const float* __restrict__ a, float* __restrict__ out,
-                                               int rows, int cols)
+extern "C" __global__ void transpose_v3_padded(const float* __restrict__ a,
+                                               float* __restrict__ out, int rows, int cols)
 {
     __shared__ float tile[TILE][TILE + 1];
     int tx = threadIdx.x, ty = threadIdx.y;

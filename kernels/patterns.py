@@ -272,7 +272,7 @@ def transpose_v2_tile(a, out):
     y = cuda.blockIdx.x * TILE + ty
     for j in range(0, TILE, BLOCK_ROWS):
         if y + j < out.shape[0] and x < out.shape[1]:
-            out[y + j, x] = tile[tx, ty + j]              # a tile column: all 32 lanes in one bank
+            out[y + j, x] = tile[tx, ty + j]              # a tile column: 32 lanes, one bank
 
 
 # v3 padded tile: rows of 33 floats put the 32 words of a tile column in 32 different banks

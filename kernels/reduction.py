@@ -36,7 +36,8 @@ def vecmat_cpu(v, w):
 # ------------------------------------------------------------------------------------------
 # One partial sum per block: the tree inside a block
 # ------------------------------------------------------------------------------------------
-# v1: the seed's interleaved tree: at each level the threads with t % (2*stride) == 0 add their neighbour; they are spread over every warp, so all warps diverge
+# v1: the seed's interleaved tree: at each level the threads with t % (2*stride) == 0 add
+#   their neighbour; they are spread over every warp, so all warps diverge
 @cuda.jit
 def reduce_v1_interleaved(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -54,7 +55,9 @@ def reduce_v1_interleaved(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-# v2: the same pairs, but thread t adds pair t (index k = 2*stride*t): active threads are contiguous, whole warps idle instead of diverging; the strided index now hits the same shared bank from several lanes
+# v2: the same pairs, but thread t adds pair t (index k = 2*stride*t): active threads are
+#   contiguous, whole warps idle instead of diverging; the strided index now hits the same
+#   shared bank from several lanes
 @cuda.jit
 def reduce_v2_strided_index(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -73,7 +76,9 @@ def reduce_v2_strided_index(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-# v3: sequential addressing: thread t adds s[t + step] to s[t], the upper half onto the lower; contiguous threads and consecutive words, so no divergence (while step >= 32) and no bank conflicts
+# v3: sequential addressing: thread t adds s[t + step] to s[t], the upper half onto the lower;
+#   contiguous threads and consecutive words, so no divergence (while step >= 32) and no bank
+#   conflicts
 @cuda.jit
 def reduce_v3_sequential(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -95,7 +100,8 @@ def reduce_v3_sequential(x, partial):
 block_sum_tree = reduce_v3_sequential
 
 
-# broken on purpose (the chapter shows what the emulator finds): v3 without the barrier between levels, so a level may read a slot the previous level has not written yet
+# broken on purpose (the chapter shows what the emulator finds): v3 without the barrier
+#   between levels, so a level may read a slot the previous level has not written yet
 @cuda.jit
 def reduce_v3_missing_barrier(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -112,7 +118,9 @@ def reduce_v3_missing_barrier(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-# v4: first add during load (the seed's final kernel): each thread reads two elements a block apart and stores their sum, so a block covers 2*BLOCK elements and half the threads of v3 sit idle no more
+# v4: first add during load (the seed's final kernel): each thread reads two elements a block
+#   apart and stores their sum, so a block covers 2*BLOCK elements and half the threads of v3
+#   sit idle no more
 @cuda.jit
 def reduce_v4_first_add(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -132,7 +140,8 @@ def reduce_v4_first_add(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-# v5: v4 with the last 32 partial sums added by warp 0 with shfl_down_sync: registers instead of shared memory, and no barrier for the last 6 levels (8 barriers -> 2)
+# v5: v4 with the last 32 partial sums added by warp 0 with shfl_down_sync: registers instead
+#   of shared memory, and no barrier for the last 6 levels (8 barriers -> 2)
 @cuda.jit
 def reduce_v5_warp_shuffle(x, partial):
     s = cuda.shared.array(BLOCK, float32)
@@ -152,7 +161,7 @@ def reduce_v5_warp_shuffle(x, partial):
         v = s[t] + s[t + 32]
         offset = 16
         while offset > 0:
-            v += cuda.shfl_down_sync(FULL_MASK, v, offset)   # lane l adds lane l + offset's value
+            v += cuda.shfl_down_sync(FULL_MASK, v, offset)   # lane l adds v of lane l + offset
             offset //= 2
         if t == 0:
             partial[cuda.blockIdx.x] = v
@@ -208,7 +217,9 @@ def thread_sum(x):
     return acc
 
 
-# v6: grid-stride loop (a few blocks per SM, each thread sums many elements, 4 loads in flight), then shuffles: one partial per block, one barrier in all; a second launch with one block sums the partials
+# v6: grid-stride loop (a few blocks per SM, each thread sums many elements, 4 loads in
+#   flight), then shuffles: one partial per block, one barrier in all; a second launch with
+#   one block sums the partials
 @cuda.jit
 def reduce_v6_grid_stride(x, partial):
     total = block_sum(thread_sum(x))
@@ -216,7 +227,9 @@ def reduce_v6_grid_stride(x, partial):
         partial[cuda.blockIdx.x] = total
 
 
-# v7: v6 whose blocks combine with one atomic add each into out[0] (zeroed first): one launch, but the blocks add in whatever order they finish, so float32 rounding changes from run to run
+# v7: v6 whose blocks combine with one atomic add each into out[0] (zeroed first): one launch,
+#   but the blocks add in whatever order they finish, so float32 rounding changes from run to
+#   run
 @cuda.jit
 def reduce_v7_atomic(x, out):
     total = block_sum(thread_sum(x))
@@ -230,7 +243,9 @@ def reduce_v7_atomic(x, out):
 VM_SHARED = 4000    # the seed's shared cache: one slot per element of a segment, at most 4000
 
 
-# v1: the lab report's kernel as written: grid (blocks per row, rows), one shared-memory fold per segment of blockDim.x products. BUG: the segment loop steps by blockDim.x * blockDim.x instead of gridDim.x * blockDim.x, so segments are skipped
+# v1: the lab report's kernel as written: grid (blocks per row, rows), one shared-memory fold
+#   per segment of blockDim.x products. BUG: the segment loop steps by blockDim.x * blockDim.x
+#   instead of gridDim.x * blockDim.x, so segments are skipped
 @cuda.jit
 def vecmat_v1_seed(v, w, block_out):
     x = cuda.shared.array(VM_SHARED, float32)
@@ -256,10 +271,12 @@ def vecmat_v1_seed(v, w, block_out):
         if t == 0:
             block_out[row, cuda.blockIdx.x] += x[0]
         cuda.syncthreads()
-        start += cuda.blockDim.x * cuda.blockDim.x      # the seed's step: should be gridDim.x * blockDim.x
+        start += cuda.blockDim.x * cuda.blockDim.x  # BUG: should be gridDim.x * blockDim.x
 
 
-# v2: the fix: each thread sums its grid-stride products in a register first, then one block_sum per block (shuffles); one partial per (row, block), no per-segment trees, no += on global memory
+# v2: the fix: each thread sums its grid-stride products in a register first, then one
+#   block_sum per block (shuffles); one partial per (row, block), no per-segment trees, no +=
+#   on global memory
 @cuda.jit
 def vecmat_v2_grid_stride(v, w, block_out):
     row = cuda.blockIdx.y

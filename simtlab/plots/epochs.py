@@ -20,6 +20,7 @@ from .style import PALETTE, label, new_figure
 __all__ = ["epoch_rows", "plot_epochs"]
 
 MAX_LABELLED_CELLS = 64
+MAX_WIDTH = 9.0                 # inches
 
 
 def epoch_rows(run, array, *, block: int = 0):
@@ -45,9 +46,11 @@ def plot_epochs(run, array: str, *, block: int = 0, title: str | None = None, ma
     if max_rows is not None:
         rows = rows[:max_rows]
     nrows = len(rows)
-    width = min(12.0, max(6.5, 0.24 * size + 2.0))
+    # at most 9 inches wide: a notebook shows the figure at about its own size, so its text stays
+    # readable (wider figures are shrunk to the page, and their text with them)
+    width = min(MAX_WIDTH, max(6.5, 0.24 * size + 2.0))
     fig, ax = new_figure(title or f"{array!r} in block {block}: the array after each barrier epoch",
-                         figsize=(width, 1.3 + 0.5 * nrows))
+                         figsize=(width, 1.4 + 0.5 * nrows))
     half = 0.28                                         # half the height of a row of cells
     rects, colours = [], []
     warps = set()
@@ -68,9 +71,14 @@ def plot_epochs(run, array: str, *, block: int = 0, title: str | None = None, ma
         ax.add_collection(LineCollection(segments + first_edges, colors="0.2",
                                          linewidths=0.8 if size <= 64 else 0.3, alpha=0.8))
     if size <= MAX_LABELLED_CELLS:
+        # thread ids as large as a cell allows: across the cell when it is wide enough, else along it
+        cell = (width - 1.7) * 72 / size                           # points per cell, about
+        digits = len(str(max((t for _, writer, _ in rows for t in writer.values()), default=0)))
+        across = min(10.0, 0.85 * cell / (0.62 * digits))
+        fontsize, rotation = (across, 0) if across >= 8 else (min(8.5, 0.95 * cell), 90)
         for k, (_, writer, _) in enumerate(rows):
             for index, thread in writer.items():
-                ax.text(index, k, str(thread), ha="center", va="center", fontsize=7 if size <= 32 else 5,
+                ax.text(index, k, str(thread), ha="center", va="center", fontsize=fontsize, rotation=rotation,
                         color="white" if (thread // 32) % len(PALETTE) not in (1, 4, 6) else "black")
     ax.set_xlim(-0.6, size - 0.4)
     ax.set_ylim(nrows - 0.5, -0.5 - (half + 0.2 if first_edges else 0))
@@ -81,6 +89,6 @@ def plot_epochs(run, array: str, *, block: int = 0, title: str | None = None, ma
     label(ax, f"element of {array} (index)", "barrier epoch (first at the top)")
     who = "label: writer thread; " if size <= MAX_LABELLED_CELLS else ""
     colour = f"colour: writer warp ({len(warps)} warps); " if len(warps) > 1 else ""
-    ax.set_title(f"{who}{colour}grey: unchanged; line: element read -> element written", fontsize=8,
+    ax.set_title(f"{who}{colour}grey: unchanged; line: element read -> element written", fontsize=9.5,
                  color="0.3")
     return fig

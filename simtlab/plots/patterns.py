@@ -134,14 +134,10 @@ def plot_warp_footprint(run, panels, gwarp: int = 0, *, title: str | None = None
     (word % 32; one colour = one bank), padding columns hatched, the title gives wavefronts.
     """
     panels = [tuple(p) + (0,) * (3 - len(p)) for p in panels]
-    # A fixed layout: the constrained one of new_figure costs most of the drawing time, and
-    # the chapter's widget redraws this figure.
-    fig = Figure(figsize=(3.6 * len(panels) + 1.6, 4.4))
-    axes = fig.subplots(1, len(panels), squeeze=False)
-    fig.subplots_adjust(left=0.06, right=0.97, bottom=0.13, top=0.8, wspace=0.35)
-    fig.suptitle(title or f"{run.kernel_name}: what warp {gwarp}'s requests touch")
+    fig, axes, grid = _footprint_grid(len(panels))
+    fig.suptitle(title or f"{run.kernel_name}: what warp {gwarp}'s requests touch", fontsize=12)
     lane_image = bank_image = None
-    for ax, (array, kind, nth) in zip(axes[0], panels):
+    for ax, (array, kind, nth) in zip(axes, panels):
         info = run.array(array)
         space = 1 if info.space == "shared" or info.space == 1 else 0
         rows = warp_request(run, array, kind, gwarp, nth)
@@ -150,18 +146,54 @@ def plot_warp_footprint(run, panels, gwarp: int = 0, *, title: str | None = None
         line = int(rows.line[0])
         what = "wavefront" if space == 1 else "sector"
         ax.set_title(f"{kind} {array} ({'shared' if space else 'global'}), line {line}:\n"
-                     f"{len(rows)} lanes, {cost} {what}{'s' * (cost != 1)}", fontsize=9)
+                     f"{len(rows)} lanes, {cost} {what}{'s' * (cost != 1)}", fontsize=10)
         if space:
             bank_image = image
         else:
             lane_image = image
-    if lane_image is not None:
-        fig.colorbar(lane_image, ax=list(axes[0]), label="lane (global arrays)", shrink=0.8,
-                     ticks=[0, 8, 16, 24, 31], fraction=0.03, pad=0.02)
-    if bank_image is not None:
-        fig.colorbar(bank_image, ax=list(axes[0]), label="bank (shared arrays)", shrink=0.8,
-                     ticks=[0, 8, 16, 24, 31], fraction=0.03, pad=0.02)
+    bars = [(im, text) for im, text in ((bank_image, "bank (shared arrays)"), (lane_image, "lane (global arrays)"))
+            if im is not None]
+    for k, (im, text) in enumerate(bars):
+        # colour bars side by side in the right margin, centred on the panels
+        cax = fig.add_axes(_bar_box(fig, grid, k), label="<colorbar>")
+        bar = fig.colorbar(im, cax=cax, ticks=[0, 8, 16, 24, 31])
+        bar.set_label(text, fontsize=10)
+        cax.tick_params(labelsize=9)
     return fig
+
+
+# Footprint layout, in inches: panels of a fixed size, at most two per row when there are four
+# (a read and the write it feeds side by side), so the figure stays about 9 inches wide and its
+# text readable at notebook width. A fixed layout: the constrained one of new_figure costs most
+# of the drawing time, and the chapter's widget redraws this figure.
+_PANEL = {1: 3.6, 2: 3.3, 3: 2.6, 4: 2.8}
+_LEFT, _RIGHT, _BOTTOM, _TOP = 0.7, 1.6, 0.55, 0.95      # margins; the right one holds the colour bars
+_WGAP, _HGAP = 0.75, 1.05                                  # between panels: y labels; x labels + titles
+
+
+def _footprint_grid(n: int):
+    ncols = 2 if n == 4 else max(1, min(n, 3))
+    nrows = -(-n // ncols)
+    size = _PANEL.get(n, 2.6)
+    width = _LEFT + ncols * size + (ncols - 1) * _WGAP + _RIGHT
+    height = _BOTTOM + nrows * size + (nrows - 1) * _HGAP + _TOP
+    fig = Figure(figsize=(width, height))
+    axes = []
+    for k in range(n):
+        r, c = divmod(k, ncols)
+        left = _LEFT + c * (size + _WGAP)
+        bottom = height - _TOP - (r + 1) * size - r * _HGAP
+        axes.append(fig.add_axes((left / width, bottom / height, size / width, size / height)))
+    return fig, axes, (size, nrows)
+
+
+def _bar_box(fig, grid, k: int):
+    width, height = fig.get_size_inches()
+    size, nrows = grid
+    bar_h = min(size, 3.2) * 0.85
+    bottom = (height - _TOP - nrows * size - (nrows - 1) * _HGAP) + (nrows * size + (nrows - 1) * _HGAP - bar_h) / 2
+    left = width - _RIGHT + 0.25 + k * 0.75
+    return (left / width, bottom / height, 0.15 / width, bar_h / height)
 
 
 def plot_halo(run, block: int = 1, *, x: str = "x", shared: str = "s", margin: int = 6):

@@ -8,6 +8,7 @@ A tree reduction runs one level per barrier epoch (the stretch of code between t
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 
 from ..analysis.bank_conflicts import requests as shared_requests
 from ..analysis.divergence import instructions
@@ -92,7 +93,7 @@ def plot_levels(runs: dict, array: str = "s", block: int = 0, title: str | None 
     """Per tree level (barrier epoch), for each version: SIMT efficiency of the add, warp
     instructions issued for it, and shared-memory bank conflicts. ``runs``: name -> Run."""
     fig, axes = new_figure(title or "Tree levels, one block: who works, and at what cost", ncols=3,
-                           figsize=(12.0, 4.0))
+                           figsize=(9.0, 3.8))
     width = 0.8 / max(1, len(runs))
     for j, (name, run) in enumerate(runs.items()):
         rows = tree_levels(run, array, block)
@@ -101,14 +102,17 @@ def plot_levels(runs: dict, array: str = "s", block: int = 0, title: str | None 
         axes[0].bar(x, eff, width, color=PALETTE[j % len(PALETTE)], label=name)
         axes[1].bar(x, [r["write_instructions"] for r in rows], width, color=PALETTE[j % len(PALETTE)])
         axes[2].bar(x, [r["bank_conflicts"] for r in rows], width, color=PALETTE[j % len(PALETTE)])
-    label(axes[0], "tree level (barrier epoch after the load)", "lanes doing the add [% of 32]",
-          "SIMT efficiency of the add")
-    label(axes[1], "tree level (barrier epoch after the load)", "warp instructions [count]",
-          "issue slots spent on the add")
-    label(axes[2], "tree level (barrier epoch after the load)", "extra wavefronts [count]",
-          "shared-memory bank conflicts")
+    # about 9 inches wide, so that the notebook shows it near its own size: short labels, one per axis
+    level = "tree level (epoch after load)"
+    label(axes[0], level, "lanes doing the add [% of 32]")
+    label(axes[1], level, "warp instructions [count]")
+    label(axes[2], level, "extra wavefronts [count]")
+    for ax, text in zip(axes, ("SIMT efficiency of the add", "issue slots for the add",
+                                  "shared-memory bank conflicts")):
+        ax.set_title(text, fontsize=10.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_ylim(0, 105)
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(runs), fontsize=8)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(runs), fontsize=9.5)
     return fig
 
 

@@ -32,11 +32,18 @@ def mapping_widget(shape=(8, 12)):
     Controls: ``layout``, ``block_x``, ``block_y``, ``color_by``.
     """
     shape = tuple(shape)
+    # narrow controls, so that all four fit on one row of a notebook page (about 850 pixels)
+    # (ToggleButtons puts its own description above the buttons: a Label beside them instead)
+    layout_label = widgets.Label("indexing", layout=widgets.Layout(width="60px"))
     layout = widgets.ToggleButtons(options=[("2-D", "2d"), ("1-D", "1d")], value="2d",
-                                   description="indexing")
-    block_x = widgets.Dropdown(options=BLOCK_X, value=4, description="blockDim.x")
-    block_y = widgets.Dropdown(options=BLOCK_Y, value=4, description="blockDim.y")
-    color_by = widgets.Dropdown(options=list(COLOR_BY), value="block", description="colour by")
+                                   style={"button_width": "48px"})
+
+    def narrow():
+        return dict(layout=widgets.Layout(width="185px"), style={"description_width": "80px"})
+
+    block_x = widgets.Dropdown(options=BLOCK_X, value=4, description="blockDim.x", **narrow())
+    block_y = widgets.Dropdown(options=BLOCK_Y, value=4, description="blockDim.y", **narrow())
+    color_by = widgets.Dropdown(options=list(COLOR_BY), value="block", description="colour by", **narrow())
     summary = widgets.HTML()
     view = FigureImage()
     n_elements = shape[0] * (shape[1] if len(shape) > 1 else 1)
@@ -57,7 +64,7 @@ def mapping_widget(shape=(8, 12)):
     for control in (layout, block_x, block_y, color_by):
         control.observe(redraw, names="value")
     redraw()
-    return panel([layout, block_x, block_y, color_by], view, summary, layout=layout,
+    return panel([layout_label, layout, block_x, block_y, color_by], view, summary, layout=layout,
                  block_x=block_x, block_y=block_y, color_by=color_by)
 
 
