@@ -181,9 +181,15 @@ _ALL_RUN_JS = """() => {
   const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
   const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator')
                     || document.querySelector('.jp-Notebook-ExecutionIndicator');
-  return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent))
-         && indicator !== null && indicator.dataset.status === 'idle';
+  const idle = indicator !== null && indicator.dataset.status === 'idle';
+  // Run All stops at the first cell that raises: then the kernel goes idle with cells left unrun,
+  // and waiting for them would only time out; the caller reports the error output instead
+  const failed = panel.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+  return prompts.length > 0 && idle && (failed !== null || prompts.every(p => /\\[\\d+\\]/.test(p.textContent)));
 }""" % _PANEL
+
+# every cell of the notebook is in the page (JupyterLab adds them in batches while it opens)
+_CELL_COUNT_JS = """(n) => document.querySelectorAll('%s .jp-WindowedPanel-viewport > .jp-Cell').length >= n""" % _PANEL
 
 # A small hash of an <img>'s bytes (the figure widget's PNG), read back through its blob URL.
 _IMG_HASH_JS = """async (img) => {
@@ -203,16 +209,22 @@ class NotebookPage:
         self.server = server
         self.name = name
 
-    def open(self, timeout_ms: int = 120_000) -> None:
+    def open(self, expected_cells: int = 1, timeout_ms: int = 120_000) -> None:
+        """Open the notebook; wait until its kernel is idle and ``expected_cells`` cells are in the page
+        (with windowingMode 'none' every cell gets there; with windowing only those on screen do)."""
         self.page.goto(self.server.url(self.name))
         self.page.wait_for_selector(f"{_PANEL} .jp-Cell", timeout=timeout_ms)
         self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=timeout_ms)
+        try:
+            self.page.wait_for_function(_CELL_COUNT_JS, arg=expected_cells, timeout=30_000, polling=200)
+        except Exception:
+            pass                    # the caller's count assertion says how many arrived
 
     @property
     def cells(self):
         return self.page.locator(f"{_PANEL} .jp-WindowedPanel-viewport > .jp-Cell")
 
-    def run_all(self, timeout_ms: int = 600_000) -> float:
+    def run_all(self, timeout_ms: int = 300_000) -> float:
         """Run > Run All Cells from the menu; wait until every code cell ran and the kernel
         is idle. Returns the wall time in seconds."""
         start = time.perf_counter()

@@ -98,7 +98,7 @@ def test_chapter_in_the_browser(master, lab, browser):
     try:
         notebook = NotebookPage(page, lab, master.name)
         t0 = time.perf_counter()
-        notebook.open()
+        notebook.open(expected_cells=len(nb.cells) + 1)
         open_s = time.perf_counter() - t0
         cells = notebook.cells
         assert cells.count() == len(nb.cells) + 1, (
