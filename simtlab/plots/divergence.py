@@ -42,7 +42,7 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
     title = title or "Warp divergence: lanes active per warp instruction"
     height = min(10.0, max(3.4, 1.8 + 0.28 * n))
     fig, (ax, bar_ax) = new_figure(f"{title}: SIMT efficiency {100 * eff:.3g}%", ncols=2,
-                                   figsize=(11.0, height), sharey=True,
+                                   figsize=(9.5, height), sharey=True,
                                    gridspec_kw={"width_ratios": [4, 1]})
     ax.imshow(masks, cmap=ListedColormap(["white", PALETTE[0]]), vmin=0, vmax=1, aspect="auto", interpolation="nearest",
               extent=(-0.5, WARP_SIZE - 0.5, n - 0.5, -0.5))
@@ -57,7 +57,7 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
     rows = list(range(0, n, step))
     ax.set_yticks(rows)
     # The figure is shrunk to the page's width (about 80 %): short listings get larger text.
-    ax.set_yticklabels([_short(labels[i]) for i in rows], fontsize=10 if n <= 12 else 8 if n <= 30 else 6,
+    ax.set_yticklabels([_short(labels[i]) for i in rows], fontsize=10 if n <= 12 else 9 if n <= 30 else 8,
                        family="monospace")
     label(ax, "lane", "warp instruction, in issue order")
     ax.legend(handles=[Patch(facecolor=PALETTE[0], label="lane active"),
