@@ -11,7 +11,8 @@ import pytest
 
 import simtlab
 from simtlab.kernels import reduction as R
-from simtlab.plots.reduction import levels, line_epochs, plot_levels, tree_levels
+from simtlab.analysis.levels import levels, tree_levels
+from simtlab.plots.reduction import plot_levels
 
 CU = Path(R.__file__).with_suffix(".cu")
 
@@ -90,8 +91,8 @@ def test_strided_index_has_bank_conflicts():
 
 def test_warp_shuffle_needs_fewer_barriers():
     v4, v5 = _traced(R.reduce_v4_first_add), _traced(R.reduce_v5_warp_shuffle)
-    assert int(line_epochs(v4).max()) == 9                 # load barrier + 8 tree levels
-    assert int(line_epochs(v5).max()) == 3                 # load barrier + 2 levels in shared memory
+    assert int(v4.lines.epoch.max()) == 9                 # load barrier + 8 tree levels
+    assert int(v5.lines.epoch.max()) == 3                 # load barrier + 2 levels in shared memory
     # v4 reads two elements per thread from global memory, v3 one
     for run, want in [(v4, 2), (_traced(R.reduce_v3_sequential), 1)]:
         g = run.memory[(run.memory.space == 0) & (run.memory.kind == 0)]

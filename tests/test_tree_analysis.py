@@ -126,3 +126,29 @@ def test_pattern_work_is_linear_in_n_and_steps_constant():
         assert (t["work"], t["steps"]) == (4 * n, 2)
         assert rows[("stencil 1-D, shared halo", n)]["steps"] == 2
     assert isinstance(plot_pattern_work_steps(sides=(16,)), Figure)
+
+
+def test_each_executed_line_carries_its_barrier_epoch():
+    run = _tree_run(blocks=2)
+    lines, mem = run.lines, run.memory
+    levels = int(math.log2(reduction.BLOCK))
+    # every thread passes the load barrier and one barrier per level
+    per_thread = {}
+    for b, t, e in zip(lines.block, lines.thread, lines.epoch):
+        per_thread[(b, t)] = max(per_thread.get((b, t), 0), e)
+    assert set(per_thread.values()) == {1 + levels}
+    # each thread's epochs never decrease along its own lines
+    for b in (0, 1):
+        for t in (0, 5, 255):
+            mine = lines[(lines.block == b) & (lines.thread == t)]
+            assert (np.diff(mine.epoch[np.argsort(mine.step)]) >= 0).all()
+    # an access happens in an epoch in which its thread executed lines
+    assert {(int(b), int(t), int(e)) for b, t, e in zip(mem.block, mem.thread, mem.epoch)} <= \
+        {(int(b), int(t), int(e)) for b, t, e in zip(lines.block, lines.thread, lines.epoch)}
+
+    @cuda.jit
+    def double(x):
+        i = cuda.grid(1)
+        x[i] *= 2
+
+    assert set(simtlab.emulate(double, 2, 32, np.ones(64, np.float32)).lines.epoch) == {0}

@@ -51,7 +51,7 @@ class Dim3(tuple):
 class ThreadState:
     __slots__ = ("gtid", "tid", "threadIdx", "lane", "warp", "wstate", "g", "status", "resume",
                  "exc", "wait_kind", "wait_site", "wait_value", "wait_arg", "wait_mask",
-                 "wait_frame", "lines", "calls")
+                 "wait_frame", "lines", "barriers", "calls")
 
     def __init__(self, gtid, tid, tidx, wstate):
         self.gtid = gtid
@@ -71,6 +71,7 @@ class ThreadState:
         self.wait_mask = None
         self.wait_frame = None
         self.lines = []     # sites this thread executed, in order (when tracing lines)
+        self.barriers = []  # len(lines) at each block barrier it passed: where each epoch ends
         self.calls = {}     # n-th call of shared.array / local.array at a site
 
 
@@ -142,7 +143,7 @@ class Scheduler:
         self.rec = self.memory_records.append if self.trace_memory else None
         self.code_index: dict = {}        # code object -> index (see site())
         self.code_list: list = []
-        self.finished_threads: list = []  # (gtid, executed sites) of every finished thread
+        self.finished_threads: list = []  # (gtid, executed sites, barrier positions) per finished thread
         self.arrays: list[ArrayInfo] = []
         self._shared_sites: dict = {}     # (site, n) -> array id
         self._local_sites: dict = {}
@@ -296,7 +297,7 @@ class Scheduler:
             th.exc = exc
         th.status = DONE
         if self.trace_lines:
-            self.finished_threads.append((th.gtid, th.lines))
+            self.finished_threads.append((th.gtid, th.lines, th.barriers))
 
     def _make_threads(self, b):
         gx, gy, _ = self.griddim
@@ -425,6 +426,8 @@ class Scheduler:
         for t in waiting:
             t.status = READY
             t.resume = value
+            if self.trace_lines:            # the barrier's own line ends the epoch it closes
+                t.barriers.append(len(t.lines))
         return True
 
     # --- warp collectives ---------------------------------------------------------------------

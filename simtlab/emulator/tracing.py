@@ -18,7 +18,7 @@ SPACE_CODES = {"global": 0, "shared": 1, "local": 2, "const": 3}
 
 MEMORY_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "epoch", "wepoch", "space",
                  "array", "index", "address", "width", "kind", "line", "site", "seq")
-LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step")
+LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step", "epoch")
 LINE_MASK = 0xFFFFF       # a site is code index << 20 | line number
 
 
@@ -57,16 +57,24 @@ def build_memory(records, arrays, tpb, wpb) -> np.recarray:
 
 
 def build_lines(finished_threads, tpb, wpb) -> np.recarray:
-    """``finished_threads``: (gtid, [site, site, ...]) per thread, each list in execution order."""
+    """``finished_threads``: (gtid, [site, ...], [barrier position, ...]) per thread, the sites in
+    execution order; a barrier position is how many lines the thread had run when a block
+    barrier released it, so a line's ``epoch`` is the number of positions at or before it."""
     finished_threads = sorted(finished_threads, key=lambda t: t[0])
-    lengths = np.array([len(sites) for _, sites in finished_threads], np.int64)
-    gtid = np.repeat(np.array([g for g, _ in finished_threads], np.int64), lengths)
-    site = np.array(list(chain.from_iterable(sites for _, sites in finished_threads)),
+    lengths = np.array([len(sites) for _, sites, _ in finished_threads], np.int64)
+    gtid = np.repeat(np.array([g for g, _, _ in finished_threads], np.int64), lengths)
+    site = np.array(list(chain.from_iterable(sites for _, sites, _ in finished_threads)),
                     np.int64).reshape(-1)
     step = np.arange(len(site)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    epoch = np.zeros(len(site), np.int64)
+    start = 0
+    for (_, sites, barriers), n in zip(finished_threads, lengths):
+        if barriers:
+            epoch[start:start + n] = np.searchsorted(np.asarray(barriers), np.arange(n), side="right")
+        start += n
     block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
     return np.rec.fromarrays([block, thread, warp, lane, gwarp, site & LINE_MASK, site,
-                              occurrence(gtid, site), step], names=LINE_FIELDS)
+                              occurrence(gtid, site), step, epoch], names=LINE_FIELDS)
 
 
 def group_ids(*columns) -> tuple[np.ndarray, int]:

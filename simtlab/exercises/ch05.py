@@ -75,7 +75,7 @@ def _first_partial_warp(lines, epoch_rows):
 def check_sequential_tree(reduce_sequential) -> None:
     """``reduce_sequential(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
     elements, and the first three tree levels free of divergence."""
-    from ..plots.reduction import levels, line_epochs
+    from ..analysis.levels import levels
 
     r = rng()
     sizes = [BLOCK * int(r.integers(2, 5)), BLOCK * 2 + int(r.integers(1, BLOCK)), int(r.integers(1, BLOCK))]
@@ -96,7 +96,7 @@ def check_sequential_tree(reduce_sequential) -> None:
                 f"{context}\nThe sums are right, but the block wrote its shared array {name} in only "
                 f"{len(rows)} barrier epochs: a tree over 256 values has 8 levels, each ended by "
                 "cuda.syncthreads(). Do not let one thread add everything.")
-        ep = line_epochs(run)
+        ep = run.lines.epoch
         for k, row in enumerate(tree[:FULL_LEVELS], 1):
             if row["simt_efficiency"] < 1.0:
                 mine = (ep == row["epoch"]) & (run.lines.block == 0)
@@ -120,7 +120,7 @@ def check_sequential_tree(reduce_sequential) -> None:
 def check_warp_shuffle(reduce_shuffle) -> None:
     """``reduce_shuffle(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
     elements; below 32 partial sums, no shared-memory writes and no barriers."""
-    from ..plots.reduction import levels, line_epochs
+    from ..analysis.levels import levels
 
     r = rng()
     sizes = [BLOCK * int(r.integers(2, 5)), BLOCK + int(r.integers(1, BLOCK))]
@@ -145,12 +145,12 @@ def check_warp_shuffle(reduce_shuffle) -> None:
                 f"{context}\nThe sums are right, but block 0 still writes {counts} elements of its shared "
                 f"array {name} in barrier epochs {epochs}: below 32 partial sums, warp 0 should add in "
                 "registers with cuda.shfl_down_sync, not in shared memory behind barriers.")
-        barriers = int(line_epochs(run)[run.lines.block == 0].max())
+        barriers = int(run.lines.epoch[run.lines.block == 0].max())
         if barriers > 4:
             raise CheckFailed(
                 f"{context}\nThe sums are right, but each block passes {barriers} barriers; with the last 32 "
                 "partial sums added by shuffles a block needs at most 4 (the load and the levels 128, 64, 32).")
-        ep = line_epochs(run)
+        ep = run.lines.epoch
         last = (ep == ep.max()) & (run.lines.block == 0) & (run.lines.thread == 0)
         shuffles = sum(1 for site in run.lines.site[last] if "shfl" in run.source(0, site=int(site)))
         if shuffles < 5:

@@ -24,11 +24,11 @@ def _versions() -> dict:
 
 def version_stats(run) -> dict:
     """The summary numbers of one block-kernel run (block 0)."""
-    from ..plots.reduction import line_epochs, tree_levels
+    from ..analysis.levels import tree_levels
 
     m = run.metrics
     tree = tree_levels(run)
-    ep = line_epochs(run)
+    ep = run.lines.epoch
     g = run.memory[(run.memory.space == 0) & (run.memory.kind == 0) & (run.memory.block == 0)]
     return {
         "simt_efficiency": m["simt_efficiency"],
