@@ -152,3 +152,26 @@ def test_each_executed_line_carries_its_barrier_epoch():
         x[i] *= 2
 
     assert set(simtlab.emulate(double, 2, 32, np.ones(64, np.float32)).lines.epoch) == {0}
+
+
+def test_scan_work_and_steps_follow_the_formulas():
+    from simtlab.plots.scan import plot_scan_work_steps, scan_complexity_rows
+
+    rows = {(r["version"], r["n"]): r for r in scan_complexity_rows(sizes=(16, 64, 128))}
+    for n in (16, 64, 128):
+        log = int(math.log2(n))
+        hs, bl = rows[("Hillis-Steele", n)], rows[("Blelloch", n)]
+        # Hillis-Steele: at distance d, the n - d threads t >= d write; log2 n steps
+        assert (hs["work"], hs["steps"]) == (sum(n - 2**k for k in range(log)), log)
+        assert bl["steps"] == 2 * log and bl["work"] < 3 * n      # up-sweep + down-sweep: O(n)
+    assert isinstance(plot_scan_work_steps(sizes=(16,)), Figure)
+
+
+def test_run_accesses_selects_one_array_by_kind_and_block():
+    run = _tree_run(blocks=2)
+    reads = run.accesses("x", "read")
+    assert len(reads) == 2 * reduction.BLOCK and set(reads.kind) == {0}
+    assert len(run.accesses("x", "read", block=1)) == reduction.BLOCK
+    assert len(run.accesses("partial", "write")) == 2 and len(run.accesses("x", "write")) == 0
+    with pytest.raises(ValueError, match="kind must be one of"):
+        run.accesses("x", "load")

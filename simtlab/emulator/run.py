@@ -8,6 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from .limits import WARP_SIZE
+from .memory import KINDS
 from .tracing import build_lines, build_memory
 
 
@@ -52,6 +53,20 @@ class Run:
                 return a
         raise KeyError(f"no array named {name!r} in this run; arrays: "
                        f"{[a.name for a in self.arrays]}")
+
+    def accesses(self, name: str, kind: str | None = None, block: int | None = None) -> np.recarray:
+        """The trace rows (``run.memory``) of one array: ``kind`` "read", "write", "atomic" or
+        None for all; ``block`` one block or None for all."""
+        mem = self.memory
+        keep = mem.array == self.array(name).id
+        if kind is not None:
+            codes = {v: k for k, v in KINDS.items()}
+            if kind not in codes:
+                raise ValueError(f"kind must be one of {sorted(codes)} or None, not {kind!r}")
+            keep &= mem.kind == codes[kind]
+        if block is not None:
+            keep &= mem.block == block
+        return mem[keep]
 
     # --- source -------------------------------------------------------------------------------
     def source(self, line: int, site: int | None = None) -> str:

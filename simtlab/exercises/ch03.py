@@ -185,8 +185,7 @@ def check_stencil_shared(stencil_shared) -> None:
             raise with_context(e, context, (
                 f"out[i] = sum over k = 0..{2 * RADIUS} of w[k] * x[i + k - {RADIUS}], with x taken as 0 outside "
                 "0..n-1. With the tile s holding x[block start - RADIUS ...], thread t uses s[t + k].")) from None
-        mem = run.memory
-        reads = mem[(mem.array == run.array("x").id) & (mem.kind == 0)]
+        reads = run.accesses("x", "read")
         key = reads.block.astype(np.int64) * n + reads.index
         uniq, counts = np.unique(key, return_counts=True)
         if len(counts) and counts.max() > 1:

@@ -182,8 +182,7 @@ def check_vecmat(vecmat) -> None:
             if str(e).startswith("You have not written"):
                 raise
             raise with_context(e, context) from None
-        wid = run.array("w").id
-        reads = run.memory[(run.memory.array == wid) & (run.memory.kind == 0)]
+        reads = run.accesses("w", "read")
         count = np.bincount(reads.index, minlength=rows * n).reshape(rows, n)
         if (count == 0).any():
             row, col = (int(i) for i in np.argwhere(count == 0)[0])

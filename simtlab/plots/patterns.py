@@ -211,9 +211,8 @@ def plot_halo(run, block: int = 1, *, x: str = "x", shared: str = "s", margin: i
     bs = run.threads_per_block
     radius = (width - bs) // 2
     start = block * bs - radius                            # global index of s[0]
-    mem = run.memory
-    reads = mem[(mem.array == xi.id) & (mem.kind == 0) & (mem.block == block)]
-    writes = mem[(mem.array == si.id) & (mem.kind == 1) & (mem.block == block)]
+    reads = run.accesses(x, "read", block=block)
+    writes = run.accesses(shared, "write", block=block)
     read_count = np.bincount(reads.index.astype(np.int64), minlength=n)
     writer = np.full(width, -1)
     writer[writes.index] = writes.thread
