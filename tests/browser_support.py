@@ -188,6 +188,36 @@ _ALL_RUN_JS = """() => {
   return prompts.length > 0 && idle && (failed !== null || prompts.every(p => /\\[\\d+\\]/.test(p.textContent)));
 }""" % _PANEL
 
+# Run All has begun: some code cell is running ([*]) or has run ([n])
+_RUN_STARTED_JS = """() => {
+  const panel = document.querySelector('%s');
+  if (!panel) return false;
+  return [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent));
+}""" % _PANEL
+
+# what a failure message needs: kernel status, prompts by state, the first cell not done, dialogs
+_STATE_JS = """() => {
+  const panel = document.querySelector('%s');
+  if (!panel) return {panel: null};
+  const prompts = [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+  const indicator = panel.querySelector('.jp-Notebook-ExecutionIndicator')
+                    || document.querySelector('.jp-Notebook-ExecutionIndicator');
+  const pending = prompts.findIndex(p => !/\\[\\d+\\]/.test(p));
+  const cells = [...panel.querySelectorAll('.jp-Cell')];
+  const code = [...panel.querySelectorAll('.jp-CodeCell')];
+  const stuck = pending >= 0 ? code[pending] : null;
+  return {
+    kernel: indicator ? indicator.dataset.status : null,
+    code_cells: prompts.length,
+    blank: prompts.filter(p => /^\\[\\s*\\]/.test(p) || p === '').length,
+    running_or_queued: prompts.filter(p => p.includes('*')).length,
+    done: prompts.filter(p => /\\[\\d+\\]/.test(p)).length,
+    first_not_done: stuck ? {cell: cells.indexOf(stuck), prompt: prompts[pending],
+                             source: stuck.querySelector('.jp-InputArea-editor').innerText.slice(0, 200)} : null,
+    dialogs: [...document.querySelectorAll('.jp-Dialog')].map(d => d.textContent.slice(0, 200)),
+  };
+}""" % _PANEL
+
 # every cell of the notebook is in the page (JupyterLab adds them in batches while it opens)
 _CELL_COUNT_JS = """(n) => document.querySelectorAll('%s .jp-WindowedPanel-viewport > .jp-Cell').length >= n""" % _PANEL
 
@@ -224,20 +254,59 @@ class NotebookPage:
     def cells(self):
         return self.page.locator(f"{_PANEL} .jp-WindowedPanel-viewport > .jp-Cell")
 
-    def run_all(self, timeout_ms: int = 300_000) -> float:
+    def run_all(self, timeout_ms: int = 300_000, start_timeout_ms: int = 30_000, tries: int = 3) -> float:
         """Run > Run All Cells from the menu; wait until every code cell ran and the kernel
-        is idle. Returns the wall time in seconds."""
+        is idle. Returns the wall time in seconds.
+
+        A click can land before JupyterLab has made the notebook its current widget (the
+        first notebook of a fresh browser, under load): then the menu item does nothing and
+        every prompt stays blank. So the notebook is activated first, and the run must show
+        a started cell within ``start_timeout_ms`` or the menu is used again (``tries`` times
+        in all). A run that starts but does not finish fails with the page's state."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         start = time.perf_counter()
-        self.page.get_by_role("menuitem", name="Run", exact=True).click()
-        self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-        self.page.wait_for_function(_ALL_RUN_JS, timeout=timeout_ms, polling=200)
+        for attempt in range(1, tries + 1):
+            self._activate()
+            self.page.get_by_role("menuitem", name="Run", exact=True).click()
+            self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+            try:
+                self.page.wait_for_function(_RUN_STARTED_JS, timeout=start_timeout_ms, polling=200)
+                break
+            except PlaywrightTimeout:
+                self.page.keyboard.press("Escape")          # close the menu if it is still open
+        else:
+            raise AssertionError(f"{self.name}: Run > Run All Cells started no cell in {tries} tries of "
+                                 f"{start_timeout_ms / 1000:.0f} s; {self.diagnosis()}")
+        try:
+            self.page.wait_for_function(_ALL_RUN_JS, timeout=timeout_ms, polling=200)
+        except PlaywrightTimeout:
+            raise AssertionError(f"{self.name}: Run All did not finish in {timeout_ms / 1000:.0f} s "
+                                 f"(started on try {attempt}); {self.diagnosis()}") from None
         return time.perf_counter() - start
+
+    def _activate(self) -> None:
+        """Make the notebook JupyterLab's current widget, in command mode."""
+        self.page.locator(f"{_PANEL} .jp-Notebook").click(position={"x": 5, "y": 5})
+        self.page.keyboard.press("Escape")
+
+    def diagnosis(self) -> str:
+        """What the page shows now: kernel status, how many prompts are blank, running or done,
+        the first cell not done, any dialog; plus a screenshot and the server log's tail."""
+        state = self.page.evaluate(_STATE_JS)
+        shot = ARTIFACTS / f"{Path(self.name).stem}.failure.png"
+        try:
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=shot)
+        except Exception as exc:                      # the diagnosis must not hide the failure
+            shot = f"(no screenshot: {exc})"
+        return (f"page state {json.dumps(state)}; screenshot {shot}; "
+                f"JupyterLab log tail:\n{log_tail(self.server.log, 2000)}")
 
     def save(self, path: Path, timeout_s: float = 30.0) -> dict:
         """Save with Ctrl+S and return the saved notebook's JSON (read from ``path``)."""
         before = path.stat().st_mtime_ns
-        self.page.locator(f"{_PANEL} .jp-Notebook").click(position={"x": 5, "y": 5})
-        self.page.keyboard.press("Escape")
+        self._activate()
         self.page.keyboard.press("Control+s")
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

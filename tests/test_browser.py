@@ -169,3 +169,29 @@ def test_chapter_in_the_browser(master, lab, browser):
     finally:
         page.close()
         lab.shutdown_kernels()
+
+
+@pytest.mark.slow
+def test_a_run_that_never_finishes_is_reported_with_the_stuck_cell(lab, browser):
+    """The harness's own failure path: a cell that runs for a minute must fail Run All with the
+    cell named, not with a bare timeout (that is what a CI log has to explain)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("import time\ntime.sleep(60)"),
+                nbformat.v4.new_code_cell("y = 2")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.work / "stuck.ipynb")
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        notebook = NotebookPage(page, lab, "stuck.ipynb")
+        notebook.open(expected_cells=3)
+        with pytest.raises(AssertionError) as failure:
+            notebook.run_all(timeout_ms=4_000)
+        message = str(failure.value)
+        assert "did not finish" in message and "started on try 1" in message, message
+        assert '"running_or_queued": 2' in message and '"done": 1' in message, message
+        assert "time.sleep(60)" in message and '"cell": 1' in message, message
+        assert '"kernel": "busy"' in message, message
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+        (lab.work / "stuck.ipynb").unlink(missing_ok=True)
