@@ -4,7 +4,7 @@
 access; ``simtlab.launch`` runs it on the GPU when one is usable, else on the emulator.
 """
 
-from .emulator import (BarrierError, EmulationError, KernelException, LaunchError,
+from .emulator import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
                        WarpCollectiveError, emulate)
 
@@ -23,6 +23,6 @@ def __getattr__(name):
     raise AttributeError(f"module 'simtlab' has no attribute {name!r}")
 
 
-__all__ = ["emulate", "Run", "EmulationError", "LaunchError", "OutOfBoundsError",
+__all__ = ["emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
            "RunawayKernelError", "KernelException", "show_source", "__version__"]

@@ -337,3 +337,56 @@ def test_fast_mode_without_checks_gives_the_same_results():
         simtlab.emulate(count, 1, 1, np.zeros(0, np.int64), trace=False, checks=False)
     with pytest.raises(ValueError, match="needs trace=False"):
         simtlab.emulate(count, 1, 1, counter, checks=False)
+
+
+_HELPER_MODULE = '''
+from numba import cuda
+
+SCALE = 3
+
+
+@cuda.jit(device=True)
+def scaled(x):
+    return SCALE * x
+
+
+@cuda.jit(device=True)
+def lane():
+    return cuda.threadIdx.x % 32
+'''
+
+
+_KERNEL_MODULE = '''
+import numpy as np
+from numba import cuda
+
+import simt_helpers_mod as helpers
+
+
+@cuda.jit
+def kernel(a, lanes):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = helpers.scaled(a[i]) + np.float32(helpers.SCALE)
+        lanes[i] = helpers.lane()
+        lanes[i] += helpers.cuda.threadIdx.x - cuda.threadIdx.x
+'''
+
+
+def test_device_functions_reached_through_a_module_attribute(tmp_path, monkeypatch):
+    """`helpers.scaled(x)` compiles with numba; the emulator must run it too, trace its lines,
+    and leave the helper module itself untouched."""
+    (tmp_path / "simt_helpers_mod.py").write_text(_HELPER_MODULE)
+    (tmp_path / "simt_kernel_mod.py").write_text(_KERNEL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    module = importlib.import_module("simt_kernel_mod")
+    a = np.arange(40, dtype=np.float32)
+    lanes = np.full(40, -1, np.int32)
+    run = simtlab.emulate(module.kernel, 2, 32, a, lanes)
+    np.testing.assert_array_equal(a, 3 * np.arange(40, dtype=np.float32) + 3)
+    np.testing.assert_array_equal(lanes, np.arange(40) % 32)
+    executed = {run.source(int(line), site=int(site)).strip()
+                for line, site in zip(run.lines.line, run.lines.site)}
+    assert "return SCALE * x" in executed, "the module's device function must be traced like a global one"
+    assert module.helpers.scaled.py_func.__globals__["cuda"] is cuda, "the helper module must stay untouched"

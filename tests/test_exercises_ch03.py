@@ -132,13 +132,16 @@ def stencil_no_padding(x, w, out):
         out[i] = acc
 
 
+STENCIL_SHARED_PLUS_ONE = STENCIL_SHARED + 1      # numba sizes shared arrays from constants only
+
+
 @cuda.jit
 def stencil_shifted(x, w, out):
     # reads s[t + k + 1]: off by one
-    s = cuda.shared.array(STENCIL_SHARED + 1, float32)
+    s = cuda.shared.array(STENCIL_SHARED_PLUS_ONE, float32)
     t = cuda.threadIdx.x
     start = cuda.blockIdx.x * STENCIL_BLOCK - RADIUS
-    for j in range(t, STENCIL_SHARED + 1, STENCIL_BLOCK):
+    for j in range(t, STENCIL_SHARED_PLUS_ONE, STENCIL_BLOCK):
         g = start + j
         s[j] = x[g] if 0 <= g < x.size else 0.0
     cuda.syncthreads()

@@ -86,3 +86,40 @@ def test_show_source_gives_the_real_kernel_with_its_version_comment():
     text = kernel_source(intro.vector_add_v2)
     assert text.startswith("# v2:") and "def vector_add_v2" in text and "@cuda.jit" in text
     assert show_source(intro.vector_add_v1).data == kernel_source(intro.vector_add_v1)
+
+
+def test_launch_binding_names_an_unknown_implementation():
+    from simtlab.gpubench.launch import IMPLS, bind
+
+    with pytest.raises(ValueError, match="impl must be one of numba, cuda-c, not 'cuda'"):
+        bind("cuda", "reduction", "reduce_v1_interleaved", 1, 256)
+    assert IMPLS == ("numba", "cuda-c")
+
+
+def test_every_kernel_a_benchmark_binds_exists_in_both_twins():
+    """The benchmarks launch kernels by name from kernels/<topic>.py and kernels/<topic>.cu:
+    every name they use must be a numba kernel and an extern "C" kernel of the .cu file."""
+    import re
+    from pathlib import Path
+
+    from simtlab.gpubench import patterns, reduction, scan
+    from simtlab.kernels import patterns as P
+
+    repo = Path(__file__).resolve().parent.parent
+    names = {
+        "patterns": ["copy_v1_strided", "copy_v2_coalesced", "stencil1d_v1_global", "stencil1d_v2_shared",
+                     "stencil2d_v1_global", "stencil2d_v2_shared", "gather_v1", "scatter_v1"]
+                    + [P.TRANSPOSES[v].py_func.__name__ for v in (1, 2, 3, 4)],
+        "reduction": [n for nb, c, _ in reduction.SUM_VERSIONS.values() for n in (nb, c) if n]
+                     + [n for pair in reduction.VECMAT_VERSIONS.values() for n in pair] + ["vecmat_rows"],
+        "scan": [v[0] for v in scan.VERSIONS.values()] + ["add_block_prefix"],
+    }
+    import importlib
+    for topic, kernel_names in names.items():
+        module = importlib.import_module(f"simtlab.kernels.{topic}")
+        cu = (repo / "kernels" / f"{topic}.cu").read_text()
+        exported = set(re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(', cu))
+        for name in kernel_names:
+            if not (topic == "reduction" and "float4" in name):      # v8/v9 are CUDA C only
+                assert hasattr(getattr(module, name), "py_func"), f"{topic}.py has no kernel {name}"
+            assert name in exported, f"{topic}.cu exports no kernel {name}"

@@ -262,3 +262,56 @@ def test_grades_a_real_chapter(tmp_path):
     top = sum(sum(c["points"] for c in checks) for checks in load_master(master).exercises.values())
     assert row["student"] == "star" and row["flags"] == "", row
     assert float(row["total"]) == float(row["max"]) == top > 0
+
+
+_FLAKY_KERNEL = """import sys
+from pathlib import Path
+
+starts = Path(sys.argv[1])
+count = int(starts.read_text()) if starts.exists() else 0
+starts.write_text(str(count + 1))
+if count < {fail}:
+    sys.exit(1)                      # dies before answering, like a kernel whose port was taken
+from ipykernel import kernelapp
+kernelapp.launch_new_instance(argv=sys.argv[2:])
+"""
+
+
+def _flaky_kernelspec(tmp_path, monkeypatch, fail: int) -> Path:
+    """A Jupyter kernel 'flaky' that dies on its first ``fail`` starts, then runs; its starts
+    are counted in the file returned."""
+    import sys
+
+    starts = tmp_path / "starts.txt"
+    script = tmp_path / "flaky_kernel.py"
+    script.write_text(_FLAKY_KERNEL.format(fail=fail))
+    spec = tmp_path / "jupyter" / "kernels" / "flaky"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(script), str(starts), "-f", "{connection_file}"],
+        "display_name": "flaky", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    return starts
+
+
+@pytest.mark.parametrize("fail, graded_ok", [(1, True), (3, False)])
+def test_a_kernel_that_dies_on_start_is_started_again(course, tmp_path, monkeypatch, fail, graded_ok):
+    """No student code runs before the kernel answers, so a kernel that dies on start is the
+    grader's problem (in CI: a port taken by another process): it is started again, up to
+    KERNEL_START_TRIES times, and only then reported as a grader error."""
+    from simtlab.grading.gradebook import KERNEL_START_TRIES, Submission, grade_student, load_masters
+
+    starts = _flaky_kernelspec(tmp_path, monkeypatch, fail)
+    path = tmp_path / "alice.ipynb"
+    nbformat.write(answered(GOOD_SQUARE, GOOD_MEAN), str(path))
+    opts = GradeOptions(kernel="flaky", cell_timeout=30)
+    result = grade_student(Submission("alice", path, [path]), load_masters(course / "solutions"), opts)
+    (chapter,) = result["chapters"]
+    if graded_ok:
+        assert int(starts.read_text()) == 2 and chapter["kernel_starts"] == 2
+        assert not result["grader_error"] and chapter["flags"] == [], chapter["flags"]
+        assert {e: x["points"] for e, x in chapter["exercises"].items()} == MAX
+    else:
+        assert int(starts.read_text()) == KERNEL_START_TRIES == chapter["kernel_starts"]
+        assert result["grader_error"] and "grader error" in chapter["flags"]
+        assert "did not start" in chapter["grader_error"]

@@ -1,12 +1,12 @@
 """The SIMT emulator: numba-cuda kernels on the CPU, warp by warp, with a full trace."""
 
-from .errors import (BarrierError, EmulationError, KernelException, LaunchError,
+from .errors import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                      OutOfBoundsError, RunawayKernelError, UninitializedReadError,
                      WarpCollectiveError)
 from .launch import emulate
 from .memory import KINDS, SPACES, ArrayInfo
 from .run import Run
 
-__all__ = ["emulate", "Run", "ArrayInfo", "SPACES", "KINDS", "EmulationError", "LaunchError",
+__all__ = ["emulate", "Run", "ArrayInfo", "SPACES", "KINDS", "EmulationError", "LaunchError", "CompileError",
            "OutOfBoundsError", "BarrierError", "WarpCollectiveError", "UninitializedReadError",
            "RunawayKernelError", "KernelException"]

@@ -13,6 +13,8 @@ import types
 
 import numpy as np
 
+from .static_checks import check_array_shapes
+
 
 def _is_numba_cuda_module(value) -> bool:
     return isinstance(value, types.ModuleType) and value.__name__ in (
@@ -46,6 +48,7 @@ class KernelBinder:
         self.instrument_lines = instrument_lines
         self.register_code = register_code
         self.uninstrumented: list = []   # functions whose source could not be found
+        self._proxies: dict = {}         # id(module) -> its _ModuleProxy
 
     def bind(self, kernel) -> types.FunctionType:
         return self._bind_function(plain_function(kernel))
@@ -63,13 +66,15 @@ class KernelBinder:
         bound = types.FunctionType(func.__code__, new_globals, func.__name__,
                                    func.__defaults__, cells)
         self._done[key] = bound              # before recursing: device functions may recurse
-        for name in _global_names(func.__code__):
+        check_array_shapes(func)             # what numba would refuse to compile
+        names = _global_names(func.__code__)   # globals and attribute names the code loads
+        for name in names:
             if name in new_globals:
-                new_globals[name] = self._replacement(new_globals[name])
+                new_globals[name] = self._replacement(new_globals[name], names)
         if cells:
             for new, old in zip(cells, func.__closure__):
                 if _cell_has_value(old):
-                    new.cell_contents = self._replacement(old.cell_contents)
+                    new.cell_contents = self._replacement(old.cell_contents, names)
         if self.instrument_lines:
             from .instrument import HOOK, instrument
             values = tuple(c.cell_contents if _cell_has_value(c) else None for c in cells or ())
@@ -86,14 +91,21 @@ class KernelBinder:
         bound.__kwdefaults__ = func.__kwdefaults__
         return bound
 
-    def _replacement(self, value):
+    def _replacement(self, value, names=()):
         if _is_numba_cuda_module(value):
             return self.fake_cuda
         if _is_cuda_dispatcher(value) and isinstance(getattr(value, "py_func", None),
                                                       types.FunctionType):
             return self._bind_function(value.py_func)
-        if isinstance(value, types.ModuleType) and value.__name__ == "numba":
-            return _NumbaProxy(value, self.fake_cuda)
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "numba":
+                return _NumbaProxy(value, self.fake_cuda)
+            if _holds_cuda_code(value):
+                proxy = self._proxies.get(id(value))
+                if proxy is None:                # one view per module: modules may import each other
+                    proxy = self._proxies[id(value)] = _ModuleProxy(value, self._replacement)
+                proxy._bind(names)
+                return proxy
         return value
 
 
@@ -116,6 +128,48 @@ def _global_names(code: types.CodeType):
         if isinstance(const, types.CodeType):
             names |= _global_names(const)
     return names
+
+
+def _holds_cuda_code(module: types.ModuleType) -> bool:
+    """Does ``module`` hold device functions or ``cuda`` itself, which a kernel may reach as
+    ``module.helper(...)`` or ``module.cuda.threadIdx``? (Other modules, like ``math`` and
+    ``numpy``, are left as they are.)"""
+    try:
+        values = list(vars(module).values())
+    except TypeError:
+        return False
+    return any(_is_cuda_dispatcher(v) or _is_numba_cuda_module(v) for v in values)
+
+
+class _ModuleProxy:
+    """A module the kernel uses as ``module.name``: each attribute is replaced the way a global
+    is (device functions rebound to the emulator, ``cuda`` to the fake). The attributes the
+    kernel's code names are replaced now, before the launch, so their device functions are
+    instrumented with the kernel; any other is replaced on first use."""
+
+    def __init__(self, module, replace):
+        self._module = module
+        self._replace = replace
+        self._busy = False
+
+    def _bind(self, names) -> None:
+        if self._busy:                       # a module reached again through its own attributes
+            return
+        self._busy = True
+        try:
+            for name in names:
+                if not name.startswith("_") and name not in self.__dict__ and hasattr(self._module, name):
+                    setattr(self, name, self._replace(getattr(self._module, name), names))
+        finally:
+            self._busy = False
+
+    def __getattr__(self, name):
+        value = self._replace(getattr(self._module, name), ())
+        setattr(self, name, value)           # later lookups skip __getattr__
+        return value
+
+    def __repr__(self):
+        return f"<emulator view of module {self._module.__name__!r}>"
 
 
 class _NumbaProxy:

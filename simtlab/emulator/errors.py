@@ -48,6 +48,12 @@ class LaunchError(EmulationError):
     title = "launch error"
 
 
+class CompileError(EmulationError):
+    """Code the emulator could run but numba would refuse to compile for a GPU."""
+
+    title = "the kernel would not compile for a GPU"
+
+
 class OutOfBoundsError(EmulationError):
     """An index outside the array, negative indices included."""
 
@@ -85,6 +91,6 @@ class KernelException(EmulationError):
 
 
 __all__ = [
-    "EmulationError", "LaunchError", "OutOfBoundsError", "BarrierError",
+    "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError", "BarrierError",
     "WarpCollectiveError", "UninitializedReadError", "RunawayKernelError", "KernelException",
 ]

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .harness import Case
+from .launch import bind
 
 TOPIC = "patterns"
 REFERENCE = "cudaMemcpyAsync device to device (CuPy)"
@@ -52,23 +53,16 @@ def _permutation(n, seed=2):
     return cupy.argsort(cupy.random.default_rng(seed).random(n)).astype(cupy.int32)
 
 
-def _nb(a):
-    from numba import cuda
-
-    return cuda.as_cuda_array(a, sync=False)
-
-
 # ------------------------------------------------------------------------------------------
-# One description per kernel: its inputs, how to launch it both ways, its CPU reference
+# One description per kernel: its inputs, its launch (numba or CUDA C), its CPU reference
 # ------------------------------------------------------------------------------------------
 class _Kernel:
-    """``make(n)`` -> (inputs, output); ``numba(inputs, out, n)``/``cuda_c(...)`` -> a launcher."""
+    """``make(n)`` -> (inputs, output); ``launch(impl, inputs, out, n)`` -> a launch function."""
 
-    def __init__(self, name, make, numba_launch, c_launch, reference, bytes_moved, exact=False):
+    def __init__(self, name, make, launch, reference, bytes_moved, exact=False):
         self.name = name
         self.make = make
-        self.numba_launch = numba_launch
-        self.c_launch = c_launch
+        self.launch = launch
         self.reference = reference
         self.bytes_moved = bytes_moved
         self.exact = exact
@@ -76,7 +70,7 @@ class _Kernel:
     def prepare(self, impl):
         def prepare(n):
             inputs, out = self.make(n)
-            return self.prepare_run(impl, inputs, out, n)
+            return self.launch(impl, inputs, out, n)
         return prepare
 
     def check(self, impl):
@@ -85,7 +79,7 @@ class _Kernel:
 
             inputs, out = self.make(n)
             out.fill(cupy.nan)
-            self.prepare_run(impl, inputs, out, n)()
+            self.launch(impl, inputs, out, n)()
             cupy.cuda.runtime.deviceSynchronize()
             got = cupy.asnumpy(out)
             want = self.reference(*[cupy.asnumpy(a) for a in inputs])
@@ -102,16 +96,6 @@ class _Kernel:
                                      f"expected {want[idx]}, got {got[idx]}")
         return check
 
-    def prepare_run(self, impl, inputs, out, n):
-        launch = self.numba_launch if impl == "numba" else self.c_launch
-        return launch(inputs, out, n)
-
-
-def _c(name):
-    from ..cuda_source import cu_kernel
-
-    return cu_kernel("patterns", name)
-
 
 def _kernels():
     from ..kernels import patterns as P
@@ -127,103 +111,71 @@ def _kernels():
         return (a,), _random(matrix_shape(n)[::-1], seed=9)
 
     def copy_kernel(version):
-        nb_kernel = P.copy_v1_strided if version == 1 else P.copy_v2_coalesced
-        c_name = "copy_v1_strided" if version == 1 else "copy_v2_coalesced"
+        name = "copy_v1_strided" if version == 1 else "copy_v2_coalesced"
 
-        def numba_launch(inputs, out, n):
-            x, o = _nb(inputs[0]), _nb(out)
+        def launch(impl, inputs, out, n):
             grid = P.cdiv(P.copy_threads(n, version), P.BLOCK)
-            return lambda: nb_kernel[grid, P.BLOCK](x, o)
-
-        def c_launch(inputs, out, n):
-            k, (x,) = _c(c_name), inputs
-            grid = P.cdiv(P.copy_threads(n, version), P.BLOCK)
-            return lambda: k((grid,), (P.BLOCK,), (x, out, i32(n)))
+            return bind(impl, TOPIC, name, grid, P.BLOCK, inputs[0], out, i32(n))
 
         label = "strided (32 apart)" if version == 1 else "coalesced"
-        return _Kernel(f"copy v{version} {label}", one_d, numba_launch, c_launch, P.copy_cpu,
-                       P.copy_bytes, exact=True)
+        return _Kernel(f"copy v{version} {label}", one_d, launch, P.copy_cpu, P.copy_bytes, exact=True)
 
     def transpose_kernel(version):
-        nb_kernel = P.TRANSPOSES[version]
+        name = P.TRANSPOSES[version].py_func.__name__
 
-        def numba_launch(inputs, out, n):
-            a, o = _nb(inputs[0]), _nb(out)
-            grid, block = P.transpose_launch(inputs[0].shape, version)
-            return lambda: nb_kernel[grid, block](a, o)
-
-        def c_launch(inputs, out, n):
-            k, (a,) = _c(nb_kernel.py_func.__name__), inputs
+        def launch(impl, inputs, out, n):
+            (a,) = inputs
             rows, cols = a.shape
             grid, block = P.transpose_launch(a.shape, version)
-            return lambda: k(grid, block, (a, out, i32(rows), i32(cols)))
+            return bind(impl, TOPIC, name, grid, block, a, out, i32(rows), i32(cols))
 
         label = {1: "naive", 2: "shared tile", 3: "padded tile", 4: "64x64 padded tile"}[version]
-        return _Kernel(f"transpose v{version} {label}", two_d, numba_launch, c_launch, P.transpose_cpu,
+        return _Kernel(f"transpose v{version} {label}", two_d, launch, P.transpose_cpu,
                        lambda n: P.transpose_bytes(_matrix_elements(n)), exact=True)
 
     def stencil1d_kernel(version):
-        nb_kernel = P.stencil1d_v1_global if version == 1 else P.stencil1d_v2_shared
+        name = "stencil1d_v1_global" if version == 1 else "stencil1d_v2_shared"
 
         def make(n):
             return (_random(n), _weights(2 * P.RADIUS + 1)), _random(n, seed=9)
 
-        def numba_launch(inputs, out, n):
-            x, w, o = _nb(inputs[0]), _nb(inputs[1]), _nb(out)
-            grid = P.cdiv(n, P.STENCIL_BLOCK)
-            return lambda: nb_kernel[grid, P.STENCIL_BLOCK](x, w, o)
-
-        def c_launch(inputs, out, n):
-            k, (x, w) = _c(nb_kernel.py_func.__name__), inputs
-            grid = P.cdiv(n, P.STENCIL_BLOCK)
-            return lambda: k((grid,), (P.STENCIL_BLOCK,), (x, w, out, i32(n)))
+        def launch(impl, inputs, out, n):
+            x, w = inputs
+            return bind(impl, TOPIC, name, P.cdiv(n, P.STENCIL_BLOCK), P.STENCIL_BLOCK, x, w, out, i32(n))
 
         label = "global reads" if version == 1 else "shared halo"
-        return _Kernel(f"stencil 1-D (7 points) v{version} {label}", make, numba_launch, c_launch,
+        return _Kernel(f"stencil 1-D (7 points) v{version} {label}", make, launch,
                        P.stencil1d_cpu, P.stencil1d_bytes)
 
     def stencil2d_kernel(version):
-        nb_kernel = P.stencil2d_v1_global if version == 1 else P.stencil2d_v2_shared
+        name = "stencil2d_v1_global" if version == 1 else "stencil2d_v2_shared"
         side = 2 * P.RADIUS_2D + 1
 
         def make(n):
             return (_random(matrix_shape(n)), _weights((side, side))), _random(matrix_shape(n), seed=9)
 
-        def numba_launch(inputs, out, n):
-            x, w, o = _nb(inputs[0]), _nb(inputs[1]), _nb(out)
-            grid, block = P.stencil2d_launch(inputs[0].shape)
-            return lambda: nb_kernel[grid, block](x, w, o)
-
-        def c_launch(inputs, out, n):
-            k, (x, w) = _c(nb_kernel.py_func.__name__), inputs
+        def launch(impl, inputs, out, n):
+            x, w = inputs
             rows, cols = x.shape
             grid, block = P.stencil2d_launch(x.shape)
-            return lambda: k(grid, block, (x, w, out, i32(rows), i32(cols)))
+            return bind(impl, TOPIC, name, grid, block, x, w, out, i32(rows), i32(cols))
 
         label = "global reads" if version == 1 else "shared halo"
-        return _Kernel(f"stencil 2-D (3x3) v{version} {label}", make, numba_launch, c_launch,
-                       P.stencil2d_cpu,
+        return _Kernel(f"stencil 2-D (3x3) v{version} {label}", make, launch, P.stencil2d_cpu,
                        lambda n: P.stencil2d_bytes(_matrix_elements(n)))
 
     def index_kernel(kind):
-        nb_kernel = P.gather_v1 if kind == "gather" else P.scatter_v1
+        name = f"{kind}_v1"
 
         def make(n):
             return (_random(n), _permutation(n)), _random(n, seed=9)
 
-        def numba_launch(inputs, out, n):
-            x, idx, o = _nb(inputs[0]), _nb(inputs[1]), _nb(out)
-            grid = P.cdiv(n, P.BLOCK)
-            return lambda: nb_kernel[grid, P.BLOCK](x, idx, o)
-
-        def c_launch(inputs, out, n):
-            k, (x, idx) = _c(f"{kind}_v1"), inputs
-            grid = P.cdiv(n, P.BLOCK)
-            return lambda: k((grid,), (P.BLOCK,), (x, idx, out, i32(n)))
+        def launch(impl, inputs, out, n):
+            x, idx = inputs
+            return bind(impl, TOPIC, name, P.cdiv(n, P.BLOCK), P.BLOCK, x, idx, out, i32(n))
 
         ref = P.gather_cpu if kind == "gather" else P.scatter_cpu
-        return _Kernel(f"{kind} v1 (random permutation)", make, numba_launch, c_launch, ref,
-                       P.gather_bytes, exact=True)
+        return _Kernel(f"{kind} v1 (random permutation)", make, launch, ref, P.gather_bytes, exact=True)
 
     return ([copy_kernel(1), copy_kernel(2)]
             + [transpose_kernel(v) for v in (1, 2, 3, 4)]

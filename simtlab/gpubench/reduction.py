@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .harness import Case
+from .launch import bind
 
 TOPIC = "reduction"
 REFERENCE = "cupy.sum (CUB DeviceReduce)"
@@ -65,45 +66,6 @@ def _random(shape, seed=0):
     return cupy.random.default_rng(seed).random(shape, dtype=cupy.float32) + cupy.float32(0.5)
 
 
-class _Launcher:
-    """``launch(grid, block, *arrays_and_n)`` for one kernel, numba or CUDA C.
-
-    Arrays are CuPy arrays; the numba kernels take no ``n`` (they read ``x.size``), so the
-    trailing integers are dropped for them. Numba views are made once, not per launch.
-    """
-
-    def __init__(self, impl: str, name: str):
-        self.impl = impl
-        if impl == "numba":
-            from ..kernels import reduction as R
-
-            self.kernel = getattr(R, name)
-            self._views = {}
-        else:
-            from ..cuda_source import cu_kernel
-
-            self.kernel = cu_kernel("reduction", name)
-
-    def _nb(self, a):
-        from numba import cuda
-
-        key = id(a)
-        if key not in self._views:
-            self._views[key] = (a, cuda.as_cuda_array(a, sync=False))
-        return self._views[key][1]
-
-    def bind(self, grid, block, *args):
-        """A zero-argument function that enqueues this launch."""
-        if self.impl == "numba":
-            arrays = [self._nb(a) for a in args if hasattr(a, "__cuda_array_interface__")]
-            k = self.kernel[grid, block]
-            return lambda: k(*arrays)
-        k = self.kernel
-        grid = grid if isinstance(grid, tuple) else (grid,)
-        block = block if isinstance(block, tuple) else (block,)
-        return lambda: k(grid, block, args)
-
-
 def sum_runner(version: str, impl: str, x):
     """``(run, out)``: ``run()`` enqueues one whole sum of the CuPy array ``x`` with ``version``
     (``impl`` "numba" or "cuda-c"); afterwards ``out[0]`` holds the sum (float32)."""
@@ -120,7 +82,6 @@ def sum_runner(version: str, impl: str, x):
     if x.dtype != cupy.float32 or x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D float32 CuPy array, got {x.dtype} of shape {x.shape}")
     n = int(x.size)
-    k = _Launcher(impl, name)
     n64 = np.int64(n)
     if combine == "passes":
         per_block = 2 * R.BLOCK if name in ("reduce_v4_first_add", "reduce_v5_warp_shuffle") else R.BLOCK
@@ -128,7 +89,7 @@ def sum_runner(version: str, impl: str, x):
         while True:
             grid = R.cdiv(int(src.size), per_block)
             dst = cupy.zeros(grid, cupy.float32)
-            steps.append(k.bind(grid, R.BLOCK, src, dst, np.int64(src.size)))
+            steps.append(bind(impl, TOPIC, name, grid, R.BLOCK, src, dst, np.int64(src.size)))
             if grid == 1:
                 break
             src = dst
@@ -141,8 +102,8 @@ def sum_runner(version: str, impl: str, x):
     out = cupy.zeros(1, cupy.float32)
     if combine == "second pass":
         partial = cupy.zeros(grid, cupy.float32)
-        first = k.bind(grid, R.BLOCK, x, partial, n64)
-        second = k.bind(1, R.BLOCK, partial, out, np.int64(grid))
+        first = bind(impl, TOPIC, name, grid, R.BLOCK, x, partial, n64)
+        second = bind(impl, TOPIC, name, 1, R.BLOCK, partial, out, np.int64(grid))
 
         def run():
             first()
@@ -151,7 +112,7 @@ def sum_runner(version: str, impl: str, x):
     if combine == "atomic":
         if "float4" in name and x.data.ptr % 16:
             raise ValueError("the float4 kernels need a 16-byte aligned x (a fresh CuPy array is)")
-        launch = k.bind(grid, R.BLOCK, x, out, n64)
+        launch = bind(impl, TOPIC, name, grid, R.BLOCK, x, out, n64)
 
         def run():
             out.data.memset_async(0, 4)
@@ -161,7 +122,7 @@ def sum_runner(version: str, impl: str, x):
         raise ValueError("the float4 kernels need a 16-byte aligned x (a fresh CuPy array is)")
     partial = cupy.zeros(grid, cupy.float32)
     done = cupy.zeros(1, cupy.uint32)
-    return k.bind(grid, R.BLOCK, x, partial, done, out, n64), out
+    return bind(impl, TOPIC, name, grid, R.BLOCK, x, partial, done, out, n64), out
 
 
 def vecmat_runner(version: str, impl: str, v, w):
@@ -178,10 +139,9 @@ def vecmat_runner(version: str, impl: str, v, w):
         per_row = max(1, min(per_row, R.cdiv(n, R.BLOCK)))
     block_out = cupy.zeros((rows, per_row), cupy.float32)
     out = cupy.zeros(rows, cupy.float32)
-    first = _Launcher(impl, nb_name if impl == "numba" else c_name)
-    second = _Launcher(impl, "vecmat_rows")
-    launch = first.bind((per_row, rows), R.BLOCK, v, w, block_out, np.int32(n))
-    finish = second.bind(rows, R.BLOCK, block_out, out, np.int32(per_row))
+    name = nb_name if impl == "numba" else c_name
+    launch = bind(impl, TOPIC, name, (per_row, rows), R.BLOCK, v, w, block_out, np.int32(n))
+    finish = bind(impl, TOPIC, "vecmat_rows", rows, R.BLOCK, block_out, out, np.int32(per_row))
     seed = nb_name == "vecmat_v1_seed"
 
     def run():

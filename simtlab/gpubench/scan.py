@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .harness import Case
+from .launch import IMPLS, bind
 
 TOPIC = "scan"
 REFERENCE = "cupy.cumsum (copies x into out, then CUB DeviceScan in place)"
@@ -72,36 +73,6 @@ def first_mismatch(got: np.ndarray, x: np.ndarray) -> str | None:
                                                      if wrong.size > 1 else ""))
 
 
-class _Kernels:
-    """One implementation's kernels: ``bind(name, grid, block, shared, *args)`` -> launch function."""
-
-    def __init__(self, impl: str):
-        if impl not in ("numba", "cuda-c"):
-            raise ValueError(f"impl must be 'numba' or 'cuda-c', not {impl!r}")
-        self.impl = impl
-        self.keep = []                                   # CuPy arrays the views point into
-
-    def bind(self, name, grid, block, shared, *args):
-        if self.impl == "numba":
-            from numba import cuda
-
-            from ..kernels import scan as S
-
-            kernel = getattr(S, name)[grid, block, 0, shared]
-            views = []
-            for a in args:
-                if hasattr(a, "__cuda_array_interface__"):
-                    self.keep.append(a)
-                    views.append(cuda.as_cuda_array(a, sync=False))
-                elif not isinstance(a, np.int32):        # numba kernels read sizes from arrays
-                    views.append(a)
-            return lambda: kernel(*views)
-        from ..cuda_source import cu_kernel
-
-        kernel = cu_kernel("scan", name)
-        return lambda: kernel((grid,), (block,), args, shared_mem=shared)
-
-
 def scan_runner(version: str, impl: str, x):
     """``(run, out)``: ``run()`` enqueues one whole inclusive scan of the CuPy float32 array ``x``
     into ``out`` with ``version`` (a key of VERSIONS), ``impl`` "numba" or "cuda-c"."""
@@ -113,8 +84,9 @@ def scan_runner(version: str, impl: str, x):
         raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
     if x.dtype != cupy.float32 or x.ndim != 1 or x.size == 0:
         raise ValueError(f"x must be a non-empty 1-D float32 CuPy array, got {x.dtype} of shape {x.shape}")
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, not {impl!r}")
     name = VERSIONS[version][0]
-    k = _Kernels(impl)
     out = cupy.empty_like(x)
     if impl == "cuda-c" and (x.data.ptr % 16 or out.data.ptr % 16):
         raise ValueError("the CUDA C tile kernels load float4: x must be 16-byte aligned (a fresh CuPy array is)")
@@ -127,16 +99,15 @@ def scan_runner(version: str, impl: str, x):
             state = cupy.zeros(3 * tiles + 1, cupy.int32)
             flags, agg = state[:tiles], state[tiles:2 * tiles].view(cupy.float32)
             pre, ticket = state[2 * tiles:3 * tiles].view(cupy.float32), state[3 * tiles:]
-            launch = k.bind(name, tiles, BLOCK, 0, x, out, flags, agg, pre, ticket)
+            launch = bind(impl, TOPIC, name, tiles, BLOCK, x, out, flags, agg, pre, ticket)
         else:
             state = cupy.zeros(tiles + 1, cupy.uint64)
             status, ticket = state[:tiles], state[tiles:].view(cupy.uint32)
-            launch = k.bind(name, tiles, BLOCK, 0, x, out, status, ticket, np.int32(n))
+            launch = bind(impl, TOPIC, name, tiles, BLOCK, x, out, status, ticket, np.int32(n))
 
         def run():
             state.data.memset_async(0, state.nbytes)    # every tile NOT_READY, ticket 0
             launch()
-        run.keep = k.keep
         return run, out
 
     steps = []
@@ -146,20 +117,19 @@ def scan_runner(version: str, impl: str, x):
         size = int(src.size)
         blocks = S.cdiv(size, per_block)
         sums = cupy.empty(blocks, cupy.float32)
-        steps.append(k.bind(name, blocks, BLOCK, shared, src, dst, sums, np.int32(size)))
+        steps.append(bind(impl, TOPIC, name, blocks, BLOCK, src, dst, sums, np.int32(size), shared=shared))
         if blocks > 1:
             scanned = cupy.empty(blocks, cupy.float32)
             level(sums, scanned)
-            steps.append(k.bind("add_block_prefix", blocks - 1, BLOCK, 0, dst, scanned,
-                                per_block if impl == "numba" else np.int32(per_block), np.int32(size)))
-            k.keep += [sums, scanned]
+            # the tile size: a Python int reaches both twins (NumPy integers reach CUDA C only)
+            steps.append(bind(impl, TOPIC, "add_block_prefix", blocks - 1, BLOCK, dst, scanned,
+                              per_block if impl == "numba" else np.int32(per_block), np.int32(size)))
 
     level(x, out)
 
     def run():
         for s in steps:
             s()
-    run.keep = k.keep
     return run, out
 
 

@@ -188,7 +188,7 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions) -
 
     if not run.started:
         grader_error = f"pytest did not start (exit code {run.returncode}): {run.log.strip()[-500:]}"
-    elif run.cells and all(r.get("setup_failed") for r in run.cells):
+    elif run.kernel_never_started:
         grader_error = f"the kernel {opts.kernel!r} did not start: {run.cells[0].get('message')}"
     if run.bad_lines:
         flags.append("results tampered")
@@ -292,18 +292,29 @@ def _prepare(sub: Submission, masters: list[Master]):
     return plan, problems
 
 
+#: how many times a notebook's kernel is started before its failure to start is a grader error
+KERNEL_START_TRIES = 3
+
+
 def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) -> dict:
     """Grade one student's submission; the result as stored in ``results/<student>.json``."""
     plan, problems = _prepare(sub, masters)
     chapters = []
     for master, nb, rel in plan:
         rebuilt = rebuild(master, nb)
-        with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
-            run = run_notebook(
-                rebuilt.nb, tmp, name=master.name, kernel=opts.kernel, cell_timeout=opts.cell_timeout,
-                notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
-            )
+        for attempt in range(1, KERNEL_START_TRIES + 1):
+            with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
+                run = run_notebook(
+                    rebuilt.nb, tmp, name=master.name, kernel=opts.kernel, cell_timeout=opts.cell_timeout,
+                    notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
+                )
+            # No student code runs before the kernel answers, so a kernel that died on start
+            # (a TCP port another process took between jupyter_client picking it and the
+            # kernel binding it, a machine short of memory) is the grader's problem: try again.
+            if not run.kernel_never_started:
+                break
         chapter = score_chapter(master, rebuilt, run, opts)
+        chapter["kernel_starts"] = attempt
         chapter["notebook"] = rel
         chapters.append(chapter)
     files = [sub.path] if sub.path.is_file() else sub.notebooks

@@ -45,6 +45,11 @@ class RunResult:
     seconds: float = 0.0
     log: str = ""
 
+    @property
+    def kernel_never_started(self) -> bool:
+        """pytest ran, but every cell failed in setup: the kernel died before it answered."""
+        return bool(self.started and self.cells and all(r.get("setup_failed") for r in self.cells))
+
 
 def _child_env() -> dict:
     env = {k: v for k, v in os.environ.items()

@@ -1,0 +1,177 @@
+"""What numba would refuse to compile, found in the kernel's source before it runs.
+
+The emulator runs a kernel as Python, so it would happily accept code that a real GPU never
+gets to run because numba rejects it at compile time. The student would then learn that the
+kernel "works" and meet the error only on a GPU. The rule checked here:
+
+* ``cuda.shared.array(shape, dtype)`` and ``cuda.local.array(shape, dtype)`` need a shape numba
+  can read as a constant when it compiles: an integer literal, a module-level constant, a
+  local name assigned only from those, or a tuple of them. Numba does not fold arithmetic
+  (``TILE + 1`` and ``TILE * 2`` are refused: name them at module level instead), does not
+  read another module's attribute as a constant (``R.BLOCK``: import ``BLOCK``), and values
+  known only at launch (a kernel argument, ``x.shape``, ``len(x)``, ``cuda.blockDim.x``,
+  ``cuda.warpsize``) cannot size an array at all.
+
+``tools/probe_shared_shapes.py`` asked numba-cuda 0.30 on an H100 which shapes it accepts, and
+``tests/test_static_checks_gpu.py`` compiles every example of ``tests/static_check_cases.py``
+to keep this rule and numba's in step.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+
+from .errors import CompileError
+
+#: ``cuda.<name>`` values that exist only on the running GPU
+_LAUNCH_TIME_CUDA = {"threadIdx", "blockIdx", "blockDim", "gridDim", "laneid", "warpsize", "grid",
+                     "gridsize"}
+#: attributes of an array that come with the argument at launch
+_LAUNCH_TIME_ATTRS = {"shape", "size", "ndim", "strides"}
+
+
+def check_array_shapes(func: types.FunctionType) -> None:
+    """Raise ``CompileError`` when a shared or local array's shape is not a compile-time constant."""
+    try:
+        lines, first = inspect.getsourcelines(func)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return                                    # no source (exec'd code): nothing to check
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        return
+    params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
+    variable = _variable_locals(fdef, params)
+    for node in ast.walk(fdef):
+        space = _array_space(node)
+        if space is None:
+            continue
+        shape = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "shape"), None)
+        if shape is None:
+            continue
+        why = _why_not_constant(shape, variable)
+        if why is None:
+            continue
+        raise CompileError(
+            f"cuda.{space}.array needs a shape numba can read when it compiles the kernel (a "
+            f"number, a module-level constant, or a tuple of them), but its shape uses {why}",
+            line=first + node.lineno - 1, source=lines[node.lineno - 1], function=func.__name__,
+            fix=_fix(space, why))
+
+
+def _fix(space: str, why: str) -> str:
+    if why.endswith(_ATTRIBUTE):
+        return ("import the constant by name (from simtlab.kernels.reduction import BLOCK) or "
+                "define it in this module, and use the bare name in the shape")
+    if why.endswith(_ARITHMETIC):
+        return ("give the value a name at module level, above the kernel (for example "
+                "TILE_PAD = TILE + 1), and use that name in the shape")
+    if space == "shared":
+        return ("give the size as a module-level constant (BLOCK = 256 above the kernel) or a "
+                "literal; for a size chosen at launch use dynamic shared memory: "
+                "cuda.shared.array(0, float32) in the kernel and shared_bytes= at launch "
+                "(numba: kernel[grid, block, 0, nbytes])")
+    return ("give the size as a module-level constant or a literal: each thread's local "
+            "array is sized when the kernel is compiled")
+
+
+_ARITHMETIC = "which numba does not compute at compile time"
+_ATTRIBUTE = "a module attribute, which numba does not read as a constant"
+
+
+def _array_space(node) -> str | None:
+    """'shared' or 'local' for a call ``<...>.shared.array(...)`` / ``<...>.local.array(...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "array"):
+        return None
+    owner = node.func.value
+    if isinstance(owner, ast.Attribute) and owner.attr in ("shared", "local"):
+        return owner.attr
+    return None
+
+
+def _why_not_constant(expr, variable: dict) -> str | None:
+    """Why numba cannot read ``expr`` as a constant (a phrase), or None when it can."""
+    if isinstance(expr, ast.Constant):
+        return None
+    if isinstance(expr, ast.Name):
+        return variable.get(expr.id)              # a module-level name is a constant to numba
+    if isinstance(expr, ast.Tuple):
+        return next(filter(None, (_why_not_constant(e, variable) for e in expr.elts)), None)
+    launch = _launch_time(expr, variable)
+    if launch is not None:
+        return launch
+    if isinstance(expr, ast.Attribute):           # numba types R.BLOCK as a plain int64
+        return f"`{ast.unparse(expr)}`, {_ATTRIBUTE}"
+    return f"`{ast.unparse(expr)}`, an expression, {_ARITHMETIC}"
+
+
+def _launch_time(expr, variable: dict) -> str | None:
+    """The first value inside ``expr`` that exists only at launch, as a phrase."""
+    if isinstance(expr, ast.Name) and expr.id in variable:
+        return variable[expr.id]
+    if isinstance(expr, ast.Attribute):
+        chain = _attribute_chain(expr)            # the whole `cuda.blockDim.x`, not a part of it
+        if _LAUNCH_TIME_ATTRS & set(chain[1:]):
+            return f"`{ast.unparse(expr)}`, the size of an argument, known only at launch"
+        if _LAUNCH_TIME_CUDA & set(chain[1:]):
+            return f"`{ast.unparse(expr)}`, a property of the launch"
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "len":
+        return f"`{ast.unparse(expr)}`, the size of an argument, known only at launch"
+    for child in ast.iter_child_nodes(expr):
+        reason = _launch_time(child, variable)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _attribute_chain(node: ast.Attribute) -> list[str]:
+    """``a.b.c`` -> ['a', 'b', 'c'] (the root is '' when it is not a plain name)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    parts.append(node.id if isinstance(node, ast.Name) else "")
+    return parts[::-1]
+
+
+def _variable_locals(fdef: ast.FunctionDef, params: set) -> dict:
+    """Local names numba cannot read as constants, each with the reason, to a fixpoint:
+    parameters, loop variables, and names assigned from anything but a constant."""
+    why = {p: f"`{p}`, a kernel argument, known only at launch" for p in params}
+    assigns = []
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Assign):
+            assigns += [(t, node.value) for t in node.targets]
+        elif isinstance(node, ast.AugAssign):
+            assigns.append((node.target, node))   # x += ... is never a constant
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            assigns.append((node.target, node.value))
+        elif isinstance(node, ast.For):
+            for name in _names(node.target):
+                why.setdefault(name, f"`{name}`, a loop variable")
+    changed = True
+    while changed:
+        changed = False
+        for target, value in assigns:
+            names = [n for n in _names(target) if n not in why]
+            if not names:
+                continue
+            if isinstance(target, ast.Tuple) or isinstance(value, ast.AugAssign):
+                reason = "a value numba does not treat as a constant"
+            else:
+                reason = _why_not_constant(value, why)
+            if reason is None:
+                continue
+            for name in names:
+                why[name] = f"`{name}`, computed from {reason}"
+                changed = True
+    return why
+
+
+def _names(target) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]

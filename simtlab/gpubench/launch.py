@@ -1,0 +1,48 @@
+"""One launch of a course kernel, numba-cuda or CUDA C, as a zero-argument function.
+
+Every topic's benchmark binds its kernels the same way: the numba kernel of
+``kernels/<topic>.py`` or its CUDA C twin in ``kernels/<topic>.cu``, under the same name.
+The twins differ in one convention: a CUDA C kernel takes its sizes as trailing integer
+arguments (NumPy scalars, ``np.int32`` or ``np.int64`` as its signature says), while the
+numba kernel reads them from its arrays' shapes. So NumPy integer scalars reach the CUDA C
+kernel only; everything else (CuPy arrays, Python numbers) reaches both.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+IMPLS = ("numba", "cuda-c")
+
+__all__ = ["IMPLS", "bind"]
+
+
+def bind(impl: str, topic: str, name: str, grid, block, *args, shared: int = 0):
+    """A function that enqueues ``name<<<grid, block, shared>>>(*args)`` on the default stream
+    without synchronising. ``args`` are CuPy arrays and scalars; the function keeps the arrays
+    alive (numba's views of them do not own their memory)."""
+    if impl == "numba":
+        from numba import cuda
+
+        module = importlib.import_module(f"simtlab.kernels.{topic}")
+        kernel = getattr(module, name)[grid, block, 0, shared]
+        views = [cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
+                 for a in args if not isinstance(a, np.integer)]
+
+        def launch():
+            kernel(*views)
+    elif impl == "cuda-c":
+        from ..cuda_source import cu_kernel
+
+        kernel = cu_kernel(topic, name)
+        grid = grid if isinstance(grid, tuple) else (grid,)
+        block = block if isinstance(block, tuple) else (block,)
+
+        def launch():
+            kernel(grid, block, args, shared_mem=shared)
+    else:
+        raise ValueError(f"impl must be one of {', '.join(IMPLS)}, not {impl!r}")
+    launch.keep = args
+    return launch

@@ -1,0 +1,179 @@
+"""Kernels whose shared/local array shapes numba may or may not accept at compile time.
+
+Shared by tests/test_static_checks.py (the emulator's check, on the CPU) and
+tests/test_static_checks_gpu.py (numba-cuda compiling the same kernels). Each kernel takes a
+float32 array ``a`` and, when it needs one, an int32 ``n``; the lists at the bottom say which
+the emulator must refuse (and why) and which it must run.
+"""
+
+from numba import cuda, float32
+
+from simtlab.kernels import reduction as R
+
+TILE = 16
+TILE_PAD = TILE + 1          # arithmetic at module level is fine: numba sees the value
+SHAPE = (TILE, TILE_PAD)
+
+
+@cuda.jit
+def shared_from_argument(a, n):
+    s = cuda.shared.array(n, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_shape(a):
+    s = cuda.shared.array(a.shape[0], float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_len(a):
+    s = cuda.shared.array(len(a), float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_block_dim(a):
+    s = cuda.shared.array(cuda.blockDim.x, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_a_local_of_an_argument(a, n):
+    size = n * 2
+    s = cuda.shared.array((size, TILE), float32)
+    s[0, 0] = 1.0
+    a[0] = s[0, 0]
+
+
+@cuda.jit
+def local_from_argument(a, n):
+    s = cuda.local.array(n, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_literal(a):
+    s = cuda.shared.array(32, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_module_constant(a):
+    s = cuda.shared.array(TILE, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_tuple_with_arithmetic(a):
+    s = cuda.shared.array((TILE, TILE + 1), float32)
+    s[0, 0] = 1.0
+    a[0] = s[0, 0]
+
+
+@cuda.jit
+def shared_from_a_product(a):
+    s = cuda.shared.array(TILE * 2, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_a_local_product(a):
+    size = TILE * 2
+    s = cuda.shared.array(size, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_from_warpsize(a):
+    s = cuda.shared.array(cuda.warpsize, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_tuple_of_constants(a):
+    s = cuda.shared.array((TILE, TILE_PAD), float32)
+    s[0, 0] = 1.0
+    a[0] = s[0, 0]
+
+
+@cuda.jit
+def shared_global_tuple(a):
+    s = cuda.shared.array(SHAPE, float32)
+    s[0, 0] = 1.0
+    a[0] = s[0, 0]
+
+
+@cuda.jit
+def shared_module_attribute(a):
+    s = cuda.shared.array(R.BLOCK, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_local_copy_of_a_constant(a):
+    size = TILE
+    s = cuda.shared.array(size, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_keyword_shape(a):
+    s = cuda.shared.array(shape=TILE, dtype=float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def shared_dynamic(a):
+    s = cuda.shared.array(0, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+@cuda.jit
+def local_module_constant(a):
+    s = cuda.local.array(TILE, float32)
+    s[0] = 1.0
+    a[0] = s[0]
+
+
+#: (kernel, takes n, what the error must name)
+REFUSED = [
+    (shared_from_argument, True, "`n`, a kernel argument, known only at launch"),
+    (shared_from_shape, False, "`a.shape`, the size of an argument"),
+    (shared_from_len, False, "`len(a)`, the size of an argument"),
+    (shared_from_block_dim, False, "`cuda.blockDim.x`, a property of the launch"),
+    (shared_from_warpsize, False, "`cuda.warpsize`, a property of the launch"),
+    (shared_from_a_local_of_an_argument, True, "`size`, computed from `n`, a kernel argument"),
+    (shared_tuple_with_arithmetic, False, "`TILE + 1`, an expression"),
+    (shared_from_a_product, False, "`TILE * 2`, an expression"),
+    (shared_from_a_local_product, False, "`size`, computed from `TILE * 2`, an expression"),
+    (shared_module_attribute, False, "`R.BLOCK`, a module attribute"),
+    (local_from_argument, True, "`n`, a kernel argument"),
+]
+
+#: (kernel, dynamic shared bytes)
+ACCEPTED = [
+    (shared_literal, 0),
+    (shared_module_constant, 0),
+    (shared_tuple_of_constants, 0),
+    (shared_local_copy_of_a_constant, 0),
+    (shared_global_tuple, 0),
+    (shared_keyword_shape, 0),
+    (shared_dynamic, 4),
+    (local_module_constant, 0),
+]
