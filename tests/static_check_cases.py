@@ -6,6 +6,9 @@ float32 array ``a`` and, when it needs one, an int32 ``n``; the lists at the bot
 the emulator must refuse (and why) and which it must run.
 """
 
+import math
+
+import numpy as np
 from numba import cuda, float32
 
 from simtlab.kernels import reduction as R
@@ -151,6 +154,71 @@ def local_module_constant(a):
     a[0] = s[0]
 
 
+@cuda.jit
+def returns_a_value(a):
+    a[0] = 1.0
+    return a[0]
+
+
+@cuda.jit
+def allocates_with_numpy(a):
+    t = np.zeros(4, np.float32)
+    t[0] = 1.0
+    a[0] = t[0]
+
+
+@cuda.jit
+def allocates_like(a):
+    t = np.empty_like(a)
+    t[0] = 1.0
+    a[0] = t[0]
+
+
+@cuda.jit
+def copies_a_slice(a):
+    t = a[0:4].copy()
+    a[0] = t[0]
+
+
+@cuda.jit
+def builds_a_list(a):
+    t = [1.0, 2.0]
+    a[0] = t[0]
+
+
+@cuda.jit
+def builds_a_list_comprehension(a):
+    t = [a[j] for j in range(2)]
+    a[0] = t[0]
+
+
+@cuda.jit
+def builds_a_dict(a):
+    t = {0: 1.0}
+    a[0] = t[0]
+
+
+@cuda.jit
+def prints_an_fstring(a):
+    a[0] = 1.0
+    print(f"a[0] = {a[0]}")
+
+
+@cuda.jit
+def leaves_early_with_a_bare_return(a):
+    if cuda.threadIdx.x > 0:
+        return
+    a[0] = 1.0
+
+
+@cuda.jit
+def uses_a_tuple_math_and_plain_print(a):
+    t = (1.0, 4.0)
+    a[0] = math.sqrt(t[1]) - t[0]
+    if cuda.threadIdx.x == 0:
+        print("a[0] =", a[0])
+
+
 #: (kernel, takes n, what the error must name)
 REFUSED = [
     (shared_from_argument, True, "`n`, a kernel argument, known only at launch"),
@@ -164,6 +232,14 @@ REFUSED = [
     (shared_from_a_local_product, False, "`size`, computed from `TILE * 2`, an expression"),
     (shared_module_attribute, False, "`R.BLOCK`, a module attribute"),
     (local_from_argument, True, "`n`, a kernel argument"),
+    (returns_a_value, False, "a kernel cannot return a value (`return a[0]`)"),
+    (allocates_with_numpy, False, "`np.zeros(4, np.float32)` allocates a new array"),
+    (allocates_like, False, "`np.empty_like(a)` allocates a new array"),
+    (copies_a_slice, False, "`a[0:4].copy()` copies an array into a new one"),
+    (builds_a_list, False, "`[1.0, 2.0]` builds a Python list"),
+    (builds_a_list_comprehension, False, "`[a[j] for j in range(2)]` builds a Python list"),
+    (builds_a_dict, False, "`{0: 1.0}` builds a Python dict"),
+    (prints_an_fstring, False, "is an f-string, and a GPU thread cannot format strings"),
 ]
 
 #: (kernel, dynamic shared bytes)
@@ -173,6 +249,8 @@ ACCEPTED = [
     (shared_tuple_of_constants, 0),
     (shared_local_copy_of_a_constant, 0),
     (shared_global_tuple, 0),
+    (leaves_early_with_a_bare_return, 0),
+    (uses_a_tuple_math_and_plain_print, 0),
     (shared_keyword_shape, 0),
     (shared_dynamic, 4),
     (local_module_constant, 0),

@@ -13,7 +13,7 @@ import types
 
 import numpy as np
 
-from .static_checks import check_array_shapes
+from .static_checks import check_source
 
 
 def _is_numba_cuda_module(value) -> bool:
@@ -51,9 +51,9 @@ class KernelBinder:
         self._proxies: dict = {}         # id(module) -> its _ModuleProxy
 
     def bind(self, kernel) -> types.FunctionType:
-        return self._bind_function(plain_function(kernel))
+        return self._bind_function(plain_function(kernel), kernel=True)
 
-    def _bind_function(self, func: types.FunctionType) -> types.FunctionType:
+    def _bind_function(self, func: types.FunctionType, kernel: bool = False) -> types.FunctionType:
         key = id(func)
         if key in self._done:
             return self._done[key]
@@ -66,7 +66,7 @@ class KernelBinder:
         bound = types.FunctionType(func.__code__, new_globals, func.__name__,
                                    func.__defaults__, cells)
         self._done[key] = bound              # before recursing: device functions may recurse
-        check_array_shapes(func)             # what numba would refuse to compile
+        check_source(func, kernel=kernel)    # what numba would refuse to compile
         names = _global_names(func.__code__)   # globals and attribute names the code loads
         for name in names:
             if name in new_globals:

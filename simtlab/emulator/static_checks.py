@@ -2,7 +2,8 @@
 
 The emulator runs a kernel as Python, so it would happily accept code that a real GPU never
 gets to run because numba rejects it at compile time. The student would then learn that the
-kernel "works" and meet the error only on a GPU. The rule checked here:
+kernel "works" and meet the error only on a GPU. The rules checked here, each one a mistake
+students make:
 
 * ``cuda.shared.array(shape, dtype)`` and ``cuda.local.array(shape, dtype)`` need a shape numba
   can read as a constant when it compiles: an integer literal, a module-level constant, a
@@ -11,10 +12,15 @@ kernel "works" and meet the error only on a GPU. The rule checked here:
   read another module's attribute as a constant (``R.BLOCK``: import ``BLOCK``), and values
   known only at launch (a kernel argument, ``x.shape``, ``len(x)``, ``cuda.blockDim.x``,
   ``cuda.warpsize``) cannot size an array at all.
+* A kernel returns nothing (a bare ``return`` to leave early is fine; device functions may
+  return values).
+* Nothing allocates: no ``np.zeros``/``np.empty``/``np.array``/``np.arange``/``*_like``, no
+  ``x.copy()``, no Python list, dict or set (literals or comprehensions). Tuples are fine.
+* ``print`` cannot format strings on the GPU: no f-strings.
 
-``tools/probe_shared_shapes.py`` asked numba-cuda 0.30 on an H100 which shapes it accepts, and
-``tests/test_static_checks_gpu.py`` compiles every example of ``tests/static_check_cases.py``
-to keep this rule and numba's in step.
+``tools/probe_shared_shapes.py`` and ``tools/probe_numba_refusals.py`` asked numba-cuda 0.30 on
+an H100 what it accepts, and ``tests/test_static_checks_gpu.py`` compiles every example of
+``tests/static_check_cases.py`` to keep these rules and numba's in step.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ import ast
 import inspect
 import textwrap
 import types
+
+import numpy as np
 
 from .errors import CompileError
 
@@ -33,8 +41,40 @@ _LAUNCH_TIME_CUDA = {"threadIdx", "blockIdx", "blockDim", "gridDim", "laneid", "
 _LAUNCH_TIME_ATTRS = {"shape", "size", "ndim", "strides"}
 
 
-def check_array_shapes(func: types.FunctionType) -> None:
-    """Raise ``CompileError`` when a shared or local array's shape is not a compile-time constant."""
+#: NumPy functions that allocate a new array (none exists on the GPU: there is no allocator)
+_NUMPY_ALLOCATORS = {"zeros", "ones", "empty", "full", "array", "asarray", "arange", "linspace",
+                     "zeros_like", "ones_like", "empty_like", "full_like", "copy", "concatenate",
+                     "stack", "vstack", "hstack", "tile", "repeat", "eye", "identity"}
+
+_ALLOCATION_FIX = ("for per-thread scratch use cuda.local.array(SIZE, float32) with a constant "
+                   "SIZE; for data the block shares, cuda.shared.array; for results, an output "
+                   "array allocated before the launch and passed to the kernel")
+
+
+#: (code object, kernel) -> the CompileError found, or None: a widget may launch the same
+#: kernel hundreds of times, and its source is parsed once
+_VERDICTS: dict = {}
+
+
+def check_source(func: types.FunctionType, *, kernel: bool) -> None:
+    """Raise ``CompileError`` at the first construct numba would refuse in ``func`` (the kernel
+    itself when ``kernel``, else a device function it calls)."""
+    key = (func.__code__, kernel)
+    if key not in _VERDICTS:
+        if len(_VERDICTS) > 4096:
+            _VERDICTS.clear()
+        try:
+            _check_source(func, kernel)
+            _VERDICTS[key] = None
+        except CompileError as err:
+            _VERDICTS[key] = err
+    err = _VERDICTS[key]
+    if err is not None:
+        raise CompileError(err.problem, line=err.line, source=err.source, function=err.function,
+                           fix=err.fix)
+
+
+def _check_source(func: types.FunctionType, kernel: bool) -> None:
     try:
         lines, first = inspect.getsourcelines(func)
         tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -43,6 +83,58 @@ def check_array_shapes(func: types.FunctionType) -> None:
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         return
+
+    def refuse(node, problem, fix):
+        raise CompileError(problem, line=first + node.lineno - 1, source=lines[node.lineno - 1],
+                           function=func.__name__, fix=fix)
+
+    _check_array_shapes(fdef, refuse)
+    for node in _walk_body(fdef):
+        if kernel and isinstance(node, ast.Return) and node.value is not None \
+                and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            refuse(node, f"a kernel cannot return a value (`return {ast.unparse(node.value)}`)",
+                   "write the result into an output array (out[i] = value); a bare `return` "
+                   "to leave the kernel early is fine, and device functions may return values")
+        elif isinstance(node, (ast.List, ast.ListComp, ast.Dict, ast.DictComp, ast.Set, ast.SetComp)) \
+                and isinstance(getattr(node, "ctx", ast.Load()), ast.Load):
+            kind = {ast.List: "list", ast.ListComp: "list", ast.Dict: "dict", ast.DictComp: "dict",
+                    ast.Set: "set", ast.SetComp: "set"}[type(node)]
+            refuse(node, f"`{_short(node)}` builds a Python {kind}, which numba cannot make on the GPU",
+                   "use a tuple for a few constants, or cuda.local.array(SIZE, float32) with a "
+                   "constant SIZE for per-thread scratch")
+        elif isinstance(node, ast.JoinedStr):
+            refuse(node, f"`{_short(node)}` is an f-string, and a GPU thread cannot format strings",
+                   "print the values as separate arguments: print('x =', x)")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            owner = node.func.value
+            if isinstance(owner, ast.Name) and func.__globals__.get(owner.id) is np \
+                    and node.func.attr in _NUMPY_ALLOCATORS:
+                refuse(node, f"`{_short(node)}` allocates a new array, which a kernel cannot do "
+                       "(there is no allocator on the GPU)", _ALLOCATION_FIX)
+            if node.func.attr == "copy" and not node.args and not node.keywords:
+                refuse(node, f"`{_short(node)}` copies an array into a new one, which a kernel "
+                       "cannot allocate", _ALLOCATION_FIX)
+
+
+def _walk_body(fdef: ast.FunctionDef):
+    """Every node of the function, not of functions defined inside it (they are not compiled
+    with it) and not its decorators."""
+    todo = list(fdef.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.append(child)
+
+
+def _short(node, limit: int = 60) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _check_array_shapes(fdef: ast.FunctionDef, refuse) -> None:
+    """Refuse a shared or local array whose shape is not a compile-time constant."""
     params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
     variable = _variable_locals(fdef, params)
     for node in ast.walk(fdef):
@@ -56,11 +148,9 @@ def check_array_shapes(func: types.FunctionType) -> None:
         why = _why_not_constant(shape, variable)
         if why is None:
             continue
-        raise CompileError(
-            f"cuda.{space}.array needs a shape numba can read when it compiles the kernel (a "
-            f"number, a module-level constant, or a tuple of them), but its shape uses {why}",
-            line=first + node.lineno - 1, source=lines[node.lineno - 1], function=func.__name__,
-            fix=_fix(space, why))
+        refuse(node, f"cuda.{space}.array needs a shape numba can read when it compiles the kernel "
+                     f"(a number, a module-level constant, or a tuple of them), but its shape uses {why}",
+               _fix(space, why))
 
 
 def _fix(space: str, why: str) -> str:
