@@ -18,8 +18,9 @@ def test_numba_refuses_what_the_emulator_refuses(kernel, takes_n, named):
     signature = "void(float32[:], int32)" if takes_n else "void(float32[:])"
     with pytest.raises(Exception) as err:
         cuda.jit(signature)(kernel.py_func)
-    assert "Lowering" in type(err.value).__name__ or "Typing" in type(err.value).__name__ \
-        or "shape" in str(err.value).lower(), f"{type(err.value).__name__}: {err.value}"
+    # refused by numba's compiler (typing, lowering, NRT), not by a mistake of this test
+    assert type(err.value).__module__.startswith("numba") or isinstance(err.value, NotImplementedError), (
+        f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}")
 
 
 @pytest.mark.parametrize("kernel, shared_bytes", ACCEPTED, ids=[k.py_func.__name__ for k, _ in ACCEPTED])
