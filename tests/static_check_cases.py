@@ -219,6 +219,42 @@ def uses_a_tuple_math_and_plain_print(a):
         print("a[0] =", a[0])
 
 
+@cuda.jit
+def uses_np_sqrt(a):
+    a[0] = np.sqrt(a[1])
+
+
+@cuda.jit
+def uses_np_exp(a):
+    a[0] = np.exp(a[1])
+
+
+@cuda.jit
+def uses_np_abs(a):
+    a[0] = np.abs(a[1])
+
+
+@cuda.jit
+def uses_np_floor(a):
+    a[0] = np.floor(a[1])
+
+
+@cuda.jit
+def uses_np_max(a):
+    a[0] = np.max(a)
+
+
+@cuda.jit
+def uses_np_dot(a):
+    a[0] = np.dot(a, a)
+
+
+@cuda.jit
+def uses_numpy_that_compiles(a):
+    x = np.float32(np.maximum(a[1], np.float32(1.0)))
+    a[0] = np.log(x) + np.tanh(a[2] * 0.0) + 1.0 + np.float32(np.isnan(x))
+
+
 #: (kernel, takes n, what the error must name)
 REFUSED = [
     (shared_from_argument, True, "`n`, a kernel argument, known only at launch"),
@@ -240,6 +276,12 @@ REFUSED = [
     (builds_a_list_comprehension, False, "`[a[j] for j in range(2)]` builds a Python list"),
     (builds_a_dict, False, "`{0: 1.0}` builds a Python dict"),
     (prints_an_fstring, False, "is an f-string, and a GPU thread cannot format strings"),
+    (uses_np_sqrt, False, "numba-cuda cannot compile np.sqrt in a kernel"),
+    (uses_np_exp, False, "numba-cuda cannot compile np.exp in a kernel"),
+    (uses_np_abs, False, "numba-cuda cannot compile np.abs in a kernel"),
+    (uses_np_floor, False, "numba-cuda cannot compile np.floor in a kernel"),
+    (uses_np_max, False, "numba-cuda cannot compile np.max in a kernel"),
+    (uses_np_dot, False, "numba-cuda cannot compile np.dot in a kernel"),
 ]
 
 #: (kernel, dynamic shared bytes)
@@ -251,6 +293,7 @@ ACCEPTED = [
     (shared_global_tuple, 0),
     (leaves_early_with_a_bare_return, 0),
     (uses_a_tuple_math_and_plain_print, 0),
+    (uses_numpy_that_compiles, 0),
     (shared_keyword_shape, 0),
     (shared_dynamic, 4),
     (local_module_constant, 0),

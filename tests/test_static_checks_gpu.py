@@ -18,9 +18,10 @@ def test_numba_refuses_what_the_emulator_refuses(kernel, takes_n, named):
     signature = "void(float32[:], int32)" if takes_n else "void(float32[:])"
     with pytest.raises(Exception) as err:
         cuda.jit(signature)(kernel.py_func)
-    # refused by numba's compiler (typing, lowering, NRT), not by a mistake of this test
-    assert type(err.value).__module__.startswith("numba") or isinstance(err.value, NotImplementedError), (
-        f"{type(err.value).__module__}.{type(err.value).__name__}: {err.value}")
+    # refused by numba's compiler (typing, lowering, NRT, or a KeyError deep in its ufunc
+    # tables), not by a mistake of this test: the exception is raised inside numba's code
+    raised_in = str(err.traceback[-1].path)
+    assert "numba" in raised_in, f"{type(err.value).__name__} raised in {raised_in}: {err.value}"
 
 
 @pytest.mark.parametrize("kernel, shared_bytes", ACCEPTED, ids=[k.py_func.__name__ for k, _ in ACCEPTED])

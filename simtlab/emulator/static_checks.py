@@ -17,8 +17,11 @@ students make:
 * Nothing allocates: no ``np.zeros``/``np.empty``/``np.array``/``np.arange``/``*_like``, no
   ``x.copy()``, no Python list, dict or set (literals or comprehensions). Tuples are fine.
 * ``print`` cannot format strings on the GPU: no f-strings.
+* Some NumPy math does not compile in a kernel (``np.sqrt``, ``np.exp``, ``np.abs``,
+  ``np.floor``, ``np.max``, ``np.dot``): the ``math`` module and built-ins do.
 
-``tools/probe_shared_shapes.py`` and ``tools/probe_numba_refusals.py`` asked numba-cuda 0.30 on
+``tools/probe_shared_shapes.py``, ``tools/probe_numba_refusals.py`` and
+``tools/probe_numpy_in_kernels.py`` asked numba-cuda 0.30 on
 an H100 what it accepts, and ``tests/test_static_checks_gpu.py`` compiles every example of
 ``tests/static_check_cases.py`` to keep these rules and numba's in step.
 """
@@ -45,6 +48,17 @@ _LAUNCH_TIME_ATTRS = {"shape", "size", "ndim", "strides"}
 _NUMPY_ALLOCATORS = {"zeros", "ones", "empty", "full", "array", "asarray", "arange", "linspace",
                      "zeros_like", "ones_like", "empty_like", "full_like", "copy", "concatenate",
                      "stack", "vstack", "hstack", "tile", "repeat", "eye", "identity"}
+
+#: NumPy calls numba-cuda 0.30 refuses inside a kernel although NumPy has them, each with what
+#: compiles instead (probed on the H100: tools/probe_numpy_in_kernels.py; np.log, np.tanh,
+#: np.maximum, np.minimum, np.isnan, np.sum and the np.float32(x) casts compile)
+_NUMPY_REFUSED = {
+    "sqrt": "math.sqrt(x)", "exp": "math.exp(x)", "abs": "the built-in abs(x)",
+    "absolute": "the built-in abs(x)", "floor": "math.floor(x)",
+    "max": "a loop with the built-in max(m, a[i])", "amax": "a loop with the built-in max(m, a[i])",
+    "min": "a loop with the built-in min(m, a[i])", "amin": "a loop with the built-in min(m, a[i])",
+    "dot": "a loop that adds a[i] * b[i]",
+}
 
 _ALLOCATION_FIX = ("for per-thread scratch use cuda.local.array(SIZE, float32) with a constant "
                    "SIZE; for data the block shares, cuda.shared.array; for results, an output "
@@ -111,6 +125,10 @@ def _check_source(func: types.FunctionType, kernel: bool) -> None:
                     and node.func.attr in _NUMPY_ALLOCATORS:
                 refuse(node, f"`{_short(node)}` allocates a new array, which a kernel cannot do "
                        "(there is no allocator on the GPU)", _ALLOCATION_FIX)
+            if isinstance(owner, ast.Name) and func.__globals__.get(owner.id) is np \
+                    and node.func.attr in _NUMPY_REFUSED:
+                refuse(node, f"`{_short(node)}`: numba-cuda cannot compile np.{node.func.attr} in a kernel",
+                       f"use {_NUMPY_REFUSED[node.func.attr]} (import math at the top of the file)")
             if node.func.attr == "copy" and not node.args and not node.keywords:
                 refuse(node, f"`{_short(node)}` copies an array into a new one, which a kernel "
                        "cannot allocate", _ALLOCATION_FIX)
