@@ -390,3 +390,19 @@ def test_device_functions_reached_through_a_module_attribute(tmp_path, monkeypat
                 for line, site in zip(run.lines.line, run.lines.site)}
     assert "return SCALE * x" in executed, "the module's device function must be traced like a global one"
     assert module.helpers.scaled.py_func.__globals__["cuda"] is cuda, "the helper module must stay untouched"
+
+
+def test_numba_cuda_reached_through_the_numba_module():
+    """`import numba` then `numba.cuda.grid(1)` compiles with numba; the emulator must give the
+    kernel its own `cuda` that way too, and leave the real numba module alone."""
+    import numba
+
+    def kernel(a):
+        i = numba.cuda.grid(1)
+        if i < a.size:
+            a[i] = i + numba.cuda.blockIdx.x * 1000
+
+    a = np.zeros(40, np.float32)
+    simtlab.emulate(numba.cuda.jit(kernel), 2, 32, a)
+    np.testing.assert_array_equal(a, np.arange(40) + (np.arange(40) // 32) * 1000)
+    assert numba.cuda.grid is cuda.grid

@@ -102,7 +102,7 @@ def test_every_kernel_a_benchmark_binds_exists_in_both_twins():
     import re
     from pathlib import Path
 
-    from simtlab.gpubench import patterns, reduction, scan
+    from simtlab.gpubench import reduction, scan
     from simtlab.kernels import patterns as P
 
     repo = Path(__file__).resolve().parent.parent

@@ -98,9 +98,8 @@ class KernelBinder:
                                                       types.FunctionType):
             return self._bind_function(value.py_func)
         if isinstance(value, types.ModuleType):
-            if value.__name__ == "numba":
-                return _NumbaProxy(value, self.fake_cuda)
-            if _holds_cuda_code(value):
+            # numba itself too: numba.cuda.threadIdx must reach the fake
+            if value.__name__ == "numba" or _holds_cuda_code(value):
                 proxy = self._proxies.get(id(value))
                 if proxy is None:                # one view per module: modules may import each other
                     proxy = self._proxies[id(value)] = _ModuleProxy(value, self._replacement)
@@ -170,17 +169,6 @@ class _ModuleProxy:
 
     def __repr__(self):
         return f"<emulator view of module {self._module.__name__!r}>"
-
-
-class _NumbaProxy:
-    """``numba`` module stand-in so that ``numba.cuda.threadIdx`` also reaches the fake."""
-
-    def __init__(self, numba_module, fake_cuda):
-        self._numba = numba_module
-        self.cuda = fake_cuda
-
-    def __getattr__(self, name):
-        return getattr(self._numba, name)
 
 
 _DTYPES: dict = {}

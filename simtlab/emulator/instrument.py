@@ -14,9 +14,9 @@ for the exit test, an ``if`` line once, each statement of the branch taken once.
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 import types
+
+from .function_ast import parse_function
 
 HOOK = "__simt_line__"
 
@@ -72,36 +72,25 @@ class _Instrument(ast.NodeTransformer):
 def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
                closure_values: tuple | None):
     """A copy of ``func`` that records every executed statement, or None without source."""
-    try:
-        lines, first = inspect.getsourcelines(func)
-    except (OSError, TypeError):
+    parsed = parse_function(func)
+    if parsed is None:
         return None
-    source = textwrap.dedent("".join(lines))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return None
+    _, first, tree = parsed
     fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef):
-        return None
     ast.increment_lineno(tree, first - 1)
     _Instrument(code_index).visit(fdef)
     freevars = func.__code__.co_freevars
     if freevars:
         # a closure: build it inside a factory whose parameters are the free variables
-        factory = ast.FunctionDef(
+        fields = dict(
             name="__simt_factory__",
             args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars],
                                kwonlyargs=[], kw_defaults=[], defaults=[]),
             body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[],
-            returns=None, type_comment=None, type_params=[]) if hasattr(ast, "TypeAlias") else \
-            ast.FunctionDef(
-                name="__simt_factory__",
-                args=ast.arguments(posonlyargs=[], args=[ast.arg(v) for v in freevars],
-                                   kwonlyargs=[], kw_defaults=[], defaults=[]),
-                body=[fdef, ast.Return(ast.Name(fdef.name, ast.Load()))], decorator_list=[],
-                returns=None, type_comment=None)
-        tree.body = [factory]
+            returns=None, type_comment=None)
+        if "type_params" in ast.FunctionDef._fields:     # Python 3.12+
+            fields["type_params"] = []
+        tree.body = [ast.FunctionDef(**fields)]
     ast.fix_missing_locations(tree)
     code = compile(tree, func.__code__.co_filename, "exec")
     namespace: dict = {}

@@ -20,8 +20,7 @@ students make:
 * Some NumPy math does not compile in a kernel (``np.sqrt``, ``np.exp``, ``np.abs``,
   ``np.floor``, ``np.max``, ``np.dot``): the ``math`` module and built-ins do.
 
-``tools/probe_shared_shapes.py``, ``tools/probe_numba_refusals.py`` and
-``tools/probe_numpy_in_kernels.py`` asked numba-cuda 0.30 on
+``tools/probe_numba_refusals.py`` asked numba-cuda 0.30 on
 an H100 what it accepts, and ``tests/test_static_checks_gpu.py`` compiles every example of
 ``tests/static_check_cases.py`` to keep these rules and numba's in step.
 """
@@ -29,11 +28,11 @@ an H100 what it accepts, and ``tests/test_static_checks_gpu.py`` compiles every 
 from __future__ import annotations
 
 import ast
-import inspect
-import textwrap
 import types
 
 import numpy as np
+
+from .function_ast import parse_function
 
 from .errors import CompileError
 
@@ -50,7 +49,7 @@ _NUMPY_ALLOCATORS = {"zeros", "ones", "empty", "full", "array", "asarray", "aran
                      "stack", "vstack", "hstack", "tile", "repeat", "eye", "identity"}
 
 #: NumPy calls numba-cuda 0.30 refuses inside a kernel although NumPy has them, each with what
-#: compiles instead (probed on the H100: tools/probe_numpy_in_kernels.py; np.log, np.tanh,
+#: compiles instead (probed on the H100: tools/probe_numba_refusals.py; np.log, np.tanh,
 #: np.maximum, np.minimum, np.isnan, np.sum and the np.float32(x) casts compile)
 _NUMPY_REFUSED = {
     "sqrt": "math.sqrt(x)", "exp": "math.exp(x)", "abs": "the built-in abs(x)",
@@ -89,14 +88,11 @@ def check_source(func: types.FunctionType, *, kernel: bool) -> None:
 
 
 def _check_source(func: types.FunctionType, kernel: bool) -> None:
-    try:
-        lines, first = inspect.getsourcelines(func)
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except (OSError, TypeError, SyntaxError):
+    parsed = parse_function(func)
+    if parsed is None:
         return                                    # no source (exec'd code): nothing to check
+    lines, first, tree = parsed
     fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef):
-        return
 
     def refuse(node, problem, fix):
         raise CompileError(problem, line=first + node.lineno - 1, source=lines[node.lineno - 1],
@@ -155,7 +151,7 @@ def _check_array_shapes(fdef: ast.FunctionDef, refuse) -> None:
     """Refuse a shared or local array whose shape is not a compile-time constant."""
     params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
     variable = _variable_locals(fdef, params)
-    for node in ast.walk(fdef):
+    for node in _walk_body(fdef):
         space = _array_space(node)
         if space is None:
             continue

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Case", "time_launches", "run_topic", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N"]
+__all__ = ["Case", "nonzero_random", "time_launches", "run_topic", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N"]
 
 #: the size every version is compared at: 2^28 float32 elements (1 GiB)
 DEFAULT_N = 2**28
@@ -46,6 +46,14 @@ class Case:
     check: Callable[[int], None] | None = None
     reference: bool = False
     flops: Callable[[int], int] | None = None
+
+
+def nonzero_random(shape, seed: int = 0):
+    """Random float32 in [0.5, 1.5) on the GPU (CuPy): never zero, so an output element a
+    kernel skipped or never wrote shows in the check."""
+    import cupy
+
+    return cupy.random.default_rng(seed).random(shape, dtype=cupy.float32) + cupy.float32(0.5)
 
 
 def time_launches(run: Callable[[], object], *, warmup: int = 3, repeat: int = 15,

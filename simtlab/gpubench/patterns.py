@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .harness import Case
+from .harness import Case, nonzero_random
 from .launch import bind
 
 TOPIC = "patterns"
@@ -33,17 +33,10 @@ def _matrix_elements(n: int) -> int:
     return rows * cols
 
 
-def _random(shape, seed=0):
-    """Random float32 in [0.5, 1.5) on the GPU: no zeros, so an unwritten output shows."""
-    import cupy
-
-    return cupy.random.default_rng(seed).random(shape, dtype=cupy.float32) + cupy.float32(0.5)
-
-
 def _weights(shape, seed=1):
     import cupy
 
-    return _random(shape, seed) / cupy.float32(np.prod(shape))
+    return nonzero_random(shape, seed) / cupy.float32(np.prod(shape))
 
 
 def _permutation(n, seed=2):
@@ -103,12 +96,12 @@ def _kernels():
     i32 = np.int32
 
     def one_d(n):
-        x = _random(n)
-        return (x,), _random(n, seed=9)
+        x = nonzero_random(n)
+        return (x,), nonzero_random(n, seed=9)
 
     def two_d(n):
-        a = _random(matrix_shape(n))
-        return (a,), _random(matrix_shape(n)[::-1], seed=9)
+        a = nonzero_random(matrix_shape(n))
+        return (a,), nonzero_random(matrix_shape(n)[::-1], seed=9)
 
     def copy_kernel(version):
         name = "copy_v1_strided" if version == 1 else "copy_v2_coalesced"
@@ -137,7 +130,7 @@ def _kernels():
         name = "stencil1d_v1_global" if version == 1 else "stencil1d_v2_shared"
 
         def make(n):
-            return (_random(n), _weights(2 * P.RADIUS + 1)), _random(n, seed=9)
+            return (nonzero_random(n), _weights(2 * P.RADIUS + 1)), nonzero_random(n, seed=9)
 
         def launch(impl, inputs, out, n):
             x, w = inputs
@@ -152,7 +145,7 @@ def _kernels():
         side = 2 * P.RADIUS_2D + 1
 
         def make(n):
-            return (_random(matrix_shape(n)), _weights((side, side))), _random(matrix_shape(n), seed=9)
+            return (nonzero_random(matrix_shape(n)), _weights((side, side))), nonzero_random(matrix_shape(n), seed=9)
 
         def launch(impl, inputs, out, n):
             x, w = inputs
@@ -168,7 +161,7 @@ def _kernels():
         name = f"{kind}_v1"
 
         def make(n):
-            return (_random(n), _permutation(n)), _random(n, seed=9)
+            return (nonzero_random(n), _permutation(n)), nonzero_random(n, seed=9)
 
         def launch(impl, inputs, out, n):
             x, idx = inputs
@@ -187,7 +180,7 @@ def _device_copy_case() -> Case:
     def prepare(n):
         import cupy
 
-        src = _random(n)
+        src = nonzero_random(n)
         dst = cupy.empty_like(src)
         nbytes = src.nbytes
         return lambda: dst.data.copy_from_device_async(src.data, nbytes)
@@ -195,7 +188,7 @@ def _device_copy_case() -> Case:
     def check(n):
         import cupy
 
-        src = _random(n)
+        src = nonzero_random(n)
         dst = cupy.full_like(src, cupy.nan)
         dst.data.copy_from_device_async(src.data, src.nbytes)
         cupy.cuda.runtime.deviceSynchronize()

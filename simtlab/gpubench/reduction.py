@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .harness import Case
+from .harness import Case, nonzero_random
 from .launch import bind
 
 TOPIC = "reduction"
@@ -57,13 +57,6 @@ def grid_blocks() -> int:
 def vecmat_shape(n: int) -> tuple[int, int]:
     """(rows, columns) of the benchmark's matrix for ``n`` elements."""
     return ROWS, max(1, n // ROWS)
-
-
-def _random(shape, seed=0):
-    """Random float32 in [0.5, 1.5) on the GPU: never zero, so a skipped element shows."""
-    import cupy
-
-    return cupy.random.default_rng(seed).random(shape, dtype=cupy.float32) + cupy.float32(0.5)
 
 
 def sum_runner(version: str, impl: str, x):
@@ -161,7 +154,7 @@ def _sum_check(version, impl):
 
         from ..kernels.reduction import sum_cpu
 
-        x = _random(n, seed=3)
+        x = nonzero_random(n, seed=3)
         run, out = sum_runner(version, impl, x)
         run()
         cupy.cuda.runtime.deviceSynchronize()
@@ -174,7 +167,7 @@ def _sum_check(version, impl):
 
 def _sum_prepare(version, impl):
     def prepare(n):
-        run, _ = sum_runner(version, impl, _random(n))
+        run, _ = sum_runner(version, impl, nonzero_random(n))
         return run
     return prepare
 
@@ -183,7 +176,7 @@ def _cupy_sum_case() -> Case:
     def prepare(n):
         import cupy
 
-        x = _random(n)
+        x = nonzero_random(n)
         out = cupy.zeros((), cupy.float32)
         return lambda: cupy.sum(x, out=out)
 
@@ -192,7 +185,7 @@ def _cupy_sum_case() -> Case:
 
         from ..kernels.reduction import sum_cpu
 
-        x = _random(n, seed=3)
+        x = nonzero_random(n, seed=3)
         got, want = float(cupy.sum(x)), float(sum_cpu(cupy.asnumpy(x)))
         if not np.isclose(got, want, rtol=1e-5, atol=0):
             raise AssertionError(f"cupy.sum at n = {n:,}: {got!r}, expected {want!r}")
@@ -211,7 +204,7 @@ def _vecmat_bytes(n):
 
 def _vecmat_data(n, seed=4):
     rows, cols = vecmat_shape(n)
-    return _random(cols, seed), _random((rows, cols), seed + 1)
+    return nonzero_random(cols, seed), nonzero_random((rows, cols), seed + 1)
 
 
 def _vecmat_case(version, impl) -> Case:
