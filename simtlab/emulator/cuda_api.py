@@ -15,7 +15,7 @@ import numpy as np
 
 from .binding import to_numpy_dtype
 from .errors import EmulationError
-from .limits import WARP_SIZE
+from ..simt import WARP_SIZE
 
 _getframe = sys._getframe
 
@@ -122,9 +122,8 @@ class FakeCuda:
         self.local = _Local(st)
         self.const = _Const(st)
         self.atomic = _Atomic(st)
-        self.blockDim = st_blockdim = _dim3(st.blockdim)
+        self.blockDim = _dim3(st.blockdim)
         self.gridDim = _dim3(st.griddim)
-        self._bd = st_blockdim
 
     # --- indices ------------------------------------------------------------------------------
     # threadIdx, blockIdx and laneid are plain attributes that the scheduler sets each time it

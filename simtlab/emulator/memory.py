@@ -14,12 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..simt import GLOBAL, KINDS, SPACES, make_site  # noqa: F401 (GLOBAL, KINDS: re-exported)
 from .errors import EmulationError, OutOfBoundsError, UninitializedReadError
-
-GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
-SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}
-READ, WRITE, ATOMIC = 0, 1, 2
-KINDS = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
 
 _index = operator.index
 _getframe = sys._getframe
@@ -108,7 +104,7 @@ class TracedArray:
             if ci is None:
                 ci = st._add_code(f.f_code)
             th = st.cur
-            rec((th.gtid, self._id, flat, 0, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            rec((th.gtid, self._id, flat, 0, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
             if len(th.lines) > st.max_steps:
                 st._too_many_steps()
         if self._written is not None and not self._written[flat]:
@@ -141,7 +137,7 @@ class TracedArray:
             if ci is None:
                 ci = st._add_code(f.f_code)
             th = st.cur
-            rec((th.gtid, self._id, flat, 1, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            rec((th.gtid, self._id, flat, 1, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
             if len(th.lines) > st.max_steps:
                 st._too_many_steps()
         self._root[flat] = value
