@@ -29,9 +29,9 @@ def _emulator(kernel, grid, block, *args):
 def _cuda_c(version, x):
     import cupy
 
-    from simtlab.gpubench.reduction import sum_runner
+    from simtlab.gpubench import runner
 
-    run, out = sum_runner(version, "cuda-c", cupy.asarray(x))
+    run, out = runner("reduction", version, "cuda-c", cupy.asarray(x))
     run()
     cupy.cuda.runtime.deviceSynchronize()
     return np.float32(out[0].get())
@@ -41,9 +41,9 @@ def _numba_full(version, x):
     """The whole sum with numba-cuda on device arrays (the benchmark's path, many blocks)."""
     import cupy
 
-    from simtlab.gpubench.reduction import sum_runner
+    from simtlab.gpubench import runner
 
-    run, out = sum_runner(version, "numba", cupy.asarray(x))
+    run, out = runner("reduction", version, "numba", cupy.asarray(x))
     run()
     cupy.cuda.runtime.deviceSynchronize()
     return np.float32(out[0].get())
@@ -58,7 +58,7 @@ def _inputs(n, integers):
 
 @pytest.mark.parametrize("integers", [True, False], ids=["int", "float"])
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("version", list(R.SUM_KERNELS))
+@pytest.mark.parametrize("version", list(R.SUM_LABELS))
 def test_emulator_numba_cuda_c_agree(version, n, integers):
     x = _inputs(n, integers)
     want = R.sum_cpu(x)
@@ -89,7 +89,7 @@ def test_float4_versions(version, n):
 
 
 @pytest.mark.parametrize("n", [1_000_003, 2**22 + 5])
-@pytest.mark.parametrize("version", list(R.SUM_KERNELS))
+@pytest.mark.parametrize("version", list(R.SUM_LABELS))
 def test_large_sizes(version, n):
     x = _inputs(n, False)
     want = R.sum_cpu(x)
@@ -100,9 +100,9 @@ def test_large_sizes(version, n):
 def _repeat(version, impl, x, times):
     import cupy
 
-    from simtlab.gpubench.reduction import sum_runner
+    from simtlab.gpubench import runner
 
-    run, out = sum_runner(version, impl, cupy.asarray(x))
+    run, out = runner("reduction", version, impl, cupy.asarray(x))
     bits = []
     for _ in range(times):
         run()
@@ -142,7 +142,7 @@ def test_integer_atomics_are_exact():
 def test_vecmat(rows, n):
     import cupy
 
-    from simtlab.gpubench.reduction import vecmat_runner
+    from simtlab.gpubench import runner
 
     rng = np.random.default_rng(n)
     v, w = rng.random(n, dtype=np.float32), rng.random((rows, n), dtype=np.float32)
@@ -151,7 +151,7 @@ def test_vecmat(rows, n):
         np.testing.assert_allclose(R.vecmat_with(R.vecmat_v2_grid_stride, v, w, _emulator), want, rtol=RTOL)
     np.testing.assert_allclose(R.vecmat_with(R.vecmat_v2_grid_stride, v, w, _numba), want, rtol=RTOL)
     for impl in ("numba", "cuda-c"):
-        run, out = vecmat_runner("vecmat v2 grid-stride", impl, cupy.asarray(v), cupy.asarray(w))
+        run, out = runner("reduction", "vecmat v2 grid-stride", impl, cupy.asarray(v), cupy.asarray(w))
         run()
         np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=RTOL, err_msg=impl)
 
