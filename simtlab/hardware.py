@@ -61,7 +61,7 @@ class DeviceProperties:
         return asdict(self)
 
 
-H100_MEMORY_BYTES = 85_045_870_592   # totalGlobalMem of an H100 80GB HBM3, measured (see tests/test_hardware.py)
+H100_MEMORY_BYTES = 85_017_493_504   # totalGlobalMem of an H100 80GB HBM3 (benchmarks/results/probe_ch1_5_h100.txt)
 
 H100_SXM = DeviceProperties(
     name="NVIDIA H100 SXM5 80GB",
@@ -83,8 +83,7 @@ H100_SXM = DeviceProperties(
     l2_cache_bytes=50 * MIB,
     memory_bandwidth_gbs=3350.0,
     clock_mhz=1980.0,
-    # Sold as "80GB": five HBM3 stacks of 16 GiB. The driver reports less than 80 GiB (ECC and
-    # its own reservations): 79.2 GiB, which is 85.0 GB in the decimal units of the label.
+    # Sold as "80GB"; the driver reports 79.2 GiB, which is 85.0 GB: neither unit gives 80.
     memory_bytes=H100_MEMORY_BYTES,
     source="reference: NVIDIA H100 SXM5 datasheet / CUDA programming guide (compute capability 9.0)",
 )
