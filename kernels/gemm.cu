@@ -204,7 +204,7 @@ __device__ __forceinline__ void store4(float* __restrict__ C, int r, int c, int 
     if (c + 3 < N) p[3] = v.w;
 }
 
-// ---- v6: v5 with float4 global loads (4 floats per instruction), A stored transposed so each thread reads its 8 rows and 8 columns as two float4 from shared memory
+// v6's body (see gemm_v6_float4 below), for float4 rows (VEC) or any sizes
 template <int BM, int BN, int BK, int TM, int TN, bool VEC>
 __device__ __forceinline__ void gemm_v6_body(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K)
@@ -256,6 +256,7 @@ __device__ __forceinline__ void gemm_v6_body(const float* __restrict__ A, const 
 }
 
 #define V6_CONFIG 128, 128, 8, 8, 8
+// ---- v6: v5 with float4 global loads (4 floats per instruction), A stored transposed so each thread reads its 8 rows and 8 columns as two float4 from shared memory
 extern "C" __global__ void __launch_bounds__(256)
 gemm_v6_float4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                int M, int N, int K)
@@ -269,7 +270,7 @@ gemm_v6_float4_scalar(const float* __restrict__ A, const float* __restrict__ B, 
     gemm_v6_body<V6_CONFIG, false>(A, B, C, M, N, K);
 }
 
-// ---- v7: warp tiling: each warp owns a WM x WN sub-tile, its lanes WMITER x WNITER small blocks of TM x TN in it, so a warp's shared reads touch few distinct addresses; two shared buffers let the next tile's global loads overlap this tile's FMAs
+// v7's body (see gemm_v7_warptile below), for float4 rows (VEC) or any sizes
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, bool VEC>
 __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K)
@@ -373,6 +374,7 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
 #define V7_CONFIG 128, 128, 16, 64, 64, 4, 8, 4
 #define V7_THREADS 128
 #endif
+// ---- v7: warp tiling: each warp owns a WM x WN sub-tile, its lanes WMITER x WNITER small blocks of TM x TN in it, so a warp's shared reads touch few distinct addresses; two shared buffers let the next tile's global loads overlap this tile's FMAs
 extern "C" __global__ void __launch_bounds__(V7_THREADS)
 gemm_v7_warptile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                  int M, int N, int K)

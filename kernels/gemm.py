@@ -263,20 +263,45 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-#: version -> numba kernel (None: CUDA C only), the C tile it covers per block (rows, columns),
-#: the block shape, and the outputs each thread computes
+#: the CUDA C-only versions' tiles and threads (kernels/gemm.cu: V6_CONFIG, V7_CONFIG)
+TILE6, THREADS6 = (128, 128), 256
+TILE7, THREADS7 = (128, 128), 128
+
+#: GEMM's version table: label -> numba kernel (None: CUDA C only), CUDA C kernel, its scalar
+#: twin for sizes float4 cannot take (None: the kernel takes any size), the C tile one block
+#: covers (rows, columns), the block shape, and the outputs each thread computes.
+#: The emulator tests, the GPU tests and the benchmark all launch from this table.
 VERSIONS = {
-    "v1 naive": dict(kernel="gemm_v1_naive", tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v2 coalesced": dict(kernel="gemm_v2_coalesced", tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v3 shared tiles": dict(kernel="gemm_v3_tiled", tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v4 1-D blocking": dict(kernel="gemm_v4_blocking_1d", tile=(BM4, BN4), block=(THREADS4,), per_thread=TM4),
-    "v5 2-D blocking": dict(kernel="gemm_v5_blocking_2d", tile=(BM5, BN5), block=(THREADS5,),
-                            per_thread=TM5 * TN5),
+    "v1 naive": dict(kernel="gemm_v1_naive", cuda="gemm_v1_naive", scalar=None,
+                     tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v2 coalesced": dict(kernel="gemm_v2_coalesced", cuda="gemm_v2_coalesced", scalar=None,
+                         tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v3 shared tiles": dict(kernel="gemm_v3_tiled", cuda="gemm_v3_tiled", scalar=None,
+                            tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v4 1-D blocking": dict(kernel="gemm_v4_blocking_1d", cuda="gemm_v4_blocking_1d", scalar=None,
+                            tile=(BM4, BN4), block=(THREADS4,), per_thread=TM4),
+    "v5 2-D blocking": dict(kernel="gemm_v5_blocking_2d", cuda="gemm_v5_blocking_2d", scalar=None,
+                            tile=(BM5, BN5), block=(THREADS5,), per_thread=TM5 * TN5),
+    "v6 float4 loads": dict(kernel=None, cuda="gemm_v6_float4", scalar="gemm_v6_float4_scalar",
+                            tile=TILE6, block=(THREADS6,), per_thread=TILE6[0] * TILE6[1] // THREADS6),
+    "v7 warp tiling": dict(kernel=None, cuda="gemm_v7_warptile", scalar="gemm_v7_warptile_scalar",
+                           tile=TILE7, block=(THREADS7,), per_thread=TILE7[0] * TILE7[1] // THREADS7),
 }
+#: the versions numba-cuda (and so the emulator) runs
+NUMBA_VERSIONS = [v for v, spec in VERSIONS.items() if spec["kernel"]]
+
+
+def cuda_c_name(version: str, n: int, k: int) -> str:
+    """The CUDA C kernel for an output N columns wide and K deep: float4 rows need K and N to be
+    multiples of 4 (rows of A and B start 16-byte aligned), else the scalar twin."""
+    spec = VERSIONS[version]
+    if spec["scalar"] and (n % 4 or k % 4):
+        return spec["scalar"]
+    return spec["cuda"]
 
 
 def launch_plan(version: str, m: int, n: int) -> tuple[tuple, tuple]:
-    """(grid, block) of a numba version for an M x N output (the CUDA C twins take the same)."""
+    """(grid, block) of a version for an M x N output (numba and CUDA C alike)."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
     v = VERSIONS[version]
@@ -287,8 +312,12 @@ def launch_plan(version: str, m: int, n: int) -> tuple[tuple, tuple]:
 
 
 def kernel_of(version: str):
+    """The numba kernel of ``version``."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
+    if VERSIONS[version]["kernel"] is None:
+        raise ValueError(f"{version} exists only in CUDA C (kernels/gemm.cu: numba has no float4 "
+                         f"loads): run it on a GPU with impl='cuda-c'")
     return globals()[VERSIONS[version]["kernel"]]
 
 

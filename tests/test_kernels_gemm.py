@@ -33,7 +33,7 @@ def _close(got, want, k):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * k)
 
 
-@pytest.mark.parametrize("version", list(G.VERSIONS))
+@pytest.mark.parametrize("version", G.NUMBA_VERSIONS)
 @pytest.mark.parametrize("m, n, k", [(33, 47, 29), (1, 1, 1), (17, 5, 130)])
 def test_every_version_matches_numpy_on_odd_sizes(version, m, n, k):
     a, b = _matrices(m, n, k, seed=m * n + k)
@@ -151,9 +151,19 @@ def test_seed_epilogue_writes_twice_fixed_once():
 def test_every_numba_version_has_a_cuda_c_twin_with_one_comment_line():
     text = CU.read_text()
     for version, spec in G.VERSIONS.items():
-        src = cu_function_source(CU, spec["kernel"])
+        src = cu_function_source(CU, spec["cuda"])
         tag = version.split()[0]
         assert re.search(rf"^// ---- {tag}: \S", src, re.M), (version, src[:200])
-    for name in ("gemm_v6_float4", "gemm_v6_float4_scalar", "gemm_v7_warptile", "gemm_v7_warptile_scalar",
-                 "gemm_bias_act_seed", "gemm_bias_act"):
+    for name in [s["scalar"] for s in G.VERSIONS.values() if s["scalar"]] + ["gemm_bias_act_seed", "gemm_bias_act"]:
         assert f"void {name}(" in text or f"\n{name}(" in text, name
+    # the launch plan's thread counts are the ones the CUDA C kernels were built for
+    assert "#define V7_THREADS %d" % G.THREADS7 in text and "__launch_bounds__(%d)" % G.THREADS6 in text
+    with pytest.raises(ValueError, match="only in CUDA C"):
+        G.kernel_of("v7 warp tiling")
+
+
+def test_float4_versions_fall_back_to_scalar_when_rows_are_not_aligned():
+    assert G.cuda_c_name("v7 warp tiling", 4096, 4096) == "gemm_v7_warptile"
+    assert G.cuda_c_name("v7 warp tiling", 4096, 4095) == "gemm_v7_warptile_scalar"
+    assert G.cuda_c_name("v6 float4 loads", 47, 32) == "gemm_v6_float4_scalar"
+    assert G.cuda_c_name("v3 shared tiles", 47, 29) == "gemm_v3_tiled"
