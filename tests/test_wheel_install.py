@@ -37,8 +37,8 @@ def _pyproject() -> dict:
 
 def expected_wheel_files() -> set[str]:
     """Every file the wheel must carry, by its path inside the wheel."""
-    want = {str(p.relative_to(REPO)) for p in (REPO / "simtlab").rglob("*.py") if "__pycache__" not in p.parts}
-    want |= {str(p.relative_to(REPO)) for p in (REPO / "simtlab" / "data").glob("*.json")}
+    want = {str(p.relative_to(REPO)) for p in (REPO / "simtlab").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}         # modules and data files alike
     want |= {f"simtlab/kernels/{p.name}" for p in (REPO / "kernels").iterdir() if p.suffix in (".py", ".cu")}
     want |= {f"simtlab/chapters/{p.name}" for p in (REPO / "chapters").glob("*.ipynb")}
     return want

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.limits import WARP_SIZE  # TODO(engine): import from simtlab/simt.py once it lands
+from ..simt import WARP_SIZE
 from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import WARP_SIZE, cdiv, describe_launch, format_lanes, rng, run_1d
+from ..simt import WARP_SIZE
+from ._common import cdiv, describe_launch, format_lanes, rng, run_1d
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 
 __all__ = ["check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
