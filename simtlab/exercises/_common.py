@@ -54,6 +54,17 @@ def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: s
         return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
 
 
+def race_message(run, race) -> str:
+    """One data race as a student reads it: the element, the two threads, their lines, and how many."""
+    (b1, t1), (b2, t2) = race.threads
+    idx = ", ".join(str(i) for i in race.index)
+    block = f" of block {b1[0]}" if b1 == b2 else ""
+    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]}{block} {race.kinds[0]}s it at "
+            f"line {race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at "
+            f"line {race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
+            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
+
+
 def worst_warp(run):
     """The warp with the lowest SIMT efficiency, and its emptiest instruction; None if none diverges.
 

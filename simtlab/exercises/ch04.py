@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import WARP_SIZE as WARP
-from ._common import describe_launch, rng, run_1d
+from ._common import describe_launch, race_message, rng, run_1d
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison
 
 __all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix"]
@@ -25,15 +25,6 @@ def _small_ints(r, n):
     """Integer-valued float32 in -9..9 without 0: sums are exact, a skipped element shows."""
     v = r.integers(1, 10, n) * r.choice([-1, 1], n)
     return v.astype(np.float32)
-
-
-def _race_message(run, race) -> str:
-    (_, t1), (_, t2) = race.threads
-    idx = ", ".join(str(i) for i in race.index)
-    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]} {race.kinds[0]}s it at line "
-            f"{race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at line "
-            f"{race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
-            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
 
 
 # ------------------------------------------------------------------------------------------
@@ -56,7 +47,7 @@ def check_race_free_scan(hillis_steele_scan) -> None:
                          shared_bytes=2 * n * 4, order=order, seed=int(r.integers(1 << 30)))
             if run.races:
                 raise CheckFailed(
-                    f"{context}\n{_race_message(run, run.races[0])}\n"
+                    f"{context}\n{race_message(run, run.races[0])}\n"
                     "In one step, thread t reads temp[t - d] while thread t - d writes temp[t - d]: which "
                     "happens first depends on the schedule. Read the neighbour into a local variable, call "
                     "cuda.syncthreads(), then write temp[t] (and sync again before the next step reads), or "
