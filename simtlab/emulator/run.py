@@ -89,6 +89,7 @@ class Run:
             raise ValueError("this run was not traced: run emulate(..., trace=True)")
         mem = self._trace.memory()
         self._trace.memory_records = None       # the columns replace the raw records
+        self._trace.memory_table = None
         return mem
 
     @cached_property
@@ -101,6 +102,8 @@ class Run:
 
     @cached_property
     def _race_result(self):
+        if self._trace.races is not None:
+            return self._trace.races
         from ..analysis.races import find_races
         return find_races(self.memory, self.arrays, self._unravel)
 
