@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from functools import cached_property
 
@@ -29,7 +30,7 @@ class Run:
         self.engine = trace.engine
         self.engine_reason = trace.engine_reason
         self._codes = list(trace.codes)
-        self._trace = trace
+        self._trace = dataclasses.replace(trace)   # its fields are dropped once built
 
     def __repr__(self):
         return (f"<Run {self.kernel_name} grid={self.griddim} block={self.blockdim} "

@@ -114,8 +114,13 @@ class VectorEngine:
         gtid = rows[0]
         thread = gtid % tpb
         # the greenlet engine's order: block, barrier epoch, warp, collectives passed, lane
-        order = np.lexsort((thread % WARP_SIZE, rows[7], thread // WARP_SIZE, rows[5],
-                            gtid // tpb))
+        # (one composite key, sorted stably, keeps each thread's own accesses in time order)
+        key = gtid // tpb
+        for col, size in ((rows[5], int(rows[5].max()) + 1),
+                          (thread // WARP_SIZE, self.launch.warps_per_block),
+                          (rows[7], int(rows[7].max()) + 1), (thread % WARP_SIZE, WARP_SIZE)):
+            key = key * size + col
+        order = np.argsort(key, kind="stable")
         return np.ascontiguousarray(rows[:7, order].T)
 
     def _line_columns(self):

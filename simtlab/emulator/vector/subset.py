@@ -19,18 +19,16 @@ _BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False
 _MATH = {f.__name__ for f in cuda_calls.MATH_FUNCS}
 
 
-def why_not(func, _seen=None) -> str | None:
+def why_not(func, _path=()) -> str | None:
     """None when the vector engine can run ``func``; else the reason, naming the construct."""
-    seen = set() if _seen is None else _seen
-    if func.__code__ in seen:
+    if func.__code__ in _path:
         return f"{func.__name__}() calls itself (recursion)"
-    seen.add(func.__code__)
+    seen = _path + (func.__code__,)
     parsed = parse_function(func)
     if parsed is None:
         return f"the source of {func.__name__}() cannot be read"
     _, first, tree = parsed
     fdef = tree.body[0]
-    where = func.__code__.co_filename
 
     def at(node):
         return f"{func.__name__}() line {first + node.lineno - 1}"
@@ -44,9 +42,7 @@ def why_not(func, _seen=None) -> str | None:
                 pass
     if fdef.args.vararg or fdef.args.kwarg or fdef.args.kwonlyargs or fdef.args.defaults:
         return f"{func.__name__}() has default, keyword-only or * arguments"
-    for node in ast.walk(fdef):
-        if node is fdef:
-            continue
+    for node in (n for stmt in fdef.body for n in ast.walk(stmt)):     # not the decorators
         if isinstance(node, ast.stmt) and not isinstance(node, _STATEMENTS):
             return f"{at(node)}: the statement {type(node).__name__} is outside the subset"
         if isinstance(node, (ast.For, ast.While)) and node.orelse:
@@ -67,7 +63,6 @@ def why_not(func, _seen=None) -> str | None:
             reason = _check_call(node, scope, seen, at)
             if reason:
                 return reason
-    del where
     return None
 
 
