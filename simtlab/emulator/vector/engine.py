@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import time
 
 import numpy as np
@@ -63,6 +64,17 @@ class VectorEngine:
         self.t0 = 0.0
         self.args = self._bind_arguments()
 
+    def _blocks_talk(self) -> bool:
+        """Atomics or fences: blocks may hand each other values through global memory (a
+        ticket, a look-back flag). The greenlet engine runs blocks one after another, so
+        these kernels do too here, one block at a time, and see what it sees."""
+        for fn in self._functions.values():
+            for node in ast.walk(fn.fdef):
+                if isinstance(node, ast.Attribute) and (
+                        node.attr == "atomic" or node.attr.startswith("threadfence")):
+                    return True
+        return False
+
     def function(self, py_func) -> Function:
         fn = self._functions.get(py_func.__code__)
         if fn is None:
@@ -94,6 +106,8 @@ class VectorEngine:
         launch = self.launch
         self.t0 = time.perf_counter()
         per_chunk = max(1, CHUNK_LANES // launch.threads_per_block)
+        if self._blocks_talk():
+            per_chunk = 1
         for b0 in range(0, launch.num_blocks, per_chunk):
             b1 = min(launch.num_blocks, b0 + per_chunk)
             Interpreter(self, b0, b1).run_kernel(self.kernel, self.args)
