@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from functools import cached_property
 
@@ -29,7 +30,7 @@ class Run:
         self.engine = trace.engine
         self.engine_reason = trace.engine_reason
         self._codes = list(trace.codes)
-        self._trace = trace
+        self._trace = dataclasses.replace(trace)   # its fields are dropped once built
 
     def __repr__(self):
         return (f"<Run {self.kernel_name} grid={self.griddim} block={self.blockdim} "
@@ -89,6 +90,7 @@ class Run:
             raise ValueError("this run was not traced: run emulate(..., trace=True)")
         mem = self._trace.memory()
         self._trace.memory_records = None       # the columns replace the raw records
+        self._trace.memory_table = None
         return mem
 
     @cached_property
@@ -101,6 +103,8 @@ class Run:
 
     @cached_property
     def _race_result(self):
+        if self._trace.races is not None:
+            return self._trace.races
         from ..analysis.races import find_races
         return find_races(self.memory, self.arrays, self._unravel)
 
