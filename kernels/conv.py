@@ -267,15 +267,16 @@ def make_conv_v4_const_weights(w):
         raise ValueError(f"the weights take {weights.nbytes:,} bytes but constant memory holds "
                          f"{CONST_BYTES:,}: use v3 (weights in shared memory) for this layer")
 
-    # v4: one thread per output of a 2-D tile, filter m = blockIdx.z: every lane of a warp reads
-    #   the same weight at the same time, which the constant cache broadcasts in one transaction
+    # v4: one thread per output of a 2-D tile, grid (column tiles, row tiles x M, B): the filter m
+    #   is the same for the whole block, so every lane of a warp reads the same weight at the same
+    #   time, which the constant cache broadcasts in one transaction
     @cuda.jit
     def conv_v4_const_weights(x, y, stride, pad):
         wc = cuda.const.array_like(weights)
-        mo = y.shape[1]
-        b, m = cuda.blockIdx.z // mo, cuda.blockIdx.z % mo
+        row_tiles = (y.shape[2] + cuda.blockDim.y - 1) // cuda.blockDim.y
+        b, m = cuda.blockIdx.z, cuda.blockIdx.y // row_tiles
         ox = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        oy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+        oy = (cuda.blockIdx.y % row_tiles) * cuda.blockDim.y + cuda.threadIdx.y
         if oy < y.shape[2] and ox < y.shape[3]:
             acc = float32(0.0)
             for c in range(x.shape[1]):
@@ -340,7 +341,7 @@ def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_
                x, w, y, stride, pad)
     elif version == "v4 constant weights":
         kernel = make_conv_v4_const_weights(w)
-        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE), bsz * m), (TILE, TILE), x, y, stride, pad)
+        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE) * m, bsz), (TILE, TILE), x, y, stride, pad)
     else:
         raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
     return y

@@ -96,6 +96,9 @@ def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid",
     i32 = np.int32
     sizes = tuple(i32(v) for v in (bsz, c, h, wd, m, k, ho, wo, stride, pad))
     total = bsz * m * ho * wo
+    if bsz > 65535 and version in ("v4 constant weights", "v5 tuned"):
+        raise ValueError(f"{version} puts the batch in gridDim.z, at most 65,535; got a batch of {bsz:,}: "
+                         "split the batch into several launches")
     if version == "v5 tuned":
         if impl != "cuda-c" or config is None:
             raise ValueError("v5 tuned exists in CUDA C only and needs a config (TX, TH, TW)")
@@ -169,7 +172,7 @@ def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid",
                 kernel(grid, (K.TILE, K.TILE), (x, w, y, *sizes))
         return run, y
     # v4 constant weights
-    grid = (K.cdiv(wo, K.TILE), K.cdiv(ho, K.TILE), bsz * m)
+    grid = (K.cdiv(wo, K.TILE), K.cdiv(ho, K.TILE) * m, bsz)     # gridDim.y/z: at most 65,535
     if impl == "numba":
         kern = K.make_conv_v4_const_weights(cupy.asnumpy(w))[grid, (K.TILE, K.TILE)]
         xv, yv = _numba_view(x), _numba_view(y)
