@@ -179,29 +179,29 @@ def im2col(x, cols, k, wo, stride, pad):
         i += cuda.gridsize(1)
 
 
-# v2b: the tiled GEMM (TILE x TILE tiles of A and B in shared memory) of w (M x CKK) by cols;
+# v2b: the tiled GEMM (TILE x TILE tiles of A and B in shared memory) of w (as M x CKK) by cols;
 #   the only change from chapter 6's tiled GEMM is the store: column n = (b, pixel) of the
 #   product goes to y[b, m, pixel], so the output comes out in NCHW without a transpose
 @cuda.jit
-def gemm_tiled_nchw(a, cols, y3):
+def gemm_tiled_nchw(w, cols, y):
     sa = cuda.shared.array((TILE, TILE), float32)
     sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     n = cuda.blockIdx.x * TILE + tx                     # output column (b, pixel)
     m = cuda.blockIdx.y * TILE + ty                     # output row: the filter
-    depth = a.shape[1]
+    depth = w.shape[1]
     acc = float32(0.0)
     for t in range((depth + TILE - 1) // TILE):
         k0 = t * TILE
-        sa[ty, tx] = a[m, k0 + tx] if m < a.shape[0] and k0 + tx < depth else 0.0
+        sa[ty, tx] = w[m, k0 + tx] if m < w.shape[0] and k0 + tx < depth else 0.0
         sb[ty, tx] = cols[k0 + ty, n] if k0 + ty < depth and n < cols.shape[1] else 0.0
         cuda.syncthreads()
         for j in range(TILE):
             acc += sa[ty, j] * sb[j, tx]
         cuda.syncthreads()                              # the next phase overwrites sa/sb
-    hw = y3.shape[2]
-    if m < a.shape[0] and n < cols.shape[1]:
-        y3[n // hw, m, n % hw] = acc
+    hw = y.shape[2]                                     # y is (B, M, Ho*Wo)
+    if m < w.shape[0] and n < cols.shape[1]:
+        y[n // hw, m, n % hw] = acc
 
 
 # ------------------------------------------------------------------------------------------
