@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["UnrollTrace", "trace_unroll", "global_traffic"]
+__all__ = ["UnrollTrace", "trace_unroll", "global_traffic", "addresses_per_request"]
 
 
 @dataclass
@@ -83,3 +83,15 @@ def global_traffic(version: str, x_shape=(2, 2, 8, 8), m: int = 4, k: int = 3, s
             "allocated": sum(a["allocated"] for a in arrays.values()),
             "read": sum(a["read"] for a in arrays.values()),
             "written": sum(a["written"] for a in arrays.values())}
+
+
+def addresses_per_request(run, space: int = 3) -> np.ndarray:
+    """Distinct addresses in each warp request to one memory space (3: constant), from the trace:
+    1 everywhere means every request was a broadcast of one word to all its lanes."""
+    mem = run.memory[run.memory.space == space]
+    if len(mem) == 0:
+        return np.zeros(0, np.int64)
+    keys = np.stack([mem.gwarp.astype(np.int64), mem.site.astype(np.int64), mem.seq.astype(np.int64)], axis=1)
+    _, req = np.unique(keys, axis=0, return_inverse=True)
+    pairs = np.unique(np.stack([req.ravel(), mem.address.astype(np.int64)], axis=1), axis=0)
+    return np.bincount(pairs[:, 0])
