@@ -6,7 +6,7 @@ import numpy as np
 
 from .binding import KernelBinder, plain_function
 from .cuda_api import FakeCuda
-from .errors import LaunchError
+from .errors import EmulationError, LaunchError
 from .limits import as_dim3, check_launch
 from .memory import GLOBAL, TracedArray
 from .run import Run
@@ -17,7 +17,8 @@ GLOBAL_ALIGN = 512     # cudaMalloc returns 256-byte (or better) aligned pointer
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-            max_steps: int = 1_000_000, max_trace: int = 4_000_000, checks: bool = True) -> Run:
+            max_steps: int = 1_000_000, max_trace: int = 4_000_000, checks: bool = True,
+            trace_blocks: int | None = None, progress=None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
@@ -26,6 +27,10 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     ``checks=False`` (only with ``trace=False``) hands the kernel plain NumPy arrays: the
     fastest mode, for kernels already known to be correct. NumPy still stops an index past
     the end, but negative indices wrap and reads of unwritten shared memory go unnoticed.
+    ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with checks
+    but unrecorded: a sample of a large launch). ``progress(done, total)`` is called after each
+    block. When the kernel fails, the ``EmulationError``'s ``.run`` is the partial :class:`Run`
+    (the trace up to the fault), so a caller can still show what happened before it.
     """
     if not checks and trace:
         raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
@@ -42,7 +47,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
 
     sched = Scheduler(None, (), griddim, blockdim, shared_bytes=int(shared_bytes), trace=trace,
                       order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
-                      max_trace=max_trace, checks=checks)
+                      max_trace=max_trace, checks=checks, trace_blocks=trace_blocks,
+                      progress=progress)
     fake = sched.fake = FakeCuda(sched)
     binder = KernelBinder(fake, instrument_lines=sched.trace_lines,
                           register_code=sched._add_code)
@@ -74,6 +80,9 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     sched.args = tuple(kernel_args)
     try:
         sched.run()
+    except EmulationError as exc:
+        exc.run = Run(sched, func.__name__)       # the trace up to the fault
+        raise
     finally:
         for original, data in copy_back:
             original[...] = data

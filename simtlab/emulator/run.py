@@ -25,6 +25,8 @@ class Run:
         self.arrays = list(sched.arrays)
         self.traced = sched.trace_memory
         self.lines_traced = sched.trace_lines
+        # blocks 0..traced_blocks-1 are in the trace (all of them unless emulate(trace_blocks=))
+        self.traced_blocks = sched.traced_blocks if sched.trace_memory else 0
         self.elapsed = sched.elapsed
         self._codes = list(sched.code_list)
         self._kernel_code = sched.kernel_code

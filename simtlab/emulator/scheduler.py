@@ -112,7 +112,8 @@ class Scheduler:
 
     def __init__(self, kernel, args, griddim, blockdim, *, shared_bytes=0, trace=True,
                  order="in_order", seed=0, time_limit=20.0, max_steps=1_000_000,
-                 max_trace=20_000_000, codes=(), kernel_code=None, checks=True):
+                 max_trace=20_000_000, codes=(), kernel_code=None, checks=True,
+                 trace_blocks=None, progress=None):
         self.kernel = kernel
         self.args = args
         self.griddim = griddim
@@ -130,6 +131,10 @@ class Scheduler:
         self.time_limit = time_limit
         self.max_steps = max_steps
         self.max_trace = max_trace
+        self.trace_blocks = trace_blocks  # trace only blocks below this linear id (None: all)
+        self.progress = progress          # progress(blocks done, blocks) after each block
+        self.traced_blocks = self.nblocks if trace_blocks is None else min(self.nblocks, trace_blocks)
+        self._block_traced = True
         self.codes = frozenset(codes)
         self.kernel_code = kernel_code
         self.hook_dicts: list = []        # globals of instrumented functions (line hook)
@@ -275,8 +280,10 @@ class Scheduler:
             if self.rng is not None:
                 order = self.rng.permutation(self.nblocks)
             try:
-                for b in order:
+                for done, b in enumerate(order, 1):
                     self._run_block(int(b))
+                    if self.progress is not None:
+                        self.progress(done, self.nblocks)
             except _Stop:
                 # delivered while the scheduler itself was running, between two threads
                 th = self.cur
@@ -296,7 +303,7 @@ class Scheduler:
         except BaseException as exc:          # noqa: BLE001 - reported by the scheduler
             th.exc = exc
         th.status = DONE
-        if self.trace_lines:
+        if self.trace_lines and self._block_traced:
             self.finished_threads.append((th.gtid, th.lines, th.barriers))
 
     def _make_threads(self, b):
@@ -324,6 +331,11 @@ class Scheduler:
         return threads, warps
 
     def _run_block(self, b):
+        if self.trace_blocks is not None:
+            # a sampled launch: blocks past the sample run with every check, unrecorded
+            self._block_traced = b < self.trace_blocks
+            self.rec = (self.memory_records.append if self.trace_memory and self._block_traced
+                        else None)
         threads, warps = self._make_threads(b)
         while True:
             order = warps
