@@ -18,7 +18,7 @@ def __getattr__(name):
         from . import backend
         return getattr(backend, name)
     if name == "playground":
-        from .playground import playground
+        from . import playground        # the package is callable: simtlab.playground(kernel, ...)
         return playground
     if name == "show_source":
         from .source import show_source

@@ -9,3 +9,15 @@ on a GPU, compares and times it; cuda_c.py runs a CUDA C cell.
 from .session import Comparison, Playground, playground
 
 __all__ = ["Playground", "Comparison", "playground"]
+
+
+class _CallableModule(type(__import__("sys"))):
+    """``simtlab.playground`` is this package once it is imported (Python sets the attribute),
+    and the function before: calling the package calls ``playground()``, so both spellings
+    ``simtlab.playground(...)`` and ``from simtlab.playground import playground`` work."""
+
+    def __call__(self, *args, **kwargs):
+        return playground(*args, **kwargs)
+
+
+__import__("sys").modules[__name__].__class__ = _CallableModule

@@ -34,6 +34,11 @@ def _short(dims) -> object:
     return dims[0] if len(dims) == 1 else dims
 
 
+def _labelled(options) -> list:
+    """(label, value) pairs: a Dropdown would read a bare tuple value as a (label, value) pair."""
+    return [(str(o), o) for o in options]
+
+
 class Playground:
     """What ``simtlab.playground`` returns.
 
@@ -160,10 +165,10 @@ class Playground:
     # --- the GPU side -------------------------------------------------------------------------------
     def gpu_result(self):
         """``(gpu_check's dict, "")`` after running on the GPU, or ``(None, why not)``."""
-        if not self.gpu:
-            return None, backend.unavailable_reason() or "no GPU"
         if self.error is not None:
             return None, "the emulator found an error; fix it first"
+        if not self.gpu:
+            return None, backend.unavailable_reason() or "no GPU"
         key = self._key()
         if key not in self._gpu_cache:
             from .gpu import gpu_check
@@ -177,11 +182,11 @@ class Playground:
     def _build_widget(self):
         narrow = dict(layout=widgets.Layout(width="230px"), style={"description_width": "70px"})
         self.controls = {
-            "block": widgets.Dropdown(options=block_options(self.blockdim), value=_short(self.blockdim),
+            "block": widgets.Dropdown(options=_labelled(block_options(self.blockdim)), value=_short(self.blockdim),
                                       description="block", **narrow),
-            "grid": widgets.Dropdown(options=grid_options(self.griddim), value=_short(self.griddim),
+            "grid": widgets.Dropdown(options=_labelled(grid_options(self.griddim)), value=_short(self.griddim),
                                      description="grid", **narrow),
-            "size": widgets.Dropdown(options=size_options(self.size), value=self.size,
+            "size": widgets.Dropdown(options=_labelled(size_options(self.size)), value=self.size,
                                      description="input size", disabled=self.size is None, **narrow),
         }
         self._syncing = False
@@ -208,7 +213,8 @@ class Playground:
                                          ("grid", _short(self.griddim), grid_options(self.griddim)),
                                          ("size", self.size, size_options(self.size))):
                 c = self.controls[name]
-                if list(c.options) != list(options):
+                options = _labelled(options)
+                if list(c.options) != options:
                     c.options = options
                 c.value = value
         finally:
