@@ -250,10 +250,11 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
 
     # Thin cell borders where cells are big enough to see, thick borders between blocks.
     if rows * cols <= 4096:
-        ax.set_xticks(np.arange(cols + 1), minor=True)
-        ax.set_yticks(np.arange(rows + 1), minor=True)
-        ax.grid(which="minor", color="white", linewidth=0.5)
-        ax.tick_params(which="minor", length=0)
+        # one LineCollection, not minor-tick gridlines: a tick is an artist of its own, and a
+        # 128 x 32 array would take half a second to render its 160 of them
+        cell_lines = ([[(c, 0), (c, rows)] for c in range(1, cols)]
+                      + [[(0, r), (cols, r)] for r in range(1, rows)])
+        ax.add_collection(LineCollection(cell_lines, colors="white", linewidths=0.5))
     ax.add_collection(LineCollection(_block_edges(grid["block"]), colors="black", linewidths=2.5))
 
     if annotate == "auto":
