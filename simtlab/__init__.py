@@ -18,8 +18,10 @@ def __getattr__(name):
         from . import backend
         return getattr(backend, name)
     if name == "playground":
-        from . import playground        # the package is callable: simtlab.playground(kernel, ...)
-        return playground
+        # the package is callable: simtlab.playground(kernel, ...). Not `from . import`: that
+        # asks this module for the attribute first, which would land here again.
+        import importlib
+        return importlib.import_module(".playground", __name__)
     if name == "show_source":
         from .source import show_source
         return show_source

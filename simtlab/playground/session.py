@@ -258,6 +258,16 @@ class Playground:
                          "tab</span>")
         return "".join(parts)
 
+    @property
+    def figure(self):
+        """The mapping tab's image (the figure a control change redraws first)."""
+        return self._tabs[0].figure
+
+    @property
+    def summary(self):
+        """The line above the tabs: launch, sampling, the run's headline metrics."""
+        return self.banner
+
     def _ipython_display_(self):
         from IPython.display import display
         display(self.widget)

@@ -35,6 +35,15 @@ def _has_trace(run) -> bool:
     return run is not None and run.traced and run.traced_blocks > 0
 
 
+def _has_lines(run) -> bool:
+    # no line trace when the kernel's source cannot be read (a function made by exec())
+    return _has_trace(run) and run.lines_traced and len(run.lines) > 0
+
+
+NO_LINES = ("no line trace: the launch did not start, or the kernel's source could not be read "
+            "(define it in a cell or a file, not with exec())")
+
+
 class Tab:
     """One tab: ``box`` (what the Tab shows) and ``draw(pg)`` (fill it from the playground)."""
 
@@ -42,6 +51,17 @@ class Tab:
 
     def __init__(self):
         self.box = widgets.VBox()
+        # what was drawn, by (run, settings): the playground keeps the runs of settings seen
+        # before, so going back to one redraws nothing
+        self._memo: dict = {}
+
+    def memo(self, run, key, make):
+        full = (id(run),) + tuple(key)
+        if full not in self._memo:
+            if len(self._memo) > 256:
+                self._memo.clear()
+            self._memo[full] = make()
+        return self._memo[full]
 
     def draw(self, pg) -> None:
         raise NotImplementedError
@@ -93,8 +113,9 @@ class MappingTab(Tab):
             self.kind.observe(self._redraw, names="value")
         self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
                               f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in kinds.items())})")
-        self.figure.value = _png(plot_run_mapping(run, self.array.value, kind=self.kind.value,
-                                                  color_by=self.color_by.value))
+        self.figure.value = self.memo(run, (self.array.value, self.kind.value, self.color_by.value),
+                                      lambda: _png(plot_run_mapping(run, self.array.value, kind=self.kind.value,
+                                                                    color_by=self.color_by.value)))
 
 
 class MemoryTab(Tab):
@@ -105,21 +126,23 @@ class MemoryTab(Tab):
         if not _has_trace(run):
             self.box.children = [_note("no memory trace: the launch did not start")]
             return
-        children = [widgets.HTML(request_table_html(run)), FigureImage(format="png")]
-        children[1].value = _png(plot_request_costs(run))
+        self.box.children = self.memo(run, (), lambda: self._children(run))
+
+    def _children(self, run):
+        children = [widgets.HTML(request_table_html(run)), FigureImage(value=_png(plot_request_costs(run)))]
         worst = worst_request(run, "global")
         if worst is not None:
             name, line, gwarp, seq = worst
             addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
             children.append(_note(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
-            children.append(FigureImage(plot_warp_access(addresses, size=run.array(name).itemsize,
-                                                         title=f"{name}, line {line}, global warp {gwarp}")))
+            children.append(FigureImage(value=_png(plot_warp_access(addresses, size=run.array(name).itemsize,
+                                                                    title=f"{name}, line {line}, global warp {gwarp}"))))
         worst = worst_request(run, "shared")
         if worst is not None:
             name, line, gwarp, seq = worst
             children.append(_note(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
-            children.append(FigureImage(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq)))
-        self.box.children = children
+            children.append(FigureImage(value=_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq))))
+        return children
 
 
 class DivergenceTab(Tab):
@@ -136,8 +159,8 @@ class DivergenceTab(Tab):
     def draw(self, pg):
         self.pg = pg
         run = pg.run
-        if not (_has_trace(run) and len(run.lines)):
-            self.box.children = [_note("no line trace: the launch did not start")]
+        if not _has_lines(run):
+            self.box.children = [_note(NO_LINES)]
             return
         from ..analysis.divergence import instructions
         ins = instructions(run.lines)
@@ -159,7 +182,8 @@ class DivergenceTab(Tab):
     def _redraw(self, *_):
         if self.pg is None or self.warp.value is None:
             return
-        self.figure.value = _png(plot_lane_activity(self.pg.run, self.warp.value))
+        run = self.pg.run
+        self.figure.value = self.memo(run, (self.warp.value,), lambda: _png(plot_lane_activity(run, self.warp.value)))
 
 
 class RacesTab(Tab):
@@ -190,8 +214,8 @@ class BarriersTab(Tab):
     def draw(self, pg):
         self.pg = pg
         run = pg.run
-        if not (_has_trace(run) and len(run.lines)):
-            self.box.children = [_note("no line trace: the launch did not start")]
+        if not _has_lines(run):
+            self.box.children = [_note(NO_LINES)]
             return
         blocks = sorted(set(run.lines.block.tolist()))[:64]
         self.block.unobserve(self._redraw, names="value")
@@ -203,7 +227,9 @@ class BarriersTab(Tab):
 
     def _redraw(self, *_):
         if self.pg is not None and self.block.value is not None:
-            self.figure.value = _png(plot_barrier_timeline(self.pg.run, self.block.value))
+            run = self.pg.run
+            self.figure.value = self.memo(run, (self.block.value,),
+                                          lambda: _png(plot_barrier_timeline(run, self.block.value)))
 
 
 class SourceTab(Tab):
