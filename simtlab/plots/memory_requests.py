@@ -179,10 +179,12 @@ def plot_bank_access(run, array: str, line: int | None = None, gwarp: int = 0, s
     ax.set_xticks(range(0, BANKS, 4))
     ax.set_yticks(range(0, 32, 4))
     ax.grid(alpha=0.3)
-    ax.set_title(f"{wavefronts} wavefront{'s' * (wavefronts != 1)}: colour = which distinct word of its bank "
-                 f"(the n-th word of a bank waits for n wavefronts); {info.itemsize}-byte elements",
-                 fontsize=9)
-    label(ax, "shared-memory bank (4-byte words)", "lane")
+    for bank, column in wave.items():
+        if len(column) > 1:                   # distinct words asked of one bank: its wavefronts
+            ax.text(bank, -0.9, f"{len(column)}", ha="center", va="bottom", fontsize=8, color=PALETTE[5])
+    ax.set_title(f"{wavefronts} wavefront{'s' * (wavefronts != 1)}: a bank serves one word per wavefront "
+                 "(number above a bank: its distinct words)", fontsize=9)
+    label(ax, f"shared-memory bank (4-byte words; {info.itemsize}-byte elements)", "lane")
     return fig
 
 
