@@ -8,6 +8,7 @@ import pytest
 from numba import cuda
 
 import simtlab
+from simtlab.cli import sync_work_folder
 
 
 @cuda.jit
@@ -52,3 +53,8 @@ def test_an_error_carries_the_trace_up_to_the_fault():
     assert (partial.accesses("a", "write", block=1).index >= 32).all()
 
 
+def test_simtlab_open_copies_chapter_0(tmp_path):
+    from pathlib import Path
+    chapters = Path(__file__).resolve().parent.parent / "chapters"
+    actions = dict((p.name, a) for a, p in sync_work_folder(chapters, tmp_path))
+    assert actions.get("00_playground.ipynb") == "copied"
