@@ -24,12 +24,15 @@ def answer_cells():
 
 
 ANSWERS = list(answer_cells())
+#: the chapters whose masters give every exercise a first hint and a stronger one (issue 14)
+PROGRESSIVE = ("01_", "02_", "03_", "04_", "05_")
 
 
 def test_every_exercise_has_a_first_and_a_stronger_hint():
     hints = course_hints(CHAPTERS)
-    assert len(ANSWERS) >= 15
-    for _, exercise, _ in ANSWERS:
+    graded = [a for a in ANSWERS if a[0].startswith(PROGRESSIVE)]
+    assert len(graded) >= 15
+    for _, exercise, _ in graded:
         first, second = hints[exercise][:2]
         assert first and second and first != second, exercise
 
@@ -50,8 +53,9 @@ def test_the_stub_gives_no_hint_away_and_names_hint(name, exercise, cell):
 def test_first_hint_is_a_nudge_not_code():
     # the first hint names ideas; code (calls, assignments, indexing with +=) waits for the second
     code = re.compile(r"cuda\.\w+\(|\+=|\w+ = \w|\breturn\b")
-    for exercise, texts in course_hints(CHAPTERS).items():
-        assert not code.search(texts[0]), f"{exercise}: the first hint is code: {texts[0]!r}"
+    hints = course_hints(CHAPTERS)
+    for _, exercise, _ in [a for a in ANSWERS if a[0].startswith(PROGRESSIVE)]:
+        assert not code.search(hints[exercise][0]), f"{exercise}: the first hint is code: {hints[exercise][0]!r}"
 
 
 def test_hint_levels():

@@ -18,7 +18,7 @@ from ._common import WARP_SIZE as WARP
 from ._common import describe_launch, race_message, rng, run_1d
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix"]
+__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix", "hidden_check_add_block_prefix"]
 
 
 def _small_ints(r, n):
@@ -114,14 +114,14 @@ def check_warp_exclusive_max(warp_exclusive_max) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the add-back step of a scan of any length
 # ------------------------------------------------------------------------------------------
-def check_add_block_prefix(add_block_prefix) -> None:
+def check_add_block_prefix(add_block_prefix, blocks=(32, 64, 128), seed: int | None = None) -> None:
     """``add_block_prefix(out, scanned_sums)``: one thread per element; block b > 0 adds scanned_sums[b - 1].
 
     Before: out holds each block's own inclusive scan, scanned_sums the inclusive scan of the
-    block totals. After: out is the scan of the whole array.
+    block totals. After: out is the scan of the whole array. ``blocks``: the block sizes tested.
     """
-    r = rng()
-    for block in (32, 64, 128):
+    r = rng(seed)
+    for block in blocks:
         nblocks = int(r.integers(3, 7))
         n = (nblocks - 1) * block + int(r.integers(1, block))      # the last block is partial
         x = _small_ints(r, n)
@@ -159,3 +159,9 @@ def check_add_block_prefix(add_block_prefix) -> None:
                               "One thread per element, one write each: every extra write is 4 more bytes of "
                               "memory traffic.")
     passed("add_block_prefix turns per-block scans into the scan of the whole array, one write per element")
+
+
+def hidden_check_add_block_prefix(add_block_prefix) -> None:
+    """The graded twin of :func:`check_add_block_prefix`: blocks of 96 (no power of two), 256 and
+    33 threads (no multiple of a warp), a fixed seed."""
+    check_add_block_prefix(add_block_prefix, blocks=(96, 256, 33), seed=14_04)

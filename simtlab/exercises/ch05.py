@@ -20,7 +20,7 @@ from ..simt import WARP_SIZE
 from ._common import cdiv, describe_launch, format_lanes, global_thread, race_message, rng
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
+__all__ = ["check_sequential_tree", "hidden_check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
 
 BLOCK = 256
 #: tree levels whose every warp instruction must use all 32 lanes (steps 128, 64, 32)
@@ -112,13 +112,14 @@ def _first_partial_warp(lines, epoch_rows):
     return bad[0] if len(bad) else None
 
 
-def check_sequential_tree(reduce_sequential) -> None:
+def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None) -> None:
     """``reduce_sequential(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
-    elements, and the first three tree levels free of divergence."""
+    elements, and the first three tree levels free of divergence. ``sizes``: the lengths of x tested."""
     from ..analysis.levels import levels
 
-    r = rng()
-    sizes = [BLOCK * int(r.integers(2, 5)), BLOCK * 2 + int(r.integers(1, BLOCK)), int(r.integers(1, BLOCK))]
+    r = rng(seed)
+    sizes = sizes or [BLOCK * int(r.integers(2, 5)), BLOCK * 2 + int(r.integers(1, BLOCK)),
+                      int(r.integers(1, BLOCK))]
     for n in sizes:
         x = (r.random(n) * 2 - 0.5).astype(np.float32)
         grid = cdiv(n, BLOCK)
@@ -152,6 +153,15 @@ def check_sequential_tree(reduce_sequential) -> None:
                     "to s[t]: then whole warps work or whole warps skip, until step < 32.")
     passed("reduce_sequential sums every block right, and its first 3 tree levels (steps 128, 64, 32) run "
            "with all 32 lanes of every warp that works: no divergence")
+
+
+#: the hidden check's lengths: one element, one short of a block, one past a block, 7 blocks and 3
+HIDDEN_TREE_SIZES = [1, BLOCK - 1, BLOCK + 1, 7 * BLOCK + 3]
+
+
+def hidden_check_sequential_tree(reduce_sequential) -> None:
+    """The graded twin of :func:`check_sequential_tree`: other odd lengths, a fixed seed."""
+    check_sequential_tree(reduce_sequential, sizes=HIDDEN_TREE_SIZES, seed=14_05)
 
 
 # ------------------------------------------------------------------------------------------
