@@ -168,6 +168,67 @@ def reduce_v5_warp_shuffle(x, partial):
             partial[cuda.blockIdx.x] = v
 
 
+# broken on purpose (chapter 5 shows the races): the classic "unrolled last warp" from before
+#   Volta: v4's tree down to 64 sums, then warp 0 adds in shared memory with no barrier, trusting
+#   its 32 lanes to run in lock-step. Since Volta they need not (independent thread scheduling),
+#   and without `volatile` the compiler may keep s[t] in a register and load s[t + 16] early
+@cuda.jit
+def reduce_last_warp_unsafe(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * (2 * cuda.blockDim.x) + t
+    a = x[i] if i < x.size else float32(0.0)
+    b = x[i + cuda.blockDim.x] if i + cuda.blockDim.x < x.size else float32(0.0)
+    s[t] = a + b
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 32:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t < 32:                             # lane t + 16 writes s[t + 16] while lane t reads it
+        s[t] += s[t + 32]
+        s[t] += s[t + 16]
+        s[t] += s[t + 8]
+        s[t] += s[t + 4]
+        s[t] += s[t + 2]
+        s[t] += s[t + 1]
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
+# the fix that keeps shared memory: read into a register, syncwarp, write, syncwarp: every read
+#   of a level comes before any write of it, and every write before the next level's reads
+#   (v5's shuffles are the better fix: no shared memory at all)
+@cuda.jit
+def reduce_last_warp_syncwarp(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * (2 * cuda.blockDim.x) + t
+    a = x[i] if i < x.size else float32(0.0)
+    b = x[i + cuda.blockDim.x] if i + cuda.blockDim.x < x.size else float32(0.0)
+    s[t] = a + b
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 32:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t < 32:
+        v = s[t]
+        offset = 32
+        while offset > 0:
+            v += s[t + offset]
+            cuda.syncwarp(FULL_MASK)       # all 32 lanes have read this level
+            s[t] = v
+            cuda.syncwarp(FULL_MASK)       # all 32 lanes have written it
+            offset //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
 # ------------------------------------------------------------------------------------------
 # Many elements per thread: a grid-stride loop, then shuffles inside each warp
 # ------------------------------------------------------------------------------------------
@@ -305,6 +366,58 @@ def vecmat_rows(block_out, out):
     total = block_sum(acc)
     if cuda.threadIdx.x == 0:
         out[row] = total
+
+
+# ------------------------------------------------------------------------------------------
+# Row-wise reduction: the per-channel mean behind batch normalisation (the seed report's
+# BN_Kernel_Mean_Reduction). x is (channels, elements per channel), one row per channel.
+# ------------------------------------------------------------------------------------------
+def row_mean_cpu(x):
+    """The mean of each row, in float64 rounded once to float32."""
+    return np.asarray(x, np.float64).mean(axis=1).astype(np.float32)
+
+
+# row sums v1: a (blocks per row, rows) grid like the seed's; block (b, r) adds its grid-stride
+#   share of row r in registers (consecutive lanes, consecutive columns: coalesced), then one
+#   block_sum; a row has several blocks, so a few channels still fill every SM
+@cuda.jit
+def row_sum_partials(x, partial):
+    row = cuda.blockIdx.y
+    k = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    step = cuda.gridDim.x * cuda.blockDim.x
+    acc = float32(0.0)
+    while k < x.shape[1]:
+        acc += x[row, k]
+        k += step
+    total = block_sum(acc)
+    if cuda.threadIdx.x == 0:
+        partial[row, cuda.blockIdx.x] = total
+
+
+# second pass: one block per row adds that row's partials and divides by the row's length
+@cuda.jit
+def row_mean_finish(partial, cols, out):
+    row = cuda.blockIdx.x
+    acc = float32(0.0)
+    j = cuda.threadIdx.x
+    while j < partial.shape[1]:
+        acc += partial[row, j]
+        j += cuda.blockDim.x
+    total = block_sum(acc)
+    if cuda.threadIdx.x == 0:
+        out[row] = total / cols
+
+
+def row_mean_with(x, launch, blocks_per_row: int = 2):
+    """The mean of each row of ``x``: ``row_sum_partials`` on a (blocks_per_row, rows) grid,
+    then ``row_mean_finish``, every launch made by ``launch(kernel, grid, block, *args)``."""
+    x = np.ascontiguousarray(x, np.float32)
+    rows, cols = x.shape
+    partial = np.zeros((rows, blocks_per_row), np.float32)
+    launch(row_sum_partials, (blocks_per_row, rows), BLOCK, x, partial)
+    out = np.zeros(rows, np.float32)
+    launch(row_mean_finish, rows, BLOCK, partial, np.float32(cols), out)
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -481,3 +594,8 @@ def vecmat_with(kernel, v, w, launch, blocks_per_row: int = 2, block: int = BLOC
     launches, out = version.launches("numba", np, v, w, blocks_per_row=blocks_per_row, block=block)
     run_plan("reduction", launches, launch)
     return out
+
+
+def row_mean_bytes(rows, cols, itemsize=4):
+    """Every element read once, one mean written per row (the partials are a few KB)."""
+    return (rows * cols + rows) * itemsize

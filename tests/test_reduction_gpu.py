@@ -183,3 +183,38 @@ def test_gpubench_cases_check():
             case.check(100_003)
         run = case.prepare(2**16)
         run()
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 1), (32, 257), (64, 112 * 112)])
+def test_row_means(rows, cols):
+    import cupy
+
+    from simtlab.cuda_source import cu_kernel
+
+    x = np.random.default_rng(cols).normal(1.0, 1.0, (rows, cols)).astype(np.float32)
+    want = R.row_mean_cpu(x)
+    np.testing.assert_allclose(R.row_mean_with(x, _numba, blocks_per_row=4), want, rtol=1e-4, atol=1e-6)
+    blocks = 4
+    partial = cupy.zeros((rows, blocks), cupy.float32)
+    out = cupy.zeros(rows, cupy.float32)
+    cu_kernel("reduction", "row_sum_partials")((blocks, rows), (R.BLOCK,), (cupy.asarray(x), partial, np.int64(cols)))
+    cu_kernel("reduction", "row_mean_finish")((rows,), (R.BLOCK,), (partial, np.float32(cols), out, np.int32(blocks)))
+    np.testing.assert_allclose(cupy.asnumpy(out), want, rtol=1e-4, atol=1e-6)
+
+
+def test_last_warp_with_syncwarp_is_right():
+    # the unsafe version is undefined behaviour: nothing to assert about its sums here
+    # (benchmarks/results/text_h100_probes.txt records what it gave on the H100)
+    x = np.random.default_rng(0).integers(0, 16, 1000 * 2 * R.BLOCK).astype(np.float32)
+    blocks = x.size // (2 * R.BLOCK)
+    want = x.reshape(blocks, 2 * R.BLOCK).astype(np.int64).sum(axis=1).astype(np.float32)
+    partial = np.zeros(blocks, np.float32)
+    run_on_gpu(R.reduce_last_warp_syncwarp, blocks, R.BLOCK, x, partial)
+    np.testing.assert_array_equal(partial, want)
+    import cupy
+
+    from simtlab.cuda_source import cu_kernel
+
+    p = cupy.zeros(blocks, cupy.float32)
+    cu_kernel("reduction", "reduce_last_warp_syncwarp")((blocks,), (R.BLOCK,), (cupy.asarray(x), p, np.int64(x.size)))
+    np.testing.assert_array_equal(cupy.asnumpy(p), want)
