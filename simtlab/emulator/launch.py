@@ -1,23 +1,20 @@
-"""``emulate()``: check a launch, bind the kernel to the fake ``cuda`` module, run it."""
+"""``emulate()``: check a launch, hand it to an engine, return the run."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .binding import KernelBinder, plain_function
-from .cuda_api import FakeCuda
+from .binding import plain_function
 from .errors import EmulationError, LaunchError
+from .launch_spec import MAX_TRACE, Launch
 from .limits import as_dim3, check_launch
-from .memory import GLOBAL, TracedArray
 from .run import Run
 from .scheduler import Scheduler
-
-GLOBAL_ALIGN = 512     # cudaMalloc returns 256-byte (or better) aligned pointers
 
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-            max_steps: int = 1_000_000, max_trace: int = 4_000_000, checks: bool = True,
+            max_steps: int = 1_000_000, max_trace: int = MAX_TRACE, checks: bool = True,
             trace_blocks: int | None = None, progress=None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
@@ -45,45 +42,29 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
                           f"the launch passes {len(args)}",
                           fix="pass one argument per kernel parameter")
 
-    sched = Scheduler(None, (), griddim, blockdim, shared_bytes=int(shared_bytes), trace=trace,
-                      order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
-                      max_trace=max_trace, checks=checks, trace_blocks=trace_blocks,
-                      progress=progress)
-    fake = sched.fake = FakeCuda(sched)
-    binder = KernelBinder(fake, instrument_lines=sched.trace_lines,
-                          register_code=sched._add_code)
-    sched.kernel = binder.bind(kernel)
-    sched.codes = frozenset(binder.codes)
-    sched.kernel_code = sched.kernel.__code__
-    sched.hook_dicts = binder.globals_dicts
-
-    kernel_args, copy_back, next_base = [], [], 0
+    kernel_args, names, copy_back = [], [], []
     for pos, value in enumerate(args):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
             raise LaunchError(f"argument {pos} is a GPU array ({type(value).__name__})",
                               fix="the emulator works on NumPy arrays: pass a NumPy array "
                                   "(e.g. cupy.asnumpy(x) or x.copy_to_host())")
-        if isinstance(value, np.ndarray):
-            name = func.__code__.co_varnames[pos] if pos < nparams else f"arg{pos}"
-            data = value if value.flags.c_contiguous else np.ascontiguousarray(value)
-            if data is not value:
-                copy_back.append((value, data))
-            info = sched._register_array(name, "global", data.shape, data.dtype, next_base)
-            next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
-            if checks:
-                kernel_args.append(TracedArray(sched, info.id, data.reshape(-1),
-                                               data.shape or (1,), name, GLOBAL))
-            else:
-                kernel_args.append(data)
-        else:
-            kernel_args.append(value)
-    sched.args = tuple(kernel_args)
+        names.append(func.__code__.co_varnames[pos] if pos < nparams else f"arg{pos}")
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            data = np.ascontiguousarray(value)
+            copy_back.append((value, data))
+            value = data
+        kernel_args.append(value)
+    launch = Launch(func, griddim, blockdim, tuple(kernel_args), tuple(names),
+                    shared_bytes=int(shared_bytes), trace=bool(trace), order=order, seed=seed,
+                    time_limit=time_limit, max_steps=max_steps, max_trace=max_trace,
+                    checks=checks, trace_blocks=trace_blocks, progress=progress)
+    sched = Scheduler(launch)
     try:
-        sched.run()
+        trace_ = sched.run()
     except EmulationError as exc:
-        exc.run = Run(sched, func.__name__)       # the trace up to the fault
+        exc.run = Run(sched.trace(), func.__name__)       # the trace up to the fault
         raise
     finally:
         for original, data in copy_back:
             original[...] = data
-    return Run(sched, func.__name__)
+    return Run(trace_, func.__name__)

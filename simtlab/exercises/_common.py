@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .report import CheckFailed, run_student_kernel
-
-WARP_SIZE = 32
+from ..simt import WARP_SIZE
 
 
 def rng() -> np.random.Generator:

@@ -18,11 +18,11 @@ import numpy as np
 
 from ._common import cdiv, describe_launch, format_lanes, rng, run_1d, with_context
 from .report import CheckFailed, compare_arrays, passed, poison, run_student_kernel
+from ..simt import WARP_SIZE
 
 __all__ = ["check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
 
 BLOCK = 256
-WARP_SIZE = 32
 #: tree levels whose every warp instruction must use all 32 lanes (steps 128, 64, 32)
 FULL_LEVELS = 3
 

@@ -266,7 +266,7 @@ def run_student_kernel(kernel, griddim, blockdim, *args, **opts):
 
     A kernel still holding its ``raise NotImplementedError(...)`` stub becomes
     ``CheckFailed("You have not written this exercise yet: ...")``; any other
-    emulation error (out-of-bounds access, deadlock at a barrier, ...) becomes
+    emulation error (out-of-bounds access, divergent barrier, ...) becomes
     a :class:`CheckFailed` carrying the emulator's message.
     """
     import simtlab

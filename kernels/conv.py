@@ -1,0 +1,383 @@
+"""Chapter 7: convolution layers (NCHW, float32), from one thread per output to an implicit GEMM.
+
+Shapes: input ``x`` is (B, C, H, W) -- B images of C channels; weights ``w`` are (M, C, K, K)
+-- M filters of K x K over every channel; output ``y`` is (B, M, Ho, Wo). Each output is
+
+    y[b, m, oy, ox] = sum over c, p, q of x[b, c, oy*S + p - P, ox*S + q - P] * w[m, c, p, q]
+
+with stride S and P zero rows/columns of padding before the input (reads outside the input
+are 0). 'valid' means P = 0; 'same' means Ho = ceil(H / S), with the padding split as
+TensorFlow and PyTorch split it (the odd one after), so P is the part before.
+
+Every numba kernel takes ``(..., stride, pad)`` as integers and reads the other sizes from its
+arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernel that
+the benchmark holds against cuDNN.
+
+Seeds: the lab report's conv2d+ReLU (v0, its grid-stride step is wrong: v1 fixes it), the
+ECE408 blog's unroll + GEMM and its fused unroll (v2, v3), the electrode CNN's weights in
+constant memory (v4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32
+
+TILE = 16                     # the GEMM tile of v2/v3: TILE x TILE outputs per block, K-slices of TILE
+BLOCK = 128                   # threads per block of the 1-D kernels (v0, v1, im2col)
+
+# ECE408's modified LeNet-5 (86 x 86 Fashion-MNIST images): its two convolution layers
+LENET_C1 = {"C": 1, "H": 86, "W": 86, "M": 4, "K": 7}          # 86x86 -> 4 maps of 80x80
+LENET_C3 = {"C": 4, "H": 40, "W": 40, "M": 16, "K": 7}         # after 2x2 pooling: 40x40 -> 16 of 34x34
+# the electrode CNN (56 x 100 recordings, 'same' padding): its first two convolutions
+ELECTRODE_CONV1 = {"C": 1, "H": 56, "W": 100, "M": 64, "K": 8, "padding": "same"}
+ELECTRODE_CONV2 = {"C": 64, "H": 28, "W": 50, "M": 64, "K": 4, "padding": "same"}
+
+
+# ------------------------------------------------------------------------------------------
+# Shapes and the CPU references
+# ------------------------------------------------------------------------------------------
+def conv_geometry(h: int, w: int, k: int, stride: int = 1, padding="valid"):
+    """``(Ho, Wo, pad)``: output size and the zero padding before the input (top and left).
+
+    ``padding``: 'valid' (none), 'same' (Ho = ceil(H / stride)) or an int P (P on every side).
+    """
+    if stride < 1:
+        raise ValueError(f"stride must be at least 1, got {stride}")
+    if k < 1:
+        raise ValueError(f"the filter size K must be at least 1, got {k}")
+    if padding == "valid":
+        pads = (0, 0)
+        ho, wo = (h - k) // stride + 1, (w - k) // stride + 1
+    elif padding == "same":
+        ho, wo = -(-h // stride), -(-w // stride)
+        pad_h = max((ho - 1) * stride + k - h, 0)
+        pad_w = max((wo - 1) * stride + k - w, 0)
+        pads = (pad_h // 2, pad_w // 2)
+        if pads[0] != pads[1]:
+            raise ValueError(f"'same' padding of a {h}x{w} input needs {pads[0]} rows but {pads[1]} columns "
+                             "before it; the kernels take one pad for both: use an input whose height and width give the same padding (a square one does)")
+    elif isinstance(padding, (int, np.integer)) and padding >= 0:
+        pads = (int(padding), int(padding))
+        ho, wo = (h + 2 * padding - k) // stride + 1, (w + 2 * padding - k) // stride + 1
+    else:
+        raise ValueError(f"padding must be 'valid', 'same' or a non-negative int, got {padding!r}")
+    if ho < 1 or wo < 1:
+        raise ValueError(f"a {k}x{k} filter does not fit a {h}x{w} input with padding {padding!r}: "
+                         "make the input larger or pad it")
+    return ho, wo, pads[0]
+
+
+def _padded(x, k, stride, padding):
+    b, c, h, w = x.shape
+    ho, wo, pad = conv_geometry(h, w, k, stride, padding)
+    # room for every window: the part after the input may be larger than `pad` ('same', odd total)
+    hp = max(h + pad, (ho - 1) * stride + k)
+    wp = max(w + pad, (wo - 1) * stride + k)
+    xp = np.zeros((b, c, hp, wp), np.float64)
+    xp[:, :, pad:pad + h, pad:pad + w] = x
+    return xp, ho, wo, pad
+
+
+def conv2d_cpu(x, w, stride: int = 1, padding="valid", relu: bool = False):
+    """The reference every version is checked against: float64 sums, rounded once to float32."""
+    x = np.asarray(x)
+    w = np.asarray(w)
+    if x.ndim != 4 or w.ndim != 4 or w.shape[1] != x.shape[1] or w.shape[2] != w.shape[3]:
+        raise ValueError(f"need x (B, C, H, W) and w (M, C, K, K) with the same C; got x {x.shape}, w {w.shape}")
+    k = w.shape[2]
+    xp, ho, wo, _ = _padded(x, k, stride, padding)
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    windows = windows[:, :, ::stride, ::stride][:, :, :ho, :wo]          # (B, C, Ho, Wo, K, K)
+    y = np.einsum("bchwpq,mcpq->bmhw", windows, w.astype(np.float64), optimize=True)
+    if relu:
+        y = np.maximum(y, 0.0)
+    return y.astype(np.float32)
+
+
+def im2col_cpu(x, k: int, stride: int = 1, padding="valid"):
+    """The unrolled input: row (c, p, q), column (b, oy, ox), so that ``w.reshape(M, -1) @ cols``
+    is the convolution (output column n = b*Ho*Wo + oy*Wo + ox)."""
+    x = np.asarray(x, np.float32)
+    b, c = x.shape[:2]
+    xp, ho, wo, _ = _padded(x, k, stride, padding)
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    windows = windows[:, :, ::stride, ::stride][:, :, :ho, :wo]          # (B, C, Ho, Wo, K, K)
+    return windows.transpose(1, 4, 5, 0, 2, 3).reshape(c * k * k, b * ho * wo).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------
+# v0/v1: the lab report's conv2d+ReLU, one output per loop turn of a 1-D grid-stride loop
+# ------------------------------------------------------------------------------------------
+@cuda.jit(device=True)
+def output_sum(x, w, b, m, oy, ox, stride, pad):
+    """One output: the K x K x C window at (oy, ox) of image b times filter m (zero outside)."""
+    acc = float32(0.0)
+    for c in range(x.shape[1]):
+        for p in range(w.shape[2]):
+            iy = oy * stride + p - pad
+            if 0 <= iy < x.shape[2]:
+                for q in range(w.shape[3]):
+                    ix = ox * stride + q - pad
+                    if 0 <= ix < x.shape[3]:
+                        acc += x[b, c, iy, ix] * w[m, c, p, q]
+    return acc
+
+
+# v0: the seed as written: the loop steps by blockDim.x * blockDim.x instead of the grid's
+#   thread count, so with fewer threads than outputs whole ranges of outputs are never computed
+@cuda.jit
+def conv_v0_seed(x, w, y, stride, pad):
+    mo, ho, wo = y.shape[1], y.shape[2], y.shape[3]
+    total = y.shape[0] * mo * ho * wo
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    while i < total:
+        ox = i % wo
+        oy = (i // wo) % ho
+        m = (i // (wo * ho)) % mo
+        b = i // (wo * ho * mo)
+        acc = output_sum(x, w, b, m, oy, ox, stride, pad)
+        y[b, m, oy, ox] = acc if acc > 0 else 0.0          # ReLU
+        i += cuda.blockDim.x * cuda.blockDim.x            # BUG: the grid has gridDim.x * blockDim.x threads
+
+
+# v1: the grid-stride loop stepping by the grid's thread count: every output once, any grid size
+@cuda.jit
+def conv_v1_direct(x, w, y, stride, pad):
+    mo, ho, wo = y.shape[1], y.shape[2], y.shape[3]
+    total = y.shape[0] * mo * ho * wo
+    i = cuda.grid(1)
+    while i < total:
+        ox = i % wo                                        # consecutive threads: consecutive outputs
+        oy = (i // wo) % ho
+        m = (i // (wo * ho)) % mo
+        b = i // (wo * ho * mo)
+        acc = output_sum(x, w, b, m, oy, ox, stride, pad)
+        y[b, m, oy, ox] = acc if acc > 0 else 0.0          # ReLU
+        i += cuda.gridsize(1)
+
+
+# ------------------------------------------------------------------------------------------
+# v2: unroll (im2col) into a (C*K*K) x (B*Ho*Wo) matrix, then a tiled GEMM with the weights
+# ------------------------------------------------------------------------------------------
+# v2a: one thread per element of the unrolled matrix; each input element is copied up to K*K
+#   times (once per window that covers it), in exchange the GEMM reads a plain matrix
+@cuda.jit
+def im2col(x, cols, k, wo, stride, pad):
+    n_cols = cols.shape[1]
+    hw = n_cols // x.shape[0]                          # Ho * Wo
+    i = cuda.grid(1)
+    while i < cols.size:
+        row = i // n_cols                              # (c, p, q)
+        n = i % n_cols                                 # (b, oy, ox): consecutive threads, consecutive columns
+        c, pq = row // (k * k), row % (k * k)
+        b, pix = n // hw, n % hw
+        iy = (pix // wo) * stride + pq // k - pad
+        ix = (pix % wo) * stride + pq % k - pad
+        inside = 0 <= iy < x.shape[2] and 0 <= ix < x.shape[3]
+        cols[row, n] = x[b, c, iy, ix] if inside else 0.0
+        i += cuda.gridsize(1)
+
+
+# v2b: the tiled GEMM (TILE x TILE tiles of A and B in shared memory) of w (M x CKK) by cols;
+#   the only change from chapter 6's tiled GEMM is the store: column n = (b, pixel) of the
+#   product goes to y[b, m, pixel], so the output comes out in NCHW without a transpose
+@cuda.jit
+def gemm_tiled_nchw(a, cols, y3):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    n = cuda.blockIdx.x * TILE + tx                     # output column (b, pixel)
+    m = cuda.blockIdx.y * TILE + ty                     # output row: the filter
+    depth = a.shape[1]
+    acc = float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        k0 = t * TILE
+        sa[ty, tx] = a[m, k0 + tx] if m < a.shape[0] and k0 + tx < depth else 0.0
+        sb[ty, tx] = cols[k0 + ty, n] if k0 + ty < depth and n < cols.shape[1] else 0.0
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()                              # the next phase overwrites sa/sb
+    hw = y3.shape[2]
+    if m < a.shape[0] and n < cols.shape[1]:
+        y3[n // hw, m, n % hw] = acc
+
+
+# ------------------------------------------------------------------------------------------
+# v3: implicit GEMM: the same tiles, but the B tile is gathered from x into shared memory
+# ------------------------------------------------------------------------------------------
+# v3: the unrolled matrix is never written: each phase gathers its TILE x TILE slice of it from
+#   x straight into shared memory, so DRAM sees the input once instead of K*K times
+@cuda.jit
+def conv_v3_implicit_gemm(x, w, y, stride, pad):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    mo, ho, wo = y.shape[1], y.shape[2], y.shape[3]
+    k = w.shape[2]
+    kk = k * k
+    depth = x.shape[1] * kk                              # rows of the (virtual) unrolled matrix
+    hw = ho * wo
+    n_cols = y.shape[0] * hw
+    n = cuda.blockIdx.x * TILE + tx                      # this thread's column (b, oy, ox) ...
+    m = cuda.blockIdx.y * TILE + ty                      # ... and filter
+    nl = cuda.blockIdx.x * TILE + ty                     # the column this thread gathers for the tile
+    b, pix = nl // hw, nl % hw
+    oy, ox = pix // wo, pix % wo
+    acc = float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        r = t * TILE + tx                                # the unrolled row (c, p, q) this thread gathers
+        if m < mo and t * TILE + tx < depth:
+            sa[ty, tx] = w[m, r // kk, (r % kk) // k, r % k]
+        else:
+            sa[ty, tx] = 0.0
+        v = float32(0.0)
+        if r < depth and nl < n_cols:
+            c, pq = r // kk, r % kk
+            iy = oy * stride + pq // k - pad
+            ix = ox * stride + pq % k - pad
+            if 0 <= iy < x.shape[2] and 0 <= ix < x.shape[3]:
+                v = x[b, c, iy, ix]
+        sb[tx, ty] = v                                   # sb[row of the tile, column of the tile]
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()
+    if m < mo and n < n_cols:
+        y[n // hw, m, (n % hw) // wo, n % wo] = acc
+
+
+# ------------------------------------------------------------------------------------------
+# v4: the filter in constant memory (a numba kernel is compiled for one weight tensor)
+# ------------------------------------------------------------------------------------------
+CONST_BYTES = 64 * 1024       # constant memory a kernel can address (the weights must fit)
+
+
+def make_conv_v4_const_weights(w):
+    """v4 for the weights ``w``: a kernel ``(x, y, stride, pad)`` with ``w`` in constant memory.
+
+    numba copies a constant array into the compiled kernel, so each weight tensor gets its own
+    kernel (the CUDA C twin copies the weights into one ``__constant__`` buffer instead).
+    """
+    weights = np.ascontiguousarray(w, np.float32)
+    if weights.ndim != 4 or weights.shape[2] != weights.shape[3]:
+        raise ValueError(f"w must be (M, C, K, K), got {weights.shape}")
+    if weights.nbytes > CONST_BYTES:
+        raise ValueError(f"the weights take {weights.nbytes:,} bytes but constant memory holds "
+                         f"{CONST_BYTES:,}: use v3 (weights in shared memory) for this layer")
+
+    # v4: one thread per output of a 2-D tile, filter m = blockIdx.z: every lane of a warp reads
+    #   the same weight at the same time, which the constant cache broadcasts in one transaction
+    @cuda.jit
+    def conv_v4_const_weights(x, y, stride, pad):
+        wc = cuda.const.array_like(weights)
+        mo = y.shape[1]
+        b, m = cuda.blockIdx.z // mo, cuda.blockIdx.z % mo
+        ox = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        oy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+        if oy < y.shape[2] and ox < y.shape[3]:
+            acc = float32(0.0)
+            for c in range(x.shape[1]):
+                for p in range(wc.shape[2]):
+                    iy = oy * stride + p - pad
+                    if 0 <= iy < x.shape[2]:
+                        for q in range(wc.shape[3]):
+                            ix = ox * stride + q - pad
+                            if 0 <= ix < x.shape[3]:
+                                acc += x[b, c, iy, ix] * wc[m, c, p, q]
+            y[b, m, oy, ox] = acc
+
+    return conv_v4_const_weights
+
+
+# ------------------------------------------------------------------------------------------
+# Launch plans: one per version, used by the emulator, the GPU tests and the benchmark
+# ------------------------------------------------------------------------------------------
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+VERSIONS = ("v0 seed grid-stride", "v1 direct", "v2 im2col + GEMM", "v3 implicit GEMM",
+            "v4 constant weights")
+
+
+def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_blocks=None,
+              cols=None):
+    """The convolution of ``x`` by ``w`` with one version; every launch goes through
+    ``launch(kernel, grid, block, *args)`` (the emulator, or a GPU copying arrays back).
+
+    v0/v1 are conv + ReLU (the seed's layer); the others are the plain convolution.
+    ``max_blocks`` caps the 1-D grids (v0, v1, im2col) to show a grid-stride loop at work.
+    ``cols``: an array that receives the unrolled matrix of v2 (to draw it).
+    Returns y (B, M, Ho, Wo) float32.
+    """
+    x = np.ascontiguousarray(x, np.float32)
+    w = np.ascontiguousarray(w, np.float32)
+    bsz, c, h, wd = x.shape
+    m, _, k, _ = w.shape
+    ho, wo, pad = conv_geometry(h, wd, k, stride, padding)
+    y = np.zeros((bsz, m, ho, wo), np.float32)
+
+    def grid_1d(n):
+        g = cdiv(n, BLOCK)
+        return min(g, max_blocks) if max_blocks else g
+
+    if version in ("v0 seed grid-stride", "v1 direct"):
+        kernel = conv_v0_seed if version.startswith("v0") else conv_v1_direct
+        launch(kernel, grid_1d(y.size), BLOCK, x, w, y, stride, pad)
+    elif version == "v2 im2col + GEMM":
+        n_cols = bsz * ho * wo
+        unrolled = np.zeros((c * k * k, n_cols), np.float32) if cols is None else cols
+        if unrolled.shape != (c * k * k, n_cols):
+            raise ValueError(f"cols must be {(c * k * k, n_cols)}, got {unrolled.shape}")
+        launch(im2col, grid_1d(unrolled.size), BLOCK, x, unrolled, k, wo, stride, pad)
+        y3 = y.reshape(bsz, m, ho * wo)
+        launch(gemm_tiled_nchw, (cdiv(n_cols, TILE), cdiv(m, TILE)), (TILE, TILE),
+               w.reshape(m, c * k * k), unrolled, y3)
+    elif version == "v3 implicit GEMM":
+        launch(conv_v3_implicit_gemm, (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE)), (TILE, TILE),
+               x, w, y, stride, pad)
+    elif version == "v4 constant weights":
+        kernel = make_conv_v4_const_weights(w)
+        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE), bsz * m), (TILE, TILE), x, y, stride, pad)
+    else:
+        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
+    return y
+
+
+# ------------------------------------------------------------------------------------------
+# Napkin math (the benchmark's bytes and FLOPs)
+# ------------------------------------------------------------------------------------------
+def conv_flops(b, c, m, k, ho, wo):
+    """One multiply and one add per weight per output."""
+    return 2 * b * m * ho * wo * c * k * k
+
+
+def conv_bytes(b, c, h, w, m, k, ho, wo, itemsize=4):
+    """The fewest bytes: the input once, the weights once, the output once."""
+    return (b * c * h * w + m * c * k * k + b * m * ho * wo) * itemsize
+
+
+def im2col_bytes(b, c, m, k, ho, wo, itemsize=4):
+    """What v2 adds on top: the unrolled matrix written once and read once by the GEMM (at least)."""
+    return 2 * c * k * k * b * ho * wo * itemsize
+
+
+def layer_numbers(b, c, h, w, m, k, stride=1, padding="valid"):
+    """Per-layer napkin math: output size, FLOPs, fewest bytes, the unrolled matrix's bytes,
+    its duplication factor, and the arithmetic intensity (FLOPs per fewest byte)."""
+    ho, wo, pad = conv_geometry(h, w, k, stride, padding)
+    flops = conv_flops(b, c, m, k, ho, wo)
+    nbytes = conv_bytes(b, c, h, w, m, k, ho, wo)
+    unrolled = c * k * k * b * ho * wo * 4
+    return {"Ho": ho, "Wo": wo, "pad": pad, "flops": flops, "bytes": nbytes,
+            "unrolled_bytes": unrolled, "input_bytes": b * c * h * w * 4,
+            "duplication": unrolled / (b * c * h * w * 4), "intensity": flops / nbytes}
+
+
+__all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTRODE_CONV2",
+           "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
+           "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
+           "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "conv_with", "cdiv",
+           "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]
