@@ -8,7 +8,7 @@ n x n x n (default 4096^3) with CUDA events (warm-up, batches, median), in one r
 cuBLAS (``cupy.matmul``, ``CUPY_TF32=0``): TFLOP/s = 2 n^3 / time, and the ratio to cuBLAS.
 Each kernel's registers per thread come from the compiler (numba: ``get_regs_per_thread``,
 CuPy: ``RawKernel.num_regs``). ``--tune`` also times other tile configurations of v7 (CUDA C,
-compiled with -DV7_CONFIG=...) and of v5 (numba, the same kernel with other tile constants).
+compiled with -DV7_CONFIG=...) and of v5 and v7 in numba (the same code with other tile constants).
 
 The results go to ``simtlab/data/gpu_gemm.json`` (or ``--out``), which chapter 6 plots when
 there is no GPU (``simtlab.gpubench.gemm.results``).
@@ -30,21 +30,34 @@ os.environ.setdefault("CUPY_TF32", "0")          # before CuPy is imported: cuBL
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-#: v7 tile configurations --tune times: BM, BN, BK, WM, WN, WNITER, TM, TN; threads
+#: v7 (CUDA C) configurations --tune times: (BM, BN, BK, WM, WN, WNITER, TM, TN, GROUP), threads,
+#: minimum blocks per SM
 V7_CONFIGS = [
-    ((128, 128, 16, 64, 64, 4, 8, 4), 128),
-    ((128, 128, 8, 64, 64, 4, 8, 4), 128),
-    ((128, 128, 8, 64, 32, 2, 8, 4), 256),
-    ((128, 128, 16, 64, 32, 2, 8, 4), 256),
-    ((128, 256, 8, 64, 64, 4, 8, 4), 256),
-    ((256, 128, 8, 64, 64, 4, 8, 4), 256),
-    ((128, 128, 8, 32, 64, 4, 4, 4), 256),
-    ((64, 128, 16, 32, 64, 4, 4, 4), 128),
-    ((128, 64, 16, 64, 32, 2, 8, 4), 128),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 0), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 8), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 16), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 0), 256, 2),
+    ((128, 128, 8, 64, 32, 2, 8, 4, 8), 256, 2),
+    ((128, 128, 16, 64, 64, 4, 8, 4, 8), 128, 1),
+    ((128, 128, 8, 64, 64, 4, 8, 4, 8), 128, 1),
+    ((128, 128, 16, 32, 64, 2, 4, 8, 8), 256, 1),
+    ((128, 128, 16, 32, 64, 4, 4, 4, 8), 256, 1),
+    ((128, 64, 16, 64, 32, 2, 8, 4, 8), 128, 1),
 ]
-#: v5 (numba) tile configurations --tune times: BM, BN, BK, TM, TN
-V5_CONFIGS = [(128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 4), (64, 128, 8, 4, 8),
-              (64, 64, 16, 4, 4), (64, 64, 8, 8, 8)]
+#: numba configurations --tune times: the kernel's module constants, overridden
+NUMBA_CONFIGS = {
+    "gemm_v5_blocking_2d": [dict(BM5=bm, BN5=bn, BK5=bk, TM5=tm, TN5=tn, TX5=bn // tn, TY5=bm // tm,
+                                 THREADS5=(bn // tn) * (bm // tm))
+                            for bm, bn, bk, tm, tn in [(128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
+                                                       (64, 64, 16, 4, 4), (128, 128, 16, 8, 8)]],
+    "gemm_v7_warptile": [dict(BM7=bm, BN7=bn, BK7=bk, WM7=wm, WN7=wn, LM7=lm, LN7=ln, TM7=wm // lm,
+                              TN7=wn // ln, WARPS_N7=bn // wn, THREADS7N=(bm // wm) * (bn // wn) * 32,
+                              LOADS7A=bm * bk // ((bm // wm) * (bn // wn) * 32),
+                              LOADS7B=bk * bn // ((bm // wm) * (bn // wn) * 32), SA7_WIDTH=bm + 4)
+                         for bm, bn, bk, wm, wn, lm, ln in [(128, 128, 8, 32, 64, 4, 8), (128, 128, 16, 32, 64, 4, 8),
+                                                            (128, 64, 8, 32, 32, 4, 8), (128, 128, 8, 64, 32, 8, 4),
+                                                            (64, 128, 8, 32, 64, 4, 8), (128, 64, 16, 64, 32, 8, 4)]],
+}
 
 
 def _timing(run, est_ms):
@@ -106,10 +119,10 @@ def resources() -> dict:
         if spec["kernel"]:
             d = getattr(G, spec["kernel"])
             try:
-                regs = int(d.get_regs_per_thread())
-                shared = int(d.get_shared_mem_per_block())
-                local = int(d.get_local_mem_per_thread())
-            except Exception as e:       # compiled for more than one signature: take the first
+                regs = _regs(d)
+                shared = _numba_stat(d, "get_shared_mem_per_block")
+                local = _numba_stat(d, "get_local_mem_per_thread")
+            except Exception as e:
                 print(f"  resources of {spec['kernel']}: {type(e).__name__}: {e}")
                 continue
             out[f"{spec['kernel']} (numba)"] = {"version": version, "registers": regs, "shared_bytes": shared,
@@ -138,10 +151,11 @@ def tune_v7(n, log):
     c = cupy.empty((n, n), cupy.float32)
     want = cupy.matmul(a, b)
     rows = []
-    for cfg, threads in V7_CONFIGS:
-        label = "v7 " + ",".join(map(str, cfg)) + f" /{threads}"
+    for cfg, threads, min_blocks in V7_CONFIGS:
+        label = "v7 " + ",".join(map(str, cfg)) + f" /{threads} min{min_blocks}"
         try:
-            opts = NVRTC_OPTIONS + (f"-DV7_CONFIG={','.join(map(str, cfg))}", f"-DV7_THREADS={threads}")
+            opts = NVRTC_OPTIONS + (f"-DV7_CONFIG={','.join(map(str, cfg))}", f"-DV7_THREADS={threads}",
+                                    f"-DV7_MIN_BLOCKS={min_blocks}")
             kern = cupy.RawModule(code=src, options=opts).get_function("gemm_v7_warptile")
             grid = (G.cdiv(n, cfg[1]), G.cdiv(n, cfg[0]))
             args = (a, b, c, cupy.int32(n), cupy.int32(n), cupy.int32(n))
@@ -163,8 +177,20 @@ def tune_v7(n, log):
     return rows
 
 
-def tune_v5(n, log):
-    """Time numba's v5 with other tile constants (the same code, other globals)."""
+def _regs(dispatcher) -> int:
+    """Registers per thread of a numba kernel compiled for one signature."""
+    regs = dispatcher.get_regs_per_thread()
+    return int(next(iter(regs.values())) if isinstance(regs, dict) else regs)
+
+
+def _numba_stat(dispatcher, what) -> int:
+    value = getattr(dispatcher, what)()
+    return int(next(iter(value.values())) if isinstance(value, dict) else value)
+
+
+def tune_numba(n, log):
+    """Time numba kernels with other tile constants: the same code, compiled with other
+    values of its module-level constants."""
     import cupy
     from numba import cuda
 
@@ -176,31 +202,31 @@ def tune_v5(n, log):
     c = cupy.empty((n, n), cupy.float32)
     want = cupy.matmul(a, b)
     views = [cuda.as_cuda_array(x, sync=False) for x in (a, b, c)]
-    f = G.gemm_v5_blocking_2d.py_func
     rows = []
-    for bm, bn, bk, tm, tn in V5_CONFIGS:
-        label = f"v5 numba {bm}x{bn}x{bk}, {tm}x{tn} per thread"
-        try:
-            g = dict(f.__globals__, BM5=bm, BN5=bn, BK5=bk, TM5=tm, TN5=tn, TX5=bn // tn, TY5=bm // tm,
-                     THREADS5=(bn // tn) * (bm // tm))
-            kern = cuda.jit(types.FunctionType(f.__code__, g, f"v5_{bm}_{bn}_{bk}_{tm}_{tn}"))
-            threads = (bn // tn) * (bm // tm)
-            launch = kern[(G.cdiv(n, bn), G.cdiv(n, bm)), threads]
+    for name, configs in NUMBA_CONFIGS.items():
+        f = getattr(G, name).py_func
+        for consts in configs:
+            bm, bn = (consts.get("BM5") or consts["BM7"]), (consts.get("BN5") or consts["BN7"])
+            threads = consts.get("THREADS5") or consts["THREADS7N"]
+            label = f"{name} " + ",".join(f"{k}={v}" for k, v in consts.items() if not k.startswith(("T", "L", "W", "S")) or k in ("TM5", "TN5", "WM7", "WN7"))
+            try:
+                kern = cuda.jit(types.FunctionType(f.__code__, dict(f.__globals__, **consts), name + "_variant"))
+                launch = kern[(G.cdiv(n, bn), G.cdiv(n, bm)), threads]
 
-            def run():
-                launch(*views)
-            run()
-            cupy.cuda.runtime.deviceSynchronize()
-            err = float(cupy.max(cupy.abs(c - want)) / cupy.max(cupy.abs(want)))
-            t = time_launches(run, warmup=3, repeat=10, batch_ms=20.0)
-            tf = G.gemm_flops(n, n, n) / (t["median_ms"] * 1e-3) / 1e12
-            row = {"config": label, "tflops": tf, "median_ms": t["median_ms"], "rel_error": err,
-                   "registers": int(kern.get_regs_per_thread())}
-        except Exception as e:
-            row = {"config": label, "error": f"{type(e).__name__}: {str(e)[:300]}"}
-        rows.append(row)
-        log(f"  {label:<40} " + (f"{row['tflops']:6.2f} TFLOP/s  regs {row['registers']}  err {row['rel_error']:.1e}"
-                                 if "tflops" in row else row["error"]))
+                def run():
+                    launch(*views)
+                run()
+                cupy.cuda.runtime.deviceSynchronize()
+                err = float(cupy.max(cupy.abs(c - want)) / cupy.max(cupy.abs(want)))
+                t = time_launches(run, warmup=3, repeat=10, batch_ms=20.0)
+                tf = G.gemm_flops(n, n, n) / (t["median_ms"] * 1e-3) / 1e12
+                row = {"config": label, "tflops": tf, "median_ms": t["median_ms"], "rel_error": err,
+                       "registers": _regs(kern)}
+            except Exception as e:
+                row = {"config": label, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+            rows.append(row)
+            log(f"  {label:<60} " + (f"{row['tflops']:6.2f} TFLOP/s  regs {row['registers']}  err {row['rel_error']:.1e}"
+                                     if "tflops" in row else row["error"]))
     return rows
 
 
@@ -272,8 +298,8 @@ def main(argv=None) -> int:
     if args.tune:
         log("== tuning v7 (CUDA C) ==")
         entry["tuning_v7"] = tune_v7(n, log)
-        log("== tuning v5 (numba) ==")
-        entry["tuning_v5"] = tune_v5(n, log)
+        log("== tuning v5 and v7 (numba) ==")
+        entry["tuning_numba"] = tune_numba(n, log)
     stamp = gpubench.harness.stamp()
     entry.update(stamp)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -145,14 +145,15 @@ extern "C" __global__ void conv_v3_implicit_gemm(const float* __restrict__ x, co
         y[((n / hw) * M + m) * hw + n % hw] = acc;
 }
 
-// ---- v4: one thread per output of a 2-D tile, filter m from blockIdx.z, weights in constant memory: all lanes read the same weight at once, one broadcast from the constant cache
+// ---- v4: one thread per output of a 2-D tile, grid (column tiles, row tiles x M, B), weights in constant memory: the block has one filter, so all lanes read the same weight at once, one broadcast from the constant cache
 extern "C" __global__ void conv_v4_const_weights(const float* __restrict__ x, float* __restrict__ y,
                                                  int B, int C, int H, int W, int M, int K, int Ho,
                                                  int Wo, int stride, int pad)
 {
-    const int b = blockIdx.z / M, m = blockIdx.z % M;
+    const int row_tiles = (Ho + blockDim.y - 1) / blockDim.y;
+    const int b = blockIdx.z, m = blockIdx.y / row_tiles;
     const int ox = blockIdx.x * blockDim.x + threadIdx.x;
-    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    const int oy = (blockIdx.y % row_tiles) * blockDim.y + threadIdx.y;
     if (oy >= Ho || ox >= Wo)
         return;
     float acc = 0.0f;

@@ -179,29 +179,29 @@ def im2col(x, cols, k, wo, stride, pad):
         i += cuda.gridsize(1)
 
 
-# v2b: the tiled GEMM (TILE x TILE tiles of A and B in shared memory) of w (M x CKK) by cols;
+# v2b: the tiled GEMM (TILE x TILE tiles of A and B in shared memory) of w (as M x CKK) by cols;
 #   the only change from chapter 6's tiled GEMM is the store: column n = (b, pixel) of the
 #   product goes to y[b, m, pixel], so the output comes out in NCHW without a transpose
 @cuda.jit
-def gemm_tiled_nchw(a, cols, y3):
+def gemm_tiled_nchw(w, cols, y):
     sa = cuda.shared.array((TILE, TILE), float32)
     sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     n = cuda.blockIdx.x * TILE + tx                     # output column (b, pixel)
     m = cuda.blockIdx.y * TILE + ty                     # output row: the filter
-    depth = a.shape[1]
+    depth = w.shape[1]
     acc = float32(0.0)
     for t in range((depth + TILE - 1) // TILE):
         k0 = t * TILE
-        sa[ty, tx] = a[m, k0 + tx] if m < a.shape[0] and k0 + tx < depth else 0.0
+        sa[ty, tx] = w[m, k0 + tx] if m < w.shape[0] and k0 + tx < depth else 0.0
         sb[ty, tx] = cols[k0 + ty, n] if k0 + ty < depth and n < cols.shape[1] else 0.0
         cuda.syncthreads()
         for j in range(TILE):
             acc += sa[ty, j] * sb[j, tx]
         cuda.syncthreads()                              # the next phase overwrites sa/sb
-    hw = y3.shape[2]
-    if m < a.shape[0] and n < cols.shape[1]:
-        y3[n // hw, m, n % hw] = acc
+    hw = y.shape[2]                                     # y is (B, M, Ho*Wo)
+    if m < w.shape[0] and n < cols.shape[1]:
+        y[n // hw, m, n % hw] = acc
 
 
 # ------------------------------------------------------------------------------------------
@@ -267,15 +267,16 @@ def make_conv_v4_const_weights(w):
         raise ValueError(f"the weights take {weights.nbytes:,} bytes but constant memory holds "
                          f"{CONST_BYTES:,}: use v3 (weights in shared memory) for this layer")
 
-    # v4: one thread per output of a 2-D tile, filter m = blockIdx.z: every lane of a warp reads
-    #   the same weight at the same time, which the constant cache broadcasts in one transaction
+    # v4: one thread per output of a 2-D tile, grid (column tiles, row tiles x M, B): the filter m
+    #   is the same for the whole block, so every lane of a warp reads the same weight at the same
+    #   time, which the constant cache broadcasts in one transaction
     @cuda.jit
     def conv_v4_const_weights(x, y, stride, pad):
         wc = cuda.const.array_like(weights)
-        mo = y.shape[1]
-        b, m = cuda.blockIdx.z // mo, cuda.blockIdx.z % mo
+        row_tiles = (y.shape[2] + cuda.blockDim.y - 1) // cuda.blockDim.y
+        b, m = cuda.blockIdx.z, cuda.blockIdx.y // row_tiles
         ox = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        oy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+        oy = (cuda.blockIdx.y % row_tiles) * cuda.blockDim.y + cuda.threadIdx.y
         if oy < y.shape[2] and ox < y.shape[3]:
             acc = float32(0.0)
             for c in range(x.shape[1]):
@@ -340,7 +341,7 @@ def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_
                x, w, y, stride, pad)
     elif version == "v4 constant weights":
         kernel = make_conv_v4_const_weights(w)
-        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE), bsz * m), (TILE, TILE), x, y, stride, pad)
+        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE) * m, bsz), (TILE, TILE), x, y, stride, pad)
     else:
         raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
     return y

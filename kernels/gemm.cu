@@ -271,7 +271,7 @@ gemm_v6_float4_scalar(const float* __restrict__ A, const float* __restrict__ B, 
 }
 
 // v7's body (see gemm_v7_warptile below), for float4 rows (VEC) or any sizes
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, bool VEC>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int GROUP, bool VEC>
 __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K)
 {
@@ -289,7 +289,16 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
     const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    int bx = blockIdx.x, by = blockIdx.y;
+    if (GROUP > 0) {                           // consecutive blocks walk down GROUP block rows, then right:
+        const int bid = by * gridDim.x + bx;   // blocks resident together share A and B tiles in L2
+        const int first = bid / (GROUP * gridDim.x) * GROUP;
+        const int rows = min((int)gridDim.y - first, GROUP);
+        const int in_group = bid % (GROUP * gridDim.x);
+        by = first + in_group % rows;
+        bx = in_group / rows;
+    }
+    const int row0 = by * BM, col0 = bx * BN;
 
     float4 pa[LOAD_A], pb[LOAD_B];             // the next tile, on its way from global memory
     auto fetch = [&](int k0) {
@@ -369,19 +378,23 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
 }
 
 // the tuned configuration (benchmarks/gpu_gemm.py --tune times the others):
-// BM, BN, BK, WM, WN, WNITER, TM, TN -> (BM/WM)*(BN/WN)*32 threads
+// BM, BN, BK, WM, WN, WNITER, TM, TN, GROUP -> (BM/WM)*(BN/WN)*32 threads, at least
+// V7_MIN_BLOCKS blocks per SM (the compiler caps registers to fit them)
 #ifndef V7_CONFIG
-#define V7_CONFIG 128, 128, 16, 64, 64, 4, 8, 4
-#define V7_THREADS 128
+#define V7_CONFIG 128, 128, 16, 64, 32, 2, 8, 4, 0
+#define V7_THREADS 256
+#endif
+#ifndef V7_MIN_BLOCKS
+#define V7_MIN_BLOCKS 1
 #endif
 // ---- v7: warp tiling: each warp owns a WM x WN sub-tile, its lanes WMITER x WNITER small blocks of TM x TN in it, so a warp's shared reads touch few distinct addresses; two shared buffers let the next tile's global loads overlap this tile's FMAs
-extern "C" __global__ void __launch_bounds__(V7_THREADS)
+extern "C" __global__ void __launch_bounds__(V7_THREADS, V7_MIN_BLOCKS)
 gemm_v7_warptile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                  int M, int N, int K)
 {
     gemm_v7_body<V7_CONFIG, true>(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(V7_THREADS)
+extern "C" __global__ void __launch_bounds__(V7_THREADS, V7_MIN_BLOCKS)
 gemm_v7_warptile_scalar(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                         int M, int N, int K)
 {

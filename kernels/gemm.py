@@ -29,6 +29,23 @@ THREADS4 = BM4 * BN4 // TM4
 BM5, BN5, BK5, TM5, TN5 = 128, 128, 8, 8, 8
 TX5, TY5 = BN5 // TN5, BM5 // TM5          # 16 x 16 = 256 threads
 THREADS5 = TX5 * TY5
+# v7 (numba), warp tiling: a BM7 x BN7 block tile split into WM7 x WN7 warp tiles; the 32 lanes
+# of a warp form LM7 x LN7 and own the rows lr + LM7*i, columns lc + LN7*j of their warp tile
+BM7 = 128
+BN7 = 128
+BK7 = 8
+WM7 = 32
+WN7 = 64
+LM7 = 4
+LN7 = 8
+PAD7 = 4                                             # A's transposed stores: padding spreads the banks
+SA7_WIDTH = BM7 + PAD7
+TM7 = WM7 // LM7                                     # 8 x 8 outputs per thread
+TN7 = WN7 // LN7
+WARPS_N7 = BN7 // WN7
+THREADS7N = (BM7 // WM7) * WARPS_N7 * 32             # 256
+LOADS7A = BM7 * BK7 // THREADS7N                     # elements of A and B each thread fetches per tile
+LOADS7B = BK7 * BN7 // THREADS7N
 
 ACT_NONE, ACT_SWISH, ACT_SIGMOID = 0, 1, 2
 ACTIVATIONS = {"none": ACT_NONE, "swish": ACT_SWISH, "sigmoid": ACT_SIGMOID}
@@ -195,6 +212,75 @@ def gemm_v5_blocking_2d(a, b, c):
                 c[row, col] = acc[i, j]
 
 
+# v7: warp tiling and double buffering: each warp owns a WM7 x WN7 part of the tile (its
+#   shared reads touch 4 + 8 words); the next tile's global loads go into registers before this
+#   tile's FMAs and into the other shared buffer after them, so their latency hides behind the
+#   math; two k steps per loop turn let the compiler fetch the next k's operands early
+@cuda.jit
+def gemm_v7_warptile(a, b, c):
+    sa = cuda.shared.array((2, BK7, SA7_WIDTH), float32)  # two buffers, A transposed: sa[s, k, row]
+    sb = cuda.shared.array((2, BK7, BN7), float32)
+    acc = cuda.local.array((TM7, TN7), float32)
+    pa = cuda.local.array(LOADS7A, float32)             # the next tile, on its way from global memory
+    pb = cuda.local.array(LOADS7B, float32)
+    ra = cuda.local.array((2, TM7), float32)
+    rb = cuda.local.array((2, TN7), float32)
+    t = cuda.threadIdx.x
+    warp, lane = t // 32, t % 32
+    wr = (warp // WARPS_N7) * WM7 + lane // LN7          # this lane's first row and column
+    wc = (warp % WARPS_N7) * WN7 + lane % LN7
+    row0 = cuda.blockIdx.y * BM7
+    col0 = cuda.blockIdx.x * BN7
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    for i in range(TM7):
+        for j in range(TN7):
+            acc[i, j] = float32(0.0)
+    tiles = (kk + BK7 - 1) // BK7
+    for tile in range(tiles + 1):
+        s = tile % 2
+        if tile < tiles:                                  # fetch tile `tile` into registers
+            k0 = tile * BK7
+            for p in range(LOADS7A):
+                e = t + p * THREADS7N
+                r, q = e // BK7, e % BK7
+                pa[p] = a[row0 + r, k0 + q] if row0 + r < m and k0 + q < kk else float32(0.0)
+            for p in range(LOADS7B):
+                e = t + p * THREADS7N
+                r, q = e // BN7, e % BN7
+                pb[p] = b[k0 + r, col0 + q] if k0 + r < kk and col0 + q < n else float32(0.0)
+        if tile > 0:                                      # multiply the previous tile (buffer 1 - s)
+            o = 1 - s
+            for k in range(0, BK7, 2):
+                for i in range(TM7):
+                    ra[0, i] = sa[o, k, wr + LM7 * i]
+                    ra[1, i] = sa[o, k + 1, wr + LM7 * i]
+                for j in range(TN7):
+                    rb[0, j] = sb[o, k, wc + LN7 * j]
+                    rb[1, j] = sb[o, k + 1, wc + LN7 * j]
+                for i in range(TM7):
+                    for j in range(TN7):
+                        acc[i, j] += ra[0, i] * rb[0, j]
+                for i in range(TM7):
+                    for j in range(TN7):
+                        acc[i, j] += ra[1, i] * rb[1, j]
+        if tile < tiles:                                  # park the fetched tile in buffer s
+            for p in range(LOADS7A):
+                e = t + p * THREADS7N
+                r, q = e // BK7, e % BK7
+                sa[s, q, r] = pa[p]
+            for p in range(LOADS7B):
+                e = t + p * THREADS7N
+                r, q = e // BN7, e % BN7
+                sb[s, r, q] = pb[p]
+        cuda.syncthreads()                                # buffer s is full; buffer 1 - s is free
+    for i in range(TM7):
+        row = row0 + wr + LM7 * i
+        for j in range(TN7):
+            col = col0 + wc + LN7 * j
+            if row < m and col < n:
+                c[row, col] = acc[i, j]
+
+
 # ------------------------------------------------------------------------------------------
 # The seed report's layer: P = act(W @ X + bias), bias per output row, fused into the store
 # ------------------------------------------------------------------------------------------
@@ -265,7 +351,7 @@ def cdiv(a: int, b: int) -> int:
 
 #: the CUDA C-only versions' tiles and threads (kernels/gemm.cu: V6_CONFIG, V7_CONFIG)
 TILE6, THREADS6 = (128, 128), 256
-TILE7, THREADS7 = (128, 128), 128
+TILE7, THREADS7 = (BM7, BN7), THREADS7N
 
 #: GEMM's version table: label -> numba kernel (None: CUDA C only), CUDA C kernel, its scalar
 #: twin for sizes float4 cannot take (None: the kernel takes any size), the C tile one block
@@ -284,7 +370,7 @@ VERSIONS = {
                             tile=(BM5, BN5), block=(THREADS5,), per_thread=TM5 * TN5),
     "v6 float4 loads": dict(kernel=None, cuda="gemm_v6_float4", scalar="gemm_v6_float4_scalar",
                             tile=TILE6, block=(THREADS6,), per_thread=TILE6[0] * TILE6[1] // THREADS6),
-    "v7 warp tiling": dict(kernel=None, cuda="gemm_v7_warptile", scalar="gemm_v7_warptile_scalar",
+    "v7 warp tiling": dict(kernel="gemm_v7_warptile", cuda="gemm_v7_warptile", scalar="gemm_v7_warptile_scalar",
                            tile=TILE7, block=(THREADS7,), per_thread=TILE7[0] * TILE7[1] // THREADS7),
 }
 #: the versions numba-cuda (and so the emulator) runs

@@ -15,6 +15,7 @@ pytestmark = [pytest.mark.gpu, requires_gpu]
 
 ODD = [(33, 47, 29), (130, 257, 67), (1, 129, 5)]
 ALIGNED = [(200, 132, 96), (129, 256, 36)]          # N and K multiples of 4: float4 rows
+EMULATOR_SHAPE = (33, 47, 29)                       # small: v7 emulates 256 threads x 64 outputs
 
 
 def _inputs(m, n, k):
@@ -48,17 +49,24 @@ def test_cuda_c_matches_reference(version, shape):
     _close(_on_gpu(version, "cuda-c", a, b), a, b)
 
 
-@pytest.mark.parametrize("shape", ODD, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", ODD + ALIGNED, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("version", G.NUMBA_VERSIONS)
-def test_numba_and_emulator_match_reference_and_each_other(version, shape):
+def test_numba_matches_reference(version, shape):
     a, b = _inputs(*shape)
+    _close(_on_gpu(version, "numba", a, b), a, b)
+
+
+@pytest.mark.parametrize("version", G.NUMBA_VERSIONS)
+def test_emulator_agrees_with_numba_and_cuda_c(version):
+    a, b = _inputs(*EMULATOR_SHAPE)
     gpu = _on_gpu(version, "numba", a, b)
+    twin = _on_gpu(version, "cuda-c", a, b)
     emu = G.gemm_with(version, a, b, lambda k, g, bl, *args: simtlab.emulate(k, g, bl, *args, trace=False))
-    _close(gpu, a, b)
     _close(emu, a, b)
     # the same kernel, the same order of float32 adds: numba's FMAs may round once where the
     # emulator's NumPy multiply-add rounds twice, so agree to a few ulps, not bit for bit
-    np.testing.assert_allclose(gpu, emu, rtol=0, atol=1e-5 * shape[2])
+    np.testing.assert_allclose(gpu, emu, rtol=0, atol=1e-5 * EMULATOR_SHAPE[2])
+    np.testing.assert_allclose(twin, emu, rtol=0, atol=1e-5 * EMULATOR_SHAPE[2])
 
 
 @pytest.mark.parametrize("impl", ["numba", "cuda-c"])

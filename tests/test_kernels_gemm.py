@@ -159,7 +159,7 @@ def test_every_numba_version_has_a_cuda_c_twin_with_one_comment_line():
     # the launch plan's thread counts are the ones the CUDA C kernels were built for
     assert "#define V7_THREADS %d" % G.THREADS7 in text and "__launch_bounds__(%d)" % G.THREADS6 in text
     with pytest.raises(ValueError, match="only in CUDA C"):
-        G.kernel_of("v7 warp tiling")
+        G.kernel_of("v6 float4 loads")
 
 
 def test_float4_versions_fall_back_to_scalar_when_rows_are_not_aligned():

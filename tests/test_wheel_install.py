@@ -37,8 +37,8 @@ def _pyproject() -> dict:
 
 def expected_wheel_files() -> set[str]:
     """Every file the wheel must carry, by its path inside the wheel."""
-    want = {str(p.relative_to(REPO)) for p in (REPO / "simtlab").rglob("*.py") if "__pycache__" not in p.parts}
-    want |= {str(p.relative_to(REPO)) for p in (REPO / "simtlab" / "data").glob("*.json")}
+    want = {str(p.relative_to(REPO)) for p in (REPO / "simtlab").rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}         # modules and data files alike
     want |= {f"simtlab/kernels/{p.name}" for p in (REPO / "kernels").iterdir() if p.suffix in (".py", ".cu")}
     want |= {f"simtlab/chapters/{p.name}" for p in (REPO / "chapters").glob("*.ipynb")}
     return want
@@ -161,11 +161,13 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
              "from simtlab.source import show_source\n"
              "print(simtlab.__file__)\n"
              "print(sorted(p.name for p in cu_files()))\n"
+             "print(simtlab.hint('ch03.transpose', 2).levels)\n"
              "print(show_source('scan.cu', 'scan_v2_blelloch').data)\n")
     out = _run([py, "-c", probe], cwd=student, env=env, timeout=120).stdout.splitlines()
     assert out[0].startswith(str(venv)), f"simtlab imported from {out[0]}, not the fresh venv"
     assert out[1] == str(sorted(p.name for p in (REPO / "kernels").glob("*.cu"))), out[1]
-    assert "scan_v2_blelloch" in "\n".join(out[2:]), out
+    assert out[2] == "2", f"hint() found no hints in the wheel's chapters: {out[2]}"
+    assert "scan_v2_blelloch" in "\n".join(out[3:]), out
 
     # 5. chapter 3's master runs top to bottom under nbval on the installed package
     grading = tmp_path / "grading"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from functools import cached_property
 
@@ -26,13 +27,14 @@ class Run:
         self.traced = trace.memory_records is not None
         self.lines_traced = trace.line_records is not None
         # blocks 0..traced_blocks-1 are in the trace (all of them unless emulate(trace_blocks=))
-        self.traced_blocks = (0 if not self.traced else self.num_blocks if trace.traced_blocks is None
-                              else trace.traced_blocks)
+        tb = launch.trace_blocks
+        self.traced_blocks = 0 if not self.traced else (
+            launch.num_blocks if tb is None else min(launch.num_blocks, int(tb)))
         self.elapsed_s = trace.elapsed_s          # wall time: not a fact about the kernel
         self.engine = trace.engine
         self.engine_reason = trace.engine_reason
         self._codes = list(trace.codes)
-        self._trace = trace
+        self._trace = dataclasses.replace(trace)   # its fields are dropped once built
 
     def __repr__(self):
         return (f"<Run {self.kernel_name} grid={self.griddim} block={self.blockdim} "
@@ -92,6 +94,7 @@ class Run:
             raise ValueError("this run was not traced: run emulate(..., trace=True)")
         mem = self._trace.memory()
         self._trace.memory_records = None       # the columns replace the raw records
+        self._trace.memory_table = None
         return mem
 
     @cached_property
@@ -104,6 +107,8 @@ class Run:
 
     @cached_property
     def _race_result(self):
+        if self._trace.races is not None:
+            return self._trace.races
         from ..analysis.races import find_races
         return find_races(self.memory, self.arrays, self._unravel)
 

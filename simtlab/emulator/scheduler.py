@@ -132,8 +132,6 @@ class Scheduler:
         self.max_trace = launch.max_trace
         self.trace_blocks = launch.trace_blocks   # trace only blocks below this linear id (None: all)
         self.progress = launch.progress           # progress(blocks done, blocks) after each block
-        self.traced_blocks = (self.nblocks if launch.trace_blocks is None
-                              else min(self.nblocks, launch.trace_blocks))
         self._block_traced = True
 
         self.cur: ThreadState | None = None
@@ -189,7 +187,7 @@ class Scheduler:
         return Trace(launch=self.launch, arrays=list(self.arrays), codes=list(self.code_list),
                      memory_records=self.memory_records if self.trace_memory else None,
                      line_records=self.finished_threads if self.trace_lines else None,
-                     elapsed_s=self.elapsed_s, engine="greenlet", traced_blocks=self.traced_blocks)
+                     elapsed_s=self.elapsed_s, engine="greenlet")
 
     # --- trace ------------------------------------------------------------------------------
     # A source *site* is one line of one function, as one int (see simtlab.simt.make_site).

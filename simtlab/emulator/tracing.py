@@ -75,6 +75,18 @@ def build_lines(finished_threads, tpb, wpb) -> np.recarray:
                               occurrence(gtid, site), step, epoch], names=LINE_FIELDS)
 
 
+def build_lines_from_columns(gtid, site, epoch, tpb, wpb) -> np.recarray:
+    """The same table from columns already grouped by thread (the vector engine's form)."""
+    n = len(gtid)
+    new_thread = np.r_[True, gtid[1:] != gtid[:-1]] if n else np.zeros(0, bool)
+    start = np.maximum.accumulate(np.where(new_thread, np.arange(n), 0)) if n else \
+        np.zeros(0, np.int64)
+    step = np.arange(n) - start
+    block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
+    return np.rec.fromarrays([block, thread, warp, lane, gwarp, site_line(site), site,
+                              occurrence(gtid, site), step, epoch], names=LINE_FIELDS)
+
+
 @dataclass
 class Trace:
     """What an engine hands back after a launch: the launch, its arrays and code objects (a
@@ -85,16 +97,25 @@ class Trace:
     arrays: list                   # ArrayInfo of every array the launch touched
     codes: list                    # code objects: the kernel first, then its device functions
     memory_records: object         # list of 7-tuples or an (n, 7) int64 array; None: not traced
-    line_records: object           # [(gtid, [site...], [barrier position...])]; None: not traced
+    line_records: object           # [(gtid, [site...], [barrier position...])], or
+                                   # ("columns", gtid, site, epoch) sorted by thread, each
+                                   # thread's rows in execution order; None: not traced
     elapsed_s: float
     engine: str = "greenlet"
     engine_reason: str = ""
-    traced_blocks: int | None = None  # blocks 0..n-1 are in the trace (None: all of them)
+    memory_table: object = None    # run.memory, when already built
+    races: object = None           # (count, [Race...]), when already found
 
     def memory(self) -> np.recarray:
+        if self.memory_table is not None:
+            return self.memory_table
         return build_memory(self.memory_records, self.arrays, self.launch.threads_per_block,
                             self.launch.warps_per_block)
 
     def lines(self) -> np.recarray:
+        if isinstance(self.line_records, tuple) and self.line_records[0] == "columns":
+            _, gtid, site, epoch = self.line_records
+            return build_lines_from_columns(gtid, site, epoch, self.launch.threads_per_block,
+                                            self.launch.warps_per_block)
         return build_lines(self.line_records, self.launch.threads_per_block,
                            self.launch.warps_per_block)

@@ -41,7 +41,8 @@ V5_CONFIGS = {
     "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
 }
 
-__all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "VERSIONS", "V5_CONFIGS", "layer_shape",
+__all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "VERSIONS", "V5_CONFIGS", "layer_shape", "recorded",
+           "measure", "results", "summary_table",
            "v5_name", "conv_runner", "torch_runner", "layer_module", "cases", "CHECK_BATCH"]
 
 
@@ -96,6 +97,9 @@ def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid",
     i32 = np.int32
     sizes = tuple(i32(v) for v in (bsz, c, h, wd, m, k, ho, wo, stride, pad))
     total = bsz * m * ho * wo
+    if bsz > 65535 and version in ("v4 constant weights", "v5 tuned"):
+        raise ValueError(f"{version} puts the batch in gridDim.z, at most 65,535; got a batch of {bsz:,}: "
+                         "split the batch into several launches")
     if version == "v5 tuned":
         if impl != "cuda-c" or config is None:
             raise ValueError("v5 tuned exists in CUDA C only and needs a config (TX, TH, TW)")
@@ -169,7 +173,7 @@ def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid",
                 kernel(grid, (K.TILE, K.TILE), (x, w, y, *sizes))
         return run, y
     # v4 constant weights
-    grid = (K.cdiv(wo, K.TILE), K.cdiv(ho, K.TILE), bsz * m)
+    grid = (K.cdiv(wo, K.TILE), K.cdiv(ho, K.TILE) * m, bsz)     # gridDim.y/z: at most 65,535
     if impl == "numba":
         kern = K.make_conv_v4_const_weights(cupy.asnumpy(w))[grid, (K.TILE, K.TILE)]
         xv, yv = _numba_view(x), _numba_view(y)
@@ -262,3 +266,76 @@ def layer_module(layer: str):
     """A topic-like object for ``harness.run_topic``: the cases of one layer."""
     return types.SimpleNamespace(__name__=f"{__name__}[{layer}]", REFERENCE=REFERENCE,
                                  cases=lambda: cases(layer))
+
+
+# ------------------------------------------------------------------------------------------
+# Recorded results (simtlab/data/conv_gpu.json, written by benchmarks/conv_gpu.py)
+# ------------------------------------------------------------------------------------------
+def _results_path():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "data" / "conv_gpu.json"
+
+
+def recorded(path=None) -> dict:
+    """The figures benchmarks/conv_gpu.py recorded (``source``: 'recorded', or 'none')."""
+    import json
+
+    try:
+        with open(path or _results_path(), encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {"source": "none", "message": "No convolution timings recorded yet: run benchmarks/conv_gpu.py on a GPU."}
+    return {**data, "source": "recorded"}
+
+
+def measure(layers=LAYERS, batches=(1000,), log=print) -> dict:
+    """Check and time every version on this GPU now (the chapter uses a batch of 1,000: quick)."""
+    from .harness import run_topic, stamp
+
+    out = {**stamp(), "source": "measured", "layers": {}}
+    for layer in layers:
+        for batch in batches:
+            log(f"Timing every version of LeNet {layer} at a batch of {batch:,} on this GPU ...")
+            res = run_topic(layer_module(layer), n=batch, sweep=None, check_n=CHECK_BATCH, log=log)
+            case = cases(layer)[0]
+            flops, nbytes = case.flops(batch), case.bytes_moved(batch)
+            for r in res["rows"]:
+                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
+            peaks = recorded().get("peaks", {"fp32_tflops": 66.9, "hbm_gbps": 3350.0})
+            res.update(layer=layer, batch=batch, flops=flops, bytes=nbytes,
+                       roofline_ms=max(flops / (peaks["fp32_tflops"] * 1e12), nbytes / (peaks["hbm_gbps"] * 1e9)) * 1e3)
+            out["layers"].setdefault(layer, {})[str(batch)] = res
+    return out
+
+
+def results(live: bool | None = None, log=print) -> dict:
+    """Live measurements at a batch of 1,000 on a GPU (``live=None``: when one is usable), else
+    the recorded ones (batches of 1,000 and 10,000)."""
+    from .. import backend
+
+    if live is None:
+        live = backend.gpu_available()
+    if live:
+        return measure(log=log)
+    res = recorded()
+    if res["source"] == "recorded":
+        log(f"No GPU here: showing the convolution timings recorded on {res.get('device')} on {res.get('date')}.")
+    else:
+        log(res["message"])
+    return res
+
+
+def summary_table(res: dict, layer: str, batch: int) -> str:
+    """Version, ms, TFLOP/s, ratio to cuDNN (above 1: faster), fastest first."""
+    if res.get("source") == "none":
+        return res["message"]
+    entry = res["layers"][layer][str(batch)]
+    lines = [f"LeNet {layer}, batch {batch:,}: {entry['flops'] / 1e9:.2f} GFLOP, {entry['bytes'] / 1e6:.0f} MB, "
+             f"roofline {entry['roofline_ms']:.3f} ms",
+             f"{'version':<34} {'ms':>8} {'TFLOP/s':>8} {'vs cuDNN':>9}"]
+    for r in sorted(entry["rows"], key=lambda r: r["median_ms"]):
+        lines.append(f"{r['name']:<34} {r['median_ms']:8.3f} {r['tflops']:8.2f} {r['ratio']:8.2f}x")
+    for e in entry.get("errors") or []:
+        lines.append(f"{e['name']:<34} FAILED: {e['error'][:60]}")
+    return "\n".join(lines)
