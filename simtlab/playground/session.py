@@ -94,7 +94,7 @@ class Playground:
         # A progress report (like a sampled trace) makes the emulator run block by block on its
         # greenlet engine; a kernel the vector engine runs needs none: it is done in a blink.
         slow = trace_blocks is not None or vector.why_not(plain_function(self.kernel)) is not None
-        progress = Progress(self.progress_bar, f"emulating {self.kernel_name}")
+        progress = Progress(self.progress_bar, f"emulating {self.kernel_name}", standalone=first)
         t0 = time.perf_counter()
         error, run = None, None
         try:
