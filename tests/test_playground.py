@@ -362,3 +362,16 @@ def test_gpu_tab_with_a_fake_gpu_compares_and_times(monkeypatch):
     assert "0.0 GB/s" in html or "GB/s" in html
     result, _ = pg.gpu_result()
     assert result["gbps"] == pytest.approx(8 * 1024 / 0.5e-3 / 1e9)
+
+
+def test_latency_benchmark_times_a_tab():
+    """benchmarks/playground_latency.py runs (its figures are measured there, not here)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "playground_latency.py"
+    spec = importlib.util.spec_from_file_location("playground_latency", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    kernel, args = bench.kernels()["vector_add"]
+    row = bench.time_tab(kernel, args, tab=5, repeat=1)
+    assert row["tab"] == "source" and row["cold_ms"]["median"] > 0 and row["cached_ms"]["n"] >= 2

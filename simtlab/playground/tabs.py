@@ -243,7 +243,8 @@ class SourceTab(Tab):
         if not _has_trace(pg.run):
             self.box.children = [_note("no trace: the launch did not start")]
             return
-        self.box.children = [widgets.HTML(source_view_html(pg.run, error=pg.error))]
+        run, error = pg.run, pg.error
+        self.box.children = [widgets.HTML(self.memo(run, (id(error),), lambda: source_view_html(run, error=error)))]
 
 
 class GpuTab(Tab):
