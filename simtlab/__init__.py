@@ -6,7 +6,8 @@ access; ``simtlab.launch`` runs it on the GPU when one is usable, else on the em
 
 from .emulator import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
-                       WarpCollectiveError, emulate)
+                       UntracedSourceWarning, WarpCollectiveError, emulate)
+from .exercises import NotWrittenYet, hint  # what a student answer cell's stub imports
 
 __version__ = "0.1.0"
 
@@ -25,4 +26,5 @@ def __getattr__(name):
 
 __all__ = ["emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
-           "RunawayKernelError", "KernelException", "show_source", "__version__"]
+           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "NotWrittenYet", "hint",
+           "__version__"]

@@ -19,7 +19,7 @@ from pathlib import Path
 __all__ = ["KERNELS_DIR", "CompileResult", "cu_path", "cu_files", "find_nvcc", "compile_cu",
            "raw_module", "cu_kernel", "NVRTC_OPTIONS"]
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+from .paths import KERNELS_DIR  # kernels/ in a checkout, simtlab/kernels/ in a wheel
 #: the options every .cu file is compiled with (NVRTC picks the GPU's own architecture)
 NVRTC_OPTIONS = ("-std=c++17",)
 

@@ -132,7 +132,7 @@ def test_feedback_per_student_without_hidden_source(graded):
     assert "passed: hidden check `t.square.hidden` (2 points)" in partial
     assert "Total: 3 / 6 points" in partial
     blank = (feedback / "blank.md").read_text()
-    assert "FAILED: hidden check `t.square.hidden` (2 points): NotImplementedError" in blank
+    assert "FAILED: hidden check `t.square.hidden` (2 points): NotWrittenYet" in blank
     loop = (feedback / "infinite_loop.md").read_text()
     assert f"longer than {CELL_TIMEOUT} s" in loop
     died = (feedback / "os_exit.md").read_text()

@@ -162,7 +162,7 @@ def test_missing_answer_is_graded_as_the_stub(master):
     sub.cells.append(nbformat.v4.new_markdown_cell("notes"))
     out = rebuild(master, sub)
     assert out.answers["t.mean"] == "missing"
-    assert "NotImplementedError" in sources(out.nb)["t.mean"]
+    assert "raise NotWrittenYet(\"t.mean\")" in sources(out.nb)["t.mean"]
     assert "answer missing: t.mean" in out.flags
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.tracing import group_ids
+from ..simt import group_ids
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128

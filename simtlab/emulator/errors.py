@@ -63,7 +63,8 @@ class OutOfBoundsError(EmulationError):
 class BarrierError(EmulationError):
     """A ``syncthreads`` that not every thread of the block reaches (a divergent barrier)."""
 
-    title = "divergent barrier (deadlock on a GPU)"
+    title = ("divergent barrier: undefined behaviour (may hang or silently give wrong results; "
+             "a GPU may even complete it)")
 
 
 class WarpCollectiveError(EmulationError):
@@ -82,6 +83,10 @@ class RunawayKernelError(EmulationError):
     """The kernel ran past its step or time budget: most likely an endless loop."""
 
     title = "runaway kernel"
+
+
+class UntracedSourceWarning(UserWarning):
+    """A device function whose source cannot be read runs, but its lines are not traced."""
 
 
 class KernelException(EmulationError):

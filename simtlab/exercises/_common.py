@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .report import CheckFailed, run_student_kernel
-
-WARP_SIZE = 32
+from ..simt import WARP_SIZE
+from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
 
 def rng() -> np.random.Generator:
@@ -27,16 +26,6 @@ def describe_launch(griddim: int, blockdim: int) -> str:
     return f"{plural(griddim, 'block')} of {blockdim} threads ({griddim * blockdim} threads in the grid)"
 
 
-def with_context(failure: CheckFailed, context: str, hint: str | None = None) -> CheckFailed:
-    """A new CheckFailed: ``context`` first, then the original message, then ``hint``."""
-    text = f"{context}\n{failure}"
-    if hint:
-        text += f"\n{hint}"
-    new = CheckFailed(text)
-    new.original = getattr(failure, "original", None)
-    return new
-
-
 def global_thread(error, blockdim: int) -> int | None:
     """The 1-D global thread id of the thread an emulator error names, if it names one."""
     block, thread = getattr(error, "block", None), getattr(error, "thread", None)
@@ -54,16 +43,15 @@ def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: s
     """
     from simtlab.emulator.errors import OutOfBoundsError
 
-    try:
-        return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
-    except CheckFailed as e:
-        original = getattr(e, "original", None)
-        if isinstance(original, OutOfBoundsError) and oob_hint:
+    def hint(failure):
+        original = getattr(failure, "original", None)
+        if oob_hint and isinstance(original, OutOfBoundsError):
             gid = global_thread(original, blockdim)
-            raise with_context(e, context, oob_hint.format(thread=gid if gid is not None else "?")) from None
-        if str(e).startswith("You have not written"):
-            raise
-        raise with_context(e, context) from None
+            return oob_hint.format(thread=gid if gid is not None else "?")
+        return None
+
+    with failing_in(context, hint):
+        return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
 
 
 def worst_warp(run):

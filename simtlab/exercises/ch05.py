@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import cdiv, describe_launch, format_lanes, rng, run_1d, with_context
-from .report import CheckFailed, compare_arrays, passed, poison, run_student_kernel
+from ..simt import WARP_SIZE
+from ._common import cdiv, describe_launch, format_lanes, rng, run_1d
+from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 
 __all__ = ["check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
 
 BLOCK = 256
-WARP_SIZE = 32
 #: tree levels whose every warp instruction must use all 32 lanes (steps 128, 64, 32)
 FULL_LEVELS = 3
 
@@ -45,11 +45,8 @@ def _check_partials(kernel, x, grid, context, hint, **opts):
     partial = poison(grid, np.float32)
     oob = "Thread {thread} went out of bounds: threads past the end of x must add 0, not read x."
     run = run_1d(kernel, grid, BLOCK, x, partial, context=context, oob_hint=oob, **opts)
-    try:
-        compare_arrays(partial, _block_sums(x, BLOCK),
-                       "partial", rtol=1e-5, atol=1e-4, index_names=("block",))
-    except CheckFailed as e:
-        raise with_context(e, context, hint) from None
+    with failing_in(context, hint):
+        compare_arrays(partial, _block_sums(x, BLOCK), "partial", rtol=1e-5, atol=1e-4, index_names=("block",))
     return run, partial
 
 
@@ -176,12 +173,8 @@ def check_vecmat(vecmat) -> None:
         block_out = poison((rows, per_row), np.float32)
         context = (f"Launch: v of {n} elements, w of shape ({rows}, {n}); grid ({per_row}, {rows}) of "
                    f"{BLOCK} threads: {per_row} blocks per row, {per_row * BLOCK} threads per row.")
-        try:
+        with failing_in(context):
             run = run_student_kernel(vecmat, (per_row, rows), BLOCK, v, w, block_out)
-        except CheckFailed as e:
-            if str(e).startswith("You have not written"):
-                raise
-            raise with_context(e, context) from None
         reads = run.accesses("w", "read")
         count = np.bincount(reads.index, minlength=rows * n).reshape(rows, n)
         if (count == 0).any():
@@ -204,11 +197,9 @@ def check_vecmat(vecmat) -> None:
             col = int(np.argwhere(np.isnan(block_out[row]))[0][0])
             raise CheckFailed(f"{context}\nblock_out[{row}, {col}] was never written: thread 0 of block "
                               f"({col}, {row}) must write its block's total there.")
-        try:
+        with failing_in(context, "Thread t of block (b, row) adds w[row, k] * v[k] over its k; the "
+                        "block's total goes to block_out[row, b]."):
             compare_arrays(sums.astype(np.float32), want.astype(np.float32), "block_out summed over each row",
                            rtol=1e-4, atol=1e-3, index_names=("row",))
-        except CheckFailed as e:
-            raise with_context(e, context, "Thread t of block (b, row) adds w[row, k] * v[k] over its k; the "
-                               "block's total goes to block_out[row, b].") from None
     passed("vecmat reads every element of w exactly once and its block partials add up to w @ v, for "
            "any number of columns")

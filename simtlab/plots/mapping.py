@@ -14,8 +14,8 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb
 from matplotlib.patches import Patch
 
 from .style import PALETTE, label, new_figure
+from ..simt import WARP_SIZE
 
-WARP_SIZE = 32
 ID_KEYS = ("block", "block_x", "block_y", "thread", "thread_x", "thread_y", "warp", "gwarp", "lane")
 COLOR_BY = ("block", "warp", "thread", "lane")
 # Cells with no thread (outside the grid, or never written in a trace).

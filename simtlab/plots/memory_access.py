@@ -12,8 +12,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from .style import PALETTE, label, new_figure
+from ..simt import WARP_SIZE
 
-WARP_SIZE = 32
 SECTOR = 32
 LINE = 128
 
