@@ -7,7 +7,7 @@ import pytest
 from numba import cuda, float32
 
 from simtlab.exercises import ch07
-from simtlab.exercises.report import CheckFailed
+from simtlab.exercises.report import CheckFailed, NotWrittenYet
 from simtlab.kernels import conv as K
 
 TILE = ch07.TILE
@@ -23,7 +23,7 @@ def flops_ok(b, c, m, k, ho, wo):
 
 
 def out_stub(n, k, stride, pad):
-    raise NotImplementedError("Exercise ch07.numbers: replace this line with your code")
+    raise NotWrittenYet("ch07.numbers")
 
 
 def test_layer_numbers_pass_on_right_answers():
@@ -32,7 +32,7 @@ def test_layer_numbers_pass_on_right_answers():
 
 
 def test_layer_numbers_stub_fails():
-    with pytest.raises(CheckFailed, match="not written this exercise yet"):
+    with pytest.raises(CheckFailed, match="ch07.* is not written yet"):
         ch07.check_layer_numbers(out_stub, flops_ok)
 
 
@@ -67,7 +67,7 @@ def unroll_ok(x, cols, k, wo, stride, pad):
 
 @cuda.jit
 def unroll_stub(x, cols, k, wo, stride, pad):
-    raise NotImplementedError("Exercise ch07.unroll: compute c, p, q, b, oy, ox")
+    raise NotWrittenYet("ch07.unroll")
 
 
 @cuda.jit
@@ -120,7 +120,7 @@ def test_unroll_passes_on_right_answers():
 
 
 def test_unroll_stub_fails():
-    with pytest.raises(CheckFailed, match="not written this exercise yet"):
+    with pytest.raises(CheckFailed, match="ch07.* is not written yet"):
         ch07.check_unroll(unroll_stub)
 
 
@@ -206,7 +206,7 @@ def gather_transposed(x, sb, r, depth, nl, n_cols, b, oy, ox, k, stride, pad, tx
 
 @cuda.jit
 def implicit_stub(x, w, y, stride, pad):
-    raise NotImplementedError("Exercise ch07.implicit: gather the tile")
+    raise NotWrittenYet("ch07.implicit")
 
 
 @cuda.jit
@@ -227,7 +227,7 @@ def test_implicit_gemm_passes_on_right_answers():
 
 
 def test_implicit_gemm_stub_fails():
-    with pytest.raises(CheckFailed, match="not written this exercise yet"):
+    with pytest.raises(CheckFailed, match="ch07.* is not written yet"):
         ch07.check_implicit_gemm(implicit_stub)
 
 
