@@ -25,10 +25,6 @@ BLOCK = 128
 TILE = 16
 
 
-def _call(fn, *args):
-    return call_student(fn, getattr(fn, "__name__", "your function"), *args)
-
-
 # ------------------------------------------------------------------------------------------
 # Exercise 1: output size and FLOPs of a layer
 # ------------------------------------------------------------------------------------------
