@@ -282,9 +282,26 @@ def test_feedback_never_shows_hidden_source(master):
                                                          evalue="square is wrong for other inputs")])
     s["notebook"] = "alice.ipynb"
     text = feedback_markdown({"student": "alice", "total": 1, "max": 6, "chapters": [s], "problems": []})
-    assert "FAILED: hidden check `t.square.hidden` (2 points): AssertionError: square is wrong" in text
+    # a hidden check's own message may quote what it tests: the student reads the instructor's words only
+    assert "FAILED: hidden check `t.square.hidden` (2 points): a hidden check failed" in text
+    assert "square is wrong" not in text
     assert "passed: check `t.square.check` (1 point)" in text
     assert HIDDEN_SOURCE not in text and "square(12)" not in text
+
+
+def test_hidden_check_feedback_is_the_instructors_message(master):
+    import copy
+
+    custom = copy.deepcopy(master)
+    for cell in custom.nb.cells:
+        if cell.metadata.get("simtlab", {}).get("id") == "t.square.hidden":
+            cell.metadata["simtlab"]["feedback"] = "square must work for fractions and zero too"
+    s = _score(custom, [_cell("t.square.hidden", nbval_ok=False, reply="error", error_output=True,
+                               ename="AssertionError", evalue="square(0.5) gave 0")])
+    s["notebook"] = "alice.ipynb"
+    text = feedback_markdown({"student": "alice", "total": 0, "max": 6, "chapters": [s], "problems": []})
+    assert "(2 points): square must work for fractions and zero too" in text
+    assert "square(0.5)" not in text
 
 
 def test_discover_layouts(tmp_path):
