@@ -5,12 +5,13 @@
 
 For each topic (``simtlab/gpubench/<topic>.py``) every version is first checked against the
 CPU reference at an odd size, then timed at n = 2^28 float32 elements with CUDA events
-(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28). The
-bandwidth is the version's napkin-math bytes over its median time; the ratio is against the
+(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28) timed
+L2-cold (4x the L2 of junk written before each timed run). The
+bandwidth is the version's napkin-math bytes over its median time (TFLOP/s its FLOPs, where the topic's table gives them); the ratio is against the
 library reference timed in the same run (``cupy.sum`` = CUB DeviceReduce, ``cupy.cumsum`` =
 CUB DeviceScan, a device-to-device copy).
 
-Results are merged into ``simtlab/data/gpu_bandwidth.json`` (or ``--out``), which the chapters
+Results are merged into the key ``topics`` of ``simtlab/data/h100_timings.json`` (or ``--out``), the one store of recorded GPU figures,, which the chapters
 plot when there is no GPU. Prints a table at the end.
 """
 
@@ -40,17 +41,17 @@ def main(argv=None) -> int:
         print(f"gpu_bandwidth: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
         return 1
     data = json.loads(args.out.read_text()) if args.out.exists() else {"topics": {}}
-    data.update(gpubench.harness.stamp())
+    where = gpubench.harness.stamp()           # each topic carries its own device, date, versions
     t0 = time.perf_counter()
     for topic in args.topics:
         print(f"== {topic} ==", flush=True)
         res = gpubench.run_topic(gpubench.topic_module(topic), n=args.n,
                                  sweep=None if args.no_sweep else gpubench.SWEEP_SIZES, only=args.only,
                                  log=lambda s: print(s, flush=True))
-        data.setdefault("topics", {})[topic] = res
+        data.setdefault("topics", {})[topic] = {**res, **where}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")      # after each topic: keep partial work
-    print(f"\n{data['device']}, {data['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
+    print(f"\n{where['device']}, {where['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
     for topic in args.topics:
         print(f"\n{topic} (n = {args.n:,}, reference: {data['topics'][topic]['reference']})")
         print(gpubench.summary_table({**data["topics"][topic], "source": "recorded"}))

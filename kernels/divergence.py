@@ -47,6 +47,16 @@ def branch_by_parity(x, out):
             out[i] = -x[i]
 
 
+# v1, as one expression: the same choice written as a conditional expression; the compiler
+#   turned it into select instructions (SEL/FSEL, no branch) on an H100, where it compiled v1's
+#   if/else to a branch (benchmarks/results/probe_ch1_5_h100.txt)
+@cuda.jit
+def branch_by_parity_select(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = 2 * x[i] if i % 2 == 0 else -x[i]
+
+
 # v2: branch on the warp index: all 32 lanes of a warp agree, so no warp runs both paths
 @cuda.jit
 def branch_by_warp(x, out):

@@ -1,49 +1,423 @@
-"""Matrix multiply C = A @ B. (The GEMM chapter grows this file; the foundation needs the
-shared-memory tiled version, which the emulator benchmark also uses.)"""
+"""Chapter 6: matrix multiply C = A @ B in float32 (row-major, A is M x K, B is K x N), from one
+thread per output to register-blocked tiles, and the seed report's bias + activation epilogue.
+
+Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
+multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
+kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6) and warp tiling with
+double buffering (v7). :data:`VERSIONS` lists each version's launch plan (:func:`launch_plan`);
+:func:`gemm_with` runs one version through any launcher (the emulator, or numba on a GPU).
+
+Napkin math (what the benchmark divides by): 2*M*N*K FLOPs; at best each matrix crosses DRAM
+once, 4*(M*K + K*N + M*N) bytes. What a version actually asks of memory is
+:func:`global_loads` (float32 loads from global memory, before any cache helps).
+"""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import cuda, float32
 
-TILE = 16
+TILE = 16                 # v1-v3 and the epilogue kernels: TILE x TILE threads, one output each
+# v4, 1-D register blocking: a BM4 x BN4 tile of C per block, BK4 deep slices of A and B,
+# TM4 outputs (a column strip) per thread: BM4 * BN4 / TM4 = 512 threads
+BM4, BN4, BK4, TM4 = 64, 64, 8, 8
+THREADS4 = BM4 * BN4 // TM4
+# v5, 2-D register blocking: a BM5 x BN5 tile per block, TM5 x TN5 outputs per thread, owned
+# strided (rows ty + 16*i, columns tx + 16*j) so a warp's shared reads are consecutive words
+BM5, BN5, BK5, TM5, TN5 = 128, 128, 8, 8, 8
+TX5, TY5 = BN5 // TN5, BM5 // TM5          # 16 x 16 = 256 threads
+THREADS5 = TX5 * TY5
+# v7 (numba), warp tiling: a BM7 x BN7 block tile split into WM7 x WN7 warp tiles; the 32 lanes
+# of a warp form LM7 x LN7 and own the rows lr + LM7*i, columns lc + LN7*j of their warp tile
+BM7 = 128
+BN7 = 128
+BK7 = 8
+WM7 = 32
+WN7 = 64
+LM7 = 4
+LN7 = 8
+PAD7 = 4                                             # A's transposed stores: padding spreads the banks
+SA7_WIDTH = BM7 + PAD7
+TM7 = WM7 // LM7                                     # 8 x 8 outputs per thread
+TN7 = WN7 // LN7
+WARPS_N7 = BN7 // WN7
+THREADS7N = (BM7 // WM7) * WARPS_N7 * 32             # 256
+LOADS7A = BM7 * BK7 // THREADS7N                     # elements of A and B each thread fetches per tile
+LOADS7B = BK7 * BN7 // THREADS7N
+
+ACT_NONE, ACT_SWISH, ACT_SIGMOID = 0, 1, 2
+ACTIVATIONS = {"none": ACT_NONE, "swish": ACT_SWISH, "sigmoid": ACT_SIGMOID}
 
 
+# ------------------------------------------------------------------------------------------
+# CPU reference
+# ------------------------------------------------------------------------------------------
 def gemm_cpu(a, b):
-    return (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    """A @ B in float64, rounded once to float32: the value every version is compared with."""
+    return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
 
 
-# v1: one thread per C element, reading a row of A and a column of B from global memory
+def dense_layer_cpu(w, x, bias=None, activation="none"):
+    """The seed's layer: ``act(W @ X + bias[:, None])`` with one bias per output row (channel)."""
+    z = np.asarray(w, np.float64) @ np.asarray(x, np.float64)
+    if bias is not None:
+        z = z + np.asarray(bias, np.float64)[:, None]
+    act = ACTIVATIONS[activation] if isinstance(activation, str) else activation
+    if act == ACT_SWISH:
+        z = z / (1.0 + np.exp(-z))
+    elif act == ACT_SIGMOID:
+        z = 1.0 / (1.0 + np.exp(-z))
+    return z.astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------
+# One thread per output
+# ------------------------------------------------------------------------------------------
+# v1: one thread per C element, but threadIdx.x walks down the rows: the 32 lanes of a warp read
+#   32 rows of A (K floats apart) and write 32 rows of C, so every access touches 32 sectors
 @cuda.jit
-def gemm_naive(a, b, c):
-    col, row = cuda.grid(2)
+def gemm_v1_naive(a, b, c):
+    row, col = cuda.grid(2)
     if row < c.shape[0] and col < c.shape[1]:
-        acc = 0.0
+        acc = float32(0.0)
         for k in range(a.shape[1]):
             acc += a[row, k] * b[k, col]
         c[row, col] = acc
 
 
-# v2: TILE x TILE tiles of A and B staged in shared memory; each value is read TILE times from
-# shared memory instead of global memory
+# v2: threadIdx.x walks along a row of C: a warp reads one A element (broadcast) and 32
+#   consecutive B elements, and writes 32 consecutive C elements: 4 sectors per request
 @cuda.jit
-def gemm_tiled(a, b, c):
+def gemm_v2_coalesced(a, b, c):
+    col, row = cuda.grid(2)
+    if row < c.shape[0] and col < c.shape[1]:
+        acc = float32(0.0)
+        for k in range(a.shape[1]):
+            acc += a[row, k] * b[k, col]
+        c[row, col] = acc
+
+
+# v3: TILE x TILE tiles of A and B staged in shared memory, one phase per tile along K: each
+#   element is read from global memory once per block instead of once per thread (TILE x fewer)
+@cuda.jit
+def gemm_v3_tiled(a, b, c):
     sa = cuda.shared.array((TILE, TILE), float32)
     sb = cuda.shared.array((TILE, TILE), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     col = cuda.blockIdx.x * TILE + tx
     row = cuda.blockIdx.y * TILE + ty
-    acc = 0.0
-    for t in range((a.shape[1] + TILE - 1) // TILE):
-        k = t * TILE
-        sa[ty, tx] = a[row, k + tx] if row < a.shape[0] and k + tx < a.shape[1] else 0.0
-        sb[ty, tx] = b[k + ty, col] if k + ty < b.shape[0] and col < b.shape[1] else 0.0
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    acc = float32(0.0)
+    for t in range((kk + TILE - 1) // TILE):
+        k0 = t * TILE
+        # outside A or B: load 0, so the products of the ragged last tile add nothing
+        sa[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < kk else float32(0.0)
+        sb[ty, tx] = b[k0 + ty, col] if k0 + ty < kk and col < n else float32(0.0)
+        cuda.syncthreads()                 # the whole tile is in before anyone reads it
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()                 # the next phase overwrites sa/sb
+    if row < m and col < n:
+        c[row, col] = acc
+
+
+# the foundation's names (the emulator tests and benchmarks use them)
+gemm_naive = gemm_v2_coalesced
+gemm_tiled = gemm_v3_tiled
+
+
+# ------------------------------------------------------------------------------------------
+# Several outputs per thread: register blocking
+# ------------------------------------------------------------------------------------------
+# v4: 1-D register blocking: each thread keeps TM4 outputs of one column in registers; one B
+#   value read from shared memory serves TM4 FMAs, and the A values are warp-wide broadcasts
+@cuda.jit
+def gemm_v4_blocking_1d(a, b, c):
+    sa = cuda.shared.array((BK4, BM4), float32)         # A tile stored transposed: sa[k, row]
+    sb = cuda.shared.array((BK4, BN4), float32)
+    acc = cuda.local.array(TM4, float32)
+    t = cuda.threadIdx.x
+    tx = t % BN4                                         # this thread's column in the tile
+    ty = t // BN4                                        # rows ty, ty + 8, ... of the tile
+    row0 = cuda.blockIdx.y * BM4
+    col0 = cuda.blockIdx.x * BN4
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    for i in range(TM4):
+        acc[i] = float32(0.0)
+    for k0 in range(0, kk, BK4):
+        # BM4 * BK4 = 512 A elements, one per thread: 8 lanes read 8 consecutive floats of a row
+        r, q = t // BK4, t % BK4
+        sa[q, r] = a[row0 + r, k0 + q] if row0 + r < m and k0 + q < kk else float32(0.0)
+        # BK4 * BN4 = 512 B elements, one per thread, consecutive along a row
+        r, q = t // BN4, t % BN4
+        sb[r, q] = b[k0 + r, col0 + q] if k0 + r < kk and col0 + q < n else float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK4):
+            bv = sb[k, tx]
+            for i in range(TM4):
+                acc[i] += sa[k, ty + (THREADS4 // BN4) * i] * bv
+        cuda.syncthreads()
+    col = col0 + tx
+    for i in range(TM4):
+        row = row0 + ty + (THREADS4 // BN4) * i
+        if row < m and col < n:
+            c[row, col] = acc[i]
+
+
+# v5: 2-D register blocking: each thread keeps a TM5 x TN5 block of outputs; per k it reads TM5
+#   A and TN5 B values from shared memory into registers and does TM5 * TN5 FMAs with them:
+#   8 x 8 outputs cost 16 shared reads per 64 FMAs (v3: 2 per 1)
+@cuda.jit
+def gemm_v5_blocking_2d(a, b, c):
+    sa = cuda.shared.array((BK5, BM5), float32)         # transposed: sa[k, row]
+    sb = cuda.shared.array((BK5, BN5), float32)
+    acc = cuda.local.array((TM5, TN5), float32)
+    ra = cuda.local.array(TM5, float32)
+    rb = cuda.local.array(TN5, float32)
+    t = cuda.threadIdx.x
+    tx, ty = t % TX5, t // TX5
+    row0 = cuda.blockIdx.y * BM5
+    col0 = cuda.blockIdx.x * BN5
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    for i in range(TM5):
+        for j in range(TN5):
+            acc[i, j] = float32(0.0)
+    for k0 in range(0, kk, BK5):
+        # BM5 * BK5 = 1024 A and 1024 B elements: 4 of each per thread
+        for p in range(BM5 * BK5 // THREADS5):
+            e = t + p * THREADS5
+            r, q = e // BK5, e % BK5
+            sa[q, r] = a[row0 + r, k0 + q] if row0 + r < m and k0 + q < kk else float32(0.0)
+        for p in range(BK5 * BN5 // THREADS5):
+            e = t + p * THREADS5
+            r, q = e // BN5, e % BN5
+            sb[r, q] = b[k0 + r, col0 + q] if k0 + r < kk and col0 + q < n else float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK5):
+            for i in range(TM5):
+                ra[i] = sa[k, ty + TY5 * i]
+            for j in range(TN5):
+                rb[j] = sb[k, tx + TX5 * j]
+            for i in range(TM5):
+                for j in range(TN5):
+                    acc[i, j] += ra[i] * rb[j]
+        cuda.syncthreads()
+    for i in range(TM5):
+        row = row0 + ty + TY5 * i
+        for j in range(TN5):
+            col = col0 + tx + TX5 * j
+            if row < m and col < n:
+                c[row, col] = acc[i, j]
+
+
+# v7: warp tiling and double buffering: each warp owns a WM7 x WN7 part of the tile (its
+#   shared reads touch 4 + 8 words); the next tile's global loads go into registers before this
+#   tile's FMAs and into the other shared buffer after them, so their latency hides behind the
+#   math; two k steps per loop turn let the compiler fetch the next k's operands early
+@cuda.jit
+def gemm_v7_warptile(a, b, c):
+    sa = cuda.shared.array((2, BK7, SA7_WIDTH), float32)  # two buffers, A transposed: sa[s, k, row]
+    sb = cuda.shared.array((2, BK7, BN7), float32)
+    acc = cuda.local.array((TM7, TN7), float32)
+    pa = cuda.local.array(LOADS7A, float32)             # the next tile, on its way from global memory
+    pb = cuda.local.array(LOADS7B, float32)
+    ra = cuda.local.array((2, TM7), float32)
+    rb = cuda.local.array((2, TN7), float32)
+    t = cuda.threadIdx.x
+    warp, lane = t // 32, t % 32
+    wr = (warp // WARPS_N7) * WM7 + lane // LN7          # this lane's first row and column
+    wc = (warp % WARPS_N7) * WN7 + lane % LN7
+    row0 = cuda.blockIdx.y * BM7
+    col0 = cuda.blockIdx.x * BN7
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    for i in range(TM7):
+        for j in range(TN7):
+            acc[i, j] = float32(0.0)
+    tiles = (kk + BK7 - 1) // BK7
+    for tile in range(tiles + 1):
+        s = tile % 2
+        if tile < tiles:                                  # fetch tile `tile` into registers
+            k0 = tile * BK7
+            for p in range(LOADS7A):
+                e = t + p * THREADS7N
+                r, q = e // BK7, e % BK7
+                pa[p] = a[row0 + r, k0 + q] if row0 + r < m and k0 + q < kk else float32(0.0)
+            for p in range(LOADS7B):
+                e = t + p * THREADS7N
+                r, q = e // BN7, e % BN7
+                pb[p] = b[k0 + r, col0 + q] if k0 + r < kk and col0 + q < n else float32(0.0)
+        if tile > 0:                                      # multiply the previous tile (buffer 1 - s)
+            o = 1 - s
+            for k in range(0, BK7, 2):
+                for i in range(TM7):
+                    ra[0, i] = sa[o, k, wr + LM7 * i]
+                    ra[1, i] = sa[o, k + 1, wr + LM7 * i]
+                for j in range(TN7):
+                    rb[0, j] = sb[o, k, wc + LN7 * j]
+                    rb[1, j] = sb[o, k + 1, wc + LN7 * j]
+                for i in range(TM7):
+                    for j in range(TN7):
+                        acc[i, j] += ra[0, i] * rb[0, j]
+                for i in range(TM7):
+                    for j in range(TN7):
+                        acc[i, j] += ra[1, i] * rb[1, j]
+        if tile < tiles:                                  # park the fetched tile in buffer s
+            for p in range(LOADS7A):
+                e = t + p * THREADS7N
+                r, q = e // BK7, e % BK7
+                sa[s, q, r] = pa[p]
+            for p in range(LOADS7B):
+                e = t + p * THREADS7N
+                r, q = e // BN7, e % BN7
+                sb[s, r, q] = pb[p]
+        cuda.syncthreads()                                # buffer s is full; buffer 1 - s is free
+    for i in range(TM7):
+        row = row0 + wr + LM7 * i
+        for j in range(TN7):
+            col = col0 + wc + LN7 * j
+            if row < m and col < n:
+                c[row, col] = acc[i, j]
+
+
+# ------------------------------------------------------------------------------------------
+# The seed report's layer: P = act(W @ X + bias), bias per output row, fused into the store
+# ------------------------------------------------------------------------------------------
+@cuda.jit(device=True)
+def activate(z, activation):
+    if activation == ACT_SWISH:
+        return z / (float32(1.0) + math.exp(-z))
+    if activation == ACT_SIGMOID:
+        return float32(1.0) / (float32(1.0) + math.exp(-z))
+    return z
+
+
+@cuda.jit(device=True)
+def tiled_dot(a, b, row, col, sa, sb):
+    """The v3 main loop: the dot product of A's row and B's column, tile by tile."""
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+    acc = float32(0.0)
+    for t in range((kk + TILE - 1) // TILE):
+        k0 = t * TILE
+        sa[ty, tx] = a[row, k0 + tx] if row < m and k0 + tx < kk else float32(0.0)
+        sb[ty, tx] = b[k0 + ty, col] if k0 + ty < kk and col < n else float32(0.0)
         cuda.syncthreads()
         for j in range(TILE):
             acc += sa[ty, j] * sb[j, tx]
-        cuda.syncthreads()                 # the next tile overwrites sa/sb
+        cuda.syncthreads()
+    return acc
+
+
+# the seed's epilogue, as printed: P is stored, then the bias is added to the register only;
+#   with an activation the result is stored again (so it is right), without one the biased
+#   value is never written: a layer with bias and no activation loses its bias
+@cuda.jit
+def gemm_bias_act_seed(a, b, c, bias, use_bias, activation):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    p = tiled_dot(a, b, row, col, sa, sb)
     if row < c.shape[0] and col < c.shape[1]:
-        c[row, col] = acc
+        c[row, col] = p
+        if use_bias:
+            p = p + bias[row]
+        if activation != ACT_NONE:
+            c[row, col] = activate(p, activation)
+
+
+# fixed: bias, then activation, then one store of the finished value
+@cuda.jit
+def gemm_bias_act(a, b, c, bias, use_bias, activation):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
+    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
+    p = tiled_dot(a, b, row, col, sa, sb)
+    if row < c.shape[0] and col < c.shape[1]:
+        if use_bias:
+            p = p + bias[row]
+        c[row, col] = activate(p, activation)
+
+
+# ------------------------------------------------------------------------------------------
+# Launch plans and napkin math
+# ------------------------------------------------------------------------------------------
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+#: the CUDA C-only versions' tiles and threads (kernels/gemm.cu: V6_CONFIG, V7_CONFIG)
+TILE6, THREADS6 = (128, 128), 256
+TILE7, THREADS7 = (BM7, BN7), THREADS7N
+
+#: GEMM's version table: label -> numba kernel (None: CUDA C only), CUDA C kernel, its scalar
+#: twin for sizes float4 cannot take (None: the kernel takes any size), the C tile one block
+#: covers (rows, columns), the block shape, and the outputs each thread computes.
+#: The emulator tests, the GPU tests and the benchmark all launch from this table.
+VERSIONS = {
+    "v1 naive": dict(kernel="gemm_v1_naive", cuda="gemm_v1_naive", scalar=None,
+                     tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v2 coalesced": dict(kernel="gemm_v2_coalesced", cuda="gemm_v2_coalesced", scalar=None,
+                         tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v3 shared tiles": dict(kernel="gemm_v3_tiled", cuda="gemm_v3_tiled", scalar=None,
+                            tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
+    "v4 1-D blocking": dict(kernel="gemm_v4_blocking_1d", cuda="gemm_v4_blocking_1d", scalar=None,
+                            tile=(BM4, BN4), block=(THREADS4,), per_thread=TM4),
+    "v5 2-D blocking": dict(kernel="gemm_v5_blocking_2d", cuda="gemm_v5_blocking_2d", scalar=None,
+                            tile=(BM5, BN5), block=(THREADS5,), per_thread=TM5 * TN5),
+    "v6 float4 loads": dict(kernel=None, cuda="gemm_v6_float4", scalar="gemm_v6_float4_scalar",
+                            tile=TILE6, block=(THREADS6,), per_thread=TILE6[0] * TILE6[1] // THREADS6),
+    "v7 warp tiling": dict(kernel="gemm_v7_warptile", cuda="gemm_v7_warptile", scalar="gemm_v7_warptile_scalar",
+                           tile=TILE7, block=(THREADS7,), per_thread=TILE7[0] * TILE7[1] // THREADS7),
+}
+#: the versions numba-cuda (and so the emulator) runs
+NUMBA_VERSIONS = [v for v, spec in VERSIONS.items() if spec["kernel"]]
+
+
+def cuda_c_name(version: str, n: int, k: int) -> str:
+    """The CUDA C kernel for an output N columns wide and K deep: float4 rows need K and N to be
+    multiples of 4 (rows of A and B start 16-byte aligned), else the scalar twin."""
+    spec = VERSIONS[version]
+    if spec["scalar"] and (n % 4 or k % 4):
+        return spec["scalar"]
+    return spec["cuda"]
+
+
+def launch_plan(version: str, m: int, n: int) -> tuple[tuple, tuple]:
+    """(grid, block) of a version for an M x N output (numba and CUDA C alike)."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
+    v = VERSIONS[version]
+    tm, tn = v["tile"]
+    if version == "v1 naive":                 # x walks the rows: the uncoalesced mapping
+        return (cdiv(m, tm), cdiv(n, tn)), v["block"]
+    return (cdiv(n, tn), cdiv(m, tm)), v["block"]
+
+
+def kernel_of(version: str):
+    """The numba kernel of ``version``."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
+    if VERSIONS[version]["kernel"] is None:
+        raise ValueError(f"{version} exists only in CUDA C (kernels/gemm.cu: numba has no float4 "
+                         f"loads): run it on a GPU with impl='cuda-c'")
+    return globals()[VERSIONS[version]["kernel"]]
+
+
+def gemm_with(version: str, a, b, launch):
+    """C = A @ B by ``version``; ``launch(kernel, grid, block, *args)`` runs a kernel (the
+    emulator, or numba on a GPU). Returns C (float32, M x N)."""
+    a = np.ascontiguousarray(a, np.float32)
+    b = np.ascontiguousarray(b, np.float32)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"A ({a.shape}) and B ({b.shape}) do not multiply: A must be M x K and B K x N")
+    c = np.zeros((a.shape[0], b.shape[1]), np.float32)
+    grid, block = launch_plan(version, a.shape[0], b.shape[1])
+    launch(kernel_of(version), grid, block, a, b, c)
+    return c
 
 
 def gemm_flops(m, n, k):
@@ -51,5 +425,21 @@ def gemm_flops(m, n, k):
 
 
 def gemm_bytes(m, n, k, itemsize=4):
-    """Bytes if each matrix is read or written exactly once."""
+    """Bytes if each matrix crosses DRAM exactly once (the roofline's least traffic)."""
     return (m * k + k * n + m * n) * itemsize
+
+
+def global_loads(version: str, m: int, n: int, k: int) -> int:
+    """float32 loads from global memory that ``version`` issues (loads outside the matrices are
+    skipped, so they do not count): one per operand of every FMA for v1/v2; for a tiled version,
+    every block loads the part of its BM-row strip of A and its BN-column strip of B that exists,
+    once: each A element is loaded once per column of blocks, each B element once per row."""
+    if version in ("v1 naive", "v2 coalesced"):
+        return 2 * m * n * k
+    tm, tn = VERSIONS[version]["tile"] if version in VERSIONS else (128, 128)
+    return cdiv(n, tn) * m * k + cdiv(m, tm) * k * n
+
+
+def loads_per_flop(version: str, m: int, n: int, k: int) -> float:
+    """Global float32 loads per FLOP (1 for one thread per output, 1/TILE for v3, ...)."""
+    return global_loads(version, m, n, k) / gemm_flops(m, n, k)

@@ -11,8 +11,12 @@ multiples of the block: every access is guarded.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import cuda, float32
+
+from simtlab.versions import Launch, Version, find
 
 # ------------------------------------------------------------------------------------------
 # Compile-time sizes (numba needs shared-array shapes as global constants)
@@ -361,3 +365,86 @@ def stencil1d_flops(n):
 
 def stencil2d_flops(n):
     return 2 * (2 * RADIUS_2D + 1) ** 2 * n
+
+
+# ------------------------------------------------------------------------------------------
+# Launch plans and the table of versions (simtlab/versions.py): the emulator, the GPU tests and
+# the benchmark launch these. Sizes for the CUDA C twin are np.int32 (numba reads shapes).
+# ------------------------------------------------------------------------------------------
+def matrix_shape(n: int) -> tuple[int, int]:
+    """(rows, cols) of the matrix the 2-D kernels use for ``n`` elements: as square as possible."""
+    cols = max(1, math.isqrt(n))
+    return n // cols, cols
+
+
+def _unwritten(xp, shape):
+    # NaN everywhere: an element a kernel never wrote shows in the check
+    return xp.full(shape, np.nan, dtype=xp.float32)
+
+
+def plan_copy(version_number: int):
+    def plan(version, impl, xp, x):
+        n = int(x.size)
+        out = _unwritten(xp, x.shape)
+        grid = cdiv(copy_threads(n, version_number), BLOCK)
+        return [Launch(version.kernel(impl), grid, BLOCK, (x, out, np.int32(n)))], out
+    return plan
+
+
+def plan_transpose(version_number: int):
+    def plan(version, impl, xp, a):
+        rows, cols = a.shape
+        out = _unwritten(xp, (cols, rows))
+        grid, block = transpose_launch(a.shape, version_number)
+        return [Launch(version.kernel(impl), grid, block, (a, out, np.int32(rows), np.int32(cols)))], out
+    return plan
+
+
+def plan_stencil1d(version, impl, xp, x, w):
+    n = int(x.size)
+    out = _unwritten(xp, x.shape)
+    return [Launch(version.kernel(impl), cdiv(n, STENCIL_BLOCK), STENCIL_BLOCK, (x, w, out, np.int32(n)))], out
+
+
+def plan_stencil2d(version, impl, xp, x, w):
+    rows, cols = x.shape
+    out = _unwritten(xp, x.shape)
+    grid, block = stencil2d_launch(x.shape)
+    return [Launch(version.kernel(impl), grid, block, (x, w, out, np.int32(rows), np.int32(cols)))], out
+
+
+def plan_indexed(version, impl, xp, x, idx):
+    n = int(x.size)
+    out = _unwritten(xp, x.shape)
+    return [Launch(version.kernel(impl), cdiv(n, BLOCK), BLOCK, (x, idx, out, np.int32(n)))], out
+
+
+def _matrix_bytes(n):
+    rows, cols = matrix_shape(n)
+    return transpose_bytes(rows * cols)
+
+
+def _v(label, kernel, plan, nbytes, group, flops=None):
+    return Version(label, kernel, kernel, plan, nbytes, flops, group=group)
+
+
+#: chapter 3's versions: label, numba kernel, CUDA C kernel, launch plan, bytes(n), flops(n).
+#: ``group`` says which CPU reference (and inputs) a version shares with its siblings.
+VERSIONS = (
+    _v("copy v1 strided (32 apart)", "copy_v1_strided", plan_copy(1), copy_bytes, "copy"),
+    _v("copy v2 coalesced", "copy_v2_coalesced", plan_copy(2), copy_bytes, "copy"),
+    _v("transpose v1 naive", "transpose_v1_naive", plan_transpose(1), _matrix_bytes, "transpose"),
+    _v("transpose v2 shared tile", "transpose_v2_tile", plan_transpose(2), _matrix_bytes, "transpose"),
+    _v("transpose v3 padded tile", "transpose_v3_padded", plan_transpose(3), _matrix_bytes, "transpose"),
+    _v("transpose v4 64x64 padded tile", "transpose_v4_big_tile", plan_transpose(4), _matrix_bytes, "transpose"),
+    _v("stencil 1-D (7 points) v1 global reads", "stencil1d_v1_global", plan_stencil1d, stencil1d_bytes,
+       "stencil1d", stencil1d_flops),
+    _v("stencil 1-D (7 points) v2 shared halo", "stencil1d_v2_shared", plan_stencil1d, stencil1d_bytes,
+       "stencil1d", stencil1d_flops),
+    _v("stencil 2-D (3x3) v1 global reads", "stencil2d_v1_global", plan_stencil2d, _matrix_bytes,
+       "stencil2d", lambda n: stencil2d_flops(math.prod(matrix_shape(n)))),
+    _v("stencil 2-D (3x3) v2 shared halo", "stencil2d_v2_shared", plan_stencil2d, _matrix_bytes,
+       "stencil2d", lambda n: stencil2d_flops(math.prod(matrix_shape(n)))),
+    _v("gather v1 (random permutation)", "gather_v1", plan_indexed, gather_bytes, "gather"),
+    _v("scatter v1 (random permutation)", "scatter_v1", plan_indexed, scatter_bytes, "scatter"),
+)

@@ -110,6 +110,63 @@ extern "C" __global__ void reduce_v5_warp_shuffle(const float* __restrict__ x, f
     }
 }
 
+// ---- last warp, unsafe: BROKEN ON PURPOSE, the pre-Volta "unrolled last warp": warp 0 adds the last 64 sums in shared memory with no barrier and no volatile; the compiler may keep s[t] in a register and load s[t + 16] before lane t + 16 has written it
+extern "C" __global__ void reduce_last_warp_unsafe(const float* __restrict__ x, float* __restrict__ partial,
+                                                   long long n)
+{
+    __shared__ float s[BLOCK];
+    const int t = threadIdx.x;
+    const long long i = (long long)blockIdx.x * (2 * BLOCK) + t;
+    const float a = i < n ? x[i] : 0.0f;
+    const float b = i + BLOCK < n ? x[i + BLOCK] : 0.0f;
+    s[t] = a + b;
+    __syncthreads();
+    for (int step = BLOCK / 2; step > 32; step /= 2) {
+        if (t < step)
+            s[t] += s[t + step];
+        __syncthreads();
+    }
+    if (t < 32) {                               // lane t + 16 writes s[t + 16] while lane t reads it
+        s[t] += s[t + 32];
+        s[t] += s[t + 16];
+        s[t] += s[t + 8];
+        s[t] += s[t + 4];
+        s[t] += s[t + 2];
+        s[t] += s[t + 1];
+    }
+    if (t == 0)
+        partial[blockIdx.x] = s[0];
+}
+
+// ---- last warp, __syncwarp: the fix that keeps shared memory: read into a register, __syncwarp, write, __syncwarp; the barriers order the lanes and tell the compiler that shared memory changed
+extern "C" __global__ void reduce_last_warp_syncwarp(const float* __restrict__ x, float* __restrict__ partial,
+                                                     long long n)
+{
+    __shared__ float s[BLOCK];
+    const int t = threadIdx.x;
+    const long long i = (long long)blockIdx.x * (2 * BLOCK) + t;
+    const float a = i < n ? x[i] : 0.0f;
+    const float b = i + BLOCK < n ? x[i + BLOCK] : 0.0f;
+    s[t] = a + b;
+    __syncthreads();
+    for (int step = BLOCK / 2; step > 32; step /= 2) {
+        if (t < step)
+            s[t] += s[t + step];
+        __syncthreads();
+    }
+    if (t < 32) {
+        float v = s[t];
+        for (int offset = 32; offset > 0; offset /= 2) {
+            v += s[t + offset];
+            __syncwarp(FULL_MASK);                  // every lane has read this level
+            s[t] = v;
+            __syncwarp(FULL_MASK);                  // every lane has written it
+        }
+    }
+    if (t == 0)
+        partial[blockIdx.x] = s[0];
+}
+
 // The sum of v over the 32 lanes of a warp, in lane 0.
 __device__ __forceinline__ float warp_sum(float v)
 {
@@ -281,4 +338,30 @@ extern "C" __global__ void vecmat_rows(const float* __restrict__ block_out, floa
     const float total = block_sum(acc);
     if (threadIdx.x == 0)
         out[row] = total;
+}
+
+// ---- row sums v1: the per-channel sums behind batch-norm means, x is rows x cols (one row per channel); a (blocks per row, rows) grid, each block adds its grid-stride share of a row in registers (coalesced), then one block_sum
+extern "C" __global__ void row_sum_partials(const float* __restrict__ x, float* __restrict__ partial, long long cols)
+{
+    const int row = blockIdx.y;
+    const float* __restrict__ xr = x + (long long)row * cols;
+    float acc = 0.0f;
+    for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < cols; k += (long long)gridDim.x * blockDim.x)
+        acc += xr[k];
+    const float total = block_sum(acc);
+    if (threadIdx.x == 0)
+        partial[row * gridDim.x + blockIdx.x] = total;
+}
+
+// Second pass: one block per row adds that row's partials and divides by the row's length.
+extern "C" __global__ void row_mean_finish(const float* __restrict__ partial, float cols, float* __restrict__ out,
+                                           int blocks)
+{
+    const int row = blockIdx.x;
+    float acc = 0.0f;
+    for (int j = threadIdx.x; j < blocks; j += blockDim.x)
+        acc += partial[row * blocks + j];
+    const float total = block_sum(acc);
+    if (threadIdx.x == 0)
+        out[row] = total / cols;
 }

@@ -12,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.versions import Launch, Version, find, run_plan
+
 BLOCK = 256                   # threads per block: shared arrays have BLOCK slots; v1-v4 also run with
                               # any power of two below it (v5 from 64), v6/v7 need exactly BLOCK
 WARPS = BLOCK // 32
 FULL_MASK = 0xFFFFFFFF        # all 32 lanes take part in a shuffle
-UNROLL = 4                    # independent loads in flight per thread in the grid-stride kernels
 
 
 # ------------------------------------------------------------------------------------------
@@ -167,6 +168,67 @@ def reduce_v5_warp_shuffle(x, partial):
             partial[cuda.blockIdx.x] = v
 
 
+# broken on purpose (chapter 5 shows the races): the classic "unrolled last warp" from before
+#   Volta: v4's tree down to 64 sums, then warp 0 adds in shared memory with no barrier, trusting
+#   its 32 lanes to run in lock-step. Since Volta they need not (independent thread scheduling),
+#   and without `volatile` the compiler may keep s[t] in a register and load s[t + 16] early
+@cuda.jit
+def reduce_last_warp_unsafe(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * (2 * cuda.blockDim.x) + t
+    a = x[i] if i < x.size else float32(0.0)
+    b = x[i + cuda.blockDim.x] if i + cuda.blockDim.x < x.size else float32(0.0)
+    s[t] = a + b
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 32:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t < 32:                             # lane t + 16 writes s[t + 16] while lane t reads it
+        s[t] += s[t + 32]
+        s[t] += s[t + 16]
+        s[t] += s[t + 8]
+        s[t] += s[t + 4]
+        s[t] += s[t + 2]
+        s[t] += s[t + 1]
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
+# the fix that keeps shared memory: read into a register, syncwarp, write, syncwarp: every read
+#   of a level comes before any write of it, and every write before the next level's reads
+#   (v5's shuffles are the better fix: no shared memory at all)
+@cuda.jit
+def reduce_last_warp_syncwarp(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * (2 * cuda.blockDim.x) + t
+    a = x[i] if i < x.size else float32(0.0)
+    b = x[i + cuda.blockDim.x] if i + cuda.blockDim.x < x.size else float32(0.0)
+    s[t] = a + b
+    cuda.syncthreads()
+    step = cuda.blockDim.x // 2
+    while step > 32:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t < 32:
+        v = s[t]
+        offset = 32
+        while offset > 0:
+            v += s[t + offset]
+            cuda.syncwarp(FULL_MASK)       # all 32 lanes have read this level
+            s[t] = v
+            cuda.syncwarp(FULL_MASK)       # all 32 lanes have written it
+            offset //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
 # ------------------------------------------------------------------------------------------
 # Many elements per thread: a grid-stride loop, then shuffles inside each warp
 # ------------------------------------------------------------------------------------------
@@ -198,7 +260,7 @@ def block_sum(v):
 
 @cuda.jit(device=True)
 def thread_sum(x):
-    """This thread's grid-stride share of ``x``: UNROLL independent loads per trip keep more
+    """This thread's grid-stride share of ``x``: four independent loads per trip keep more
     requests in flight than one load after another."""
     n = x.size
     i = cuda.grid(1)
@@ -307,86 +369,54 @@ def vecmat_rows(block_out, out):
 
 
 # ------------------------------------------------------------------------------------------
-# Host side: how many elements a block covers, and launching passes until one value is left
+# Row-wise reduction: the per-channel mean behind batch normalisation (the seed report's
+# BN_Kernel_Mean_Reduction). x is (channels, elements per channel), one row per channel.
 # ------------------------------------------------------------------------------------------
-#: block kernels (one partial per block) and the elements one block of BLOCK threads covers
-BLOCK_KERNELS = {
-    "v1 interleaved": (reduce_v1_interleaved, BLOCK),
-    "v2 strided index": (reduce_v2_strided_index, BLOCK),
-    "v3 sequential": (reduce_v3_sequential, BLOCK),
-    "v4 first add": (reduce_v4_first_add, 2 * BLOCK),
-    "v5 warp shuffle": (reduce_v5_warp_shuffle, 2 * BLOCK),
-}
+def row_mean_cpu(x):
+    """The mean of each row, in float64 rounded once to float32."""
+    return np.asarray(x, np.float64).mean(axis=1).astype(np.float32)
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+# row sums v1: a (blocks per row, rows) grid like the seed's; block (b, r) adds its grid-stride
+#   share of row r in registers (consecutive lanes, consecutive columns: coalesced), then one
+#   block_sum; a row has several blocks, so a few channels still fill every SM
+@cuda.jit
+def row_sum_partials(x, partial):
+    row = cuda.blockIdx.y
+    k = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    step = cuda.gridDim.x * cuda.blockDim.x
+    acc = float32(0.0)
+    while k < x.shape[1]:
+        acc += x[row, k]
+        k += step
+    total = block_sum(acc)
+    if cuda.threadIdx.x == 0:
+        partial[row, cuda.blockIdx.x] = total
 
 
-def reduce_passes(kernel, x, launch, per_block: int | None = None):
-    """Sum ``x`` with a block kernel: launch it on ``x``, then on its partials, until one is left.
-
-    ``launch(kernel, grid, block, src, dst)`` runs one pass (the emulator or a GPU);
-    ``per_block``: elements one block covers (looked up in BLOCK_KERNELS when None).
-    Returns ``(sum as float32, list of grid sizes, one per pass)``.
-    """
-    if per_block is None:
-        per_block = {k: e for k, e in BLOCK_KERNELS.values()}[kernel]
-    src = np.asarray(x, np.float32)
-    if src.size == 0:
-        raise ValueError("reduce_passes: x is empty; a sum needs at least one element")
-    grids = []
-    while True:
-        grid = cdiv(src.size, per_block)
-        dst = np.zeros(grid, np.float32)
-        launch(kernel, grid, BLOCK, src, dst)
-        grids.append(grid)
-        if grid == 1:
-            return np.float32(dst[0]), grids
-        src = dst
+# second pass: one block per row adds that row's partials and divides by the row's length
+@cuda.jit
+def row_mean_finish(partial, cols, out):
+    row = cuda.blockIdx.x
+    acc = float32(0.0)
+    j = cuda.threadIdx.x
+    while j < partial.shape[1]:
+        acc += partial[row, j]
+        j += cuda.blockDim.x
+    total = block_sum(acc)
+    if cuda.threadIdx.x == 0:
+        out[row] = total / cols
 
 
-def grid_stride_blocks(n: int, max_blocks: int) -> int:
-    """Blocks for a grid-stride kernel: enough for every thread to have work, at most max_blocks."""
-    return max(1, min(max_blocks, cdiv(n, BLOCK)))
-
-
-#: every numba version of the sum: kernel, and how its blocks' partial sums are combined
-SUM_KERNELS = {
-    **{name: (kernel, "passes") for name, (kernel, _) in BLOCK_KERNELS.items()},
-    "v6 grid-stride, second pass": (reduce_v6_grid_stride, "second pass"),
-    "v7 grid-stride, atomicAdd": (reduce_v7_atomic, "atomic"),
-}
-
-
-def sum_with(version: str, x, launch, max_blocks: int = 4):
-    """The whole sum of ``x`` with one version, every launch it needs made by
-    ``launch(kernel, grid, block, *arrays)`` (the emulator, or a GPU with host arrays copied
-    back). Grid-stride versions run ``grid_stride_blocks(n, max_blocks)`` blocks."""
-    if version not in SUM_KERNELS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(SUM_KERNELS)}")
-    kernel, combine = SUM_KERNELS[version]
-    x = np.asarray(x, np.float32)
-    if combine == "passes":
-        return reduce_passes(kernel, x, launch)[0]
-    grid = grid_stride_blocks(x.size, max_blocks)
-    out = np.zeros(1, np.float32)
-    if combine == "atomic":
-        launch(kernel, grid, BLOCK, x, out)
-        return np.float32(out[0])
-    partial = np.zeros(grid, np.float32)
-    launch(kernel, grid, BLOCK, x, partial)
-    launch(kernel, 1, BLOCK, partial, out)
-    return np.float32(out[0])
-
-
-def vecmat_with(kernel, v, w, launch, blocks_per_row: int = 2, block: int = BLOCK):
-    """``w @ v`` with a vecmat kernel on a (blocks_per_row, rows) grid, then ``vecmat_rows``."""
-    rows = w.shape[0]
-    block_out = np.zeros((rows, blocks_per_row), np.float32)
-    launch(kernel, (blocks_per_row, rows), block, v, w, block_out)
+def row_mean_with(x, launch, blocks_per_row: int = 2):
+    """The mean of each row of ``x``: ``row_sum_partials`` on a (blocks_per_row, rows) grid,
+    then ``row_mean_finish``, every launch made by ``launch(kernel, grid, block, *args)``."""
+    x = np.ascontiguousarray(x, np.float32)
+    rows, cols = x.shape
+    partial = np.zeros((rows, blocks_per_row), np.float32)
+    launch(row_sum_partials, (blocks_per_row, rows), BLOCK, x, partial)
     out = np.zeros(rows, np.float32)
-    launch(vecmat_rows, rows, BLOCK, block_out, out)
+    launch(row_mean_finish, rows, BLOCK, partial, np.float32(cols), out)
     return out
 
 
@@ -403,11 +433,169 @@ def reduction_flops(n):
     return n
 
 
+#: the vector-matrix product's matrix for n elements: ROWS outputs (the seed's 10 neurons)
+ROWS = 10
+
+
+def vecmat_shape(n: int) -> tuple[int, int]:
+    """(rows, columns) of the benchmark's matrix for ``n`` elements."""
+    return ROWS, max(1, n // ROWS)
+
+
 def vecmat_bytes(rows, n, itemsize=4):
-    """The matrix once, the vector once (the other blocks' reads of v hit in L2), the outputs once."""
+    """The matrix once, the vector once, the outputs once. v (107 MB at the benchmark's size) is larger
+    than the L2, yet Nsight Compute counted exactly matrix + v read from DRAM: the blocks of all rows
+    that read the same part of v run at the same time and share it through L2."""
     return (rows * n + n + rows) * itemsize
 
 
 def vecmat_flops(rows, n):
     """One multiply and one add per matrix element."""
     return 2 * rows * n
+
+
+# ------------------------------------------------------------------------------------------
+# Launch plans: every launch one whole sum (or product) needs. The emulator, the GPU tests and
+# the benchmark all run these (simtlab/versions.py); sizes for the CUDA C twin are np.int64/32.
+# ------------------------------------------------------------------------------------------
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def grid_stride_blocks(n: int, max_blocks: int) -> int:
+    """Blocks for a grid-stride kernel: enough for every thread to have work, at most max_blocks."""
+    return max(1, min(max_blocks, cdiv(n, BLOCK)))
+
+
+def _check_sum_input(x):
+    if x.ndim != 1 or x.size == 0 or x.dtype != np.float32:
+        raise ValueError(f"x must be a non-empty 1-D float32 array, got {x.dtype} of shape {x.shape}: "
+                         "a sum needs at least one element")
+
+
+def plan_passes(elements_per_thread: int):
+    """Block kernels (v1-v5): one partial sum per block, launched again on the partials until one
+    value is left. A block of BLOCK threads covers ``elements_per_thread * BLOCK`` elements."""
+    def plan(version, impl, xp, x):
+        _check_sum_input(x)
+        name, per_block = version.kernel(impl), elements_per_thread * BLOCK
+        launches, src = [], x
+        while True:
+            grid = cdiv(int(src.size), per_block)
+            dst = xp.zeros(grid, xp.float32)
+            launches.append(Launch(name, grid, BLOCK, (src, dst, np.int64(src.size))))
+            if grid == 1:
+                return launches, dst
+            src = dst
+    plan.elements_per_thread = elements_per_thread
+    return plan
+
+
+def plan_second_pass(version, impl, xp, x, max_blocks: int = 4):
+    """v6: ``max_blocks`` grid-stride blocks write partial sums; one block adds them."""
+    _check_sum_input(x)
+    name, grid = version.kernel(impl), grid_stride_blocks(x.size, max_blocks)
+    partial, out = xp.zeros(grid, xp.float32), xp.zeros(1, xp.float32)
+    return [Launch(name, grid, BLOCK, (x, partial, np.int64(x.size))),
+            Launch(name, 1, BLOCK, (partial, out, np.int64(grid)))], out
+
+
+def plan_atomic(version, impl, xp, x, max_blocks: int = 4):
+    """v7, v8: every block adds its sum to out[0] with one atomic; out is zeroed first."""
+    _check_sum_input(x)
+    _check_float4(version, impl, x)
+    out = xp.zeros(1, xp.float32)
+    grid = grid_stride_blocks(x.size, max_blocks)
+    return [Launch(version.kernel(impl), grid, BLOCK, (x, out, np.int64(x.size)), zero=(out,))], out
+
+
+def plan_last_block(version, impl, xp, x, max_blocks: int = 4):
+    """v9: blocks write partials; the last block to finish (a ticket counter) adds them."""
+    _check_sum_input(x)
+    _check_float4(version, impl, x)
+    grid = grid_stride_blocks(x.size, max_blocks)
+    partial, done, out = xp.zeros(grid, xp.float32), xp.zeros(1, xp.uint32), xp.zeros(1, xp.float32)
+    return [Launch(version.kernel(impl), grid, BLOCK, (x, partial, done, out, np.int64(x.size)),
+                   zero=(done,))], out
+
+
+def _check_float4(version, impl, x):
+    if impl == "cuda-c" and "float4" in version.label and getattr(getattr(x, "data", None), "ptr", 0) % 16:
+        raise ValueError("the float4 kernels need a 16-byte aligned x (a fresh CuPy array is)")
+
+
+def plan_vecmat(version, impl, xp, v, w, blocks_per_row: int = 2, block: int = BLOCK):
+    """``w @ v`` (w: rows x n): a (blocks_per_row, rows) grid of block partials, then
+    ``vecmat_rows``, one block per row. The seed's kernel adds into its partials: zeroed first."""
+    rows, n = w.shape
+    if version.numba == "vecmat_v1_seed":
+        blocks_per_row = max(1, min(blocks_per_row, cdiv(n, block)))
+    block_out, out = xp.zeros((rows, blocks_per_row), xp.float32), xp.zeros(rows, xp.float32)
+    zero = (block_out,) if version.numba == "vecmat_v1_seed" else ()
+    return [Launch(version.kernel(impl), (blocks_per_row, rows), block, (v, w, block_out, np.int32(n)), zero=zero),
+            Launch("vecmat_rows", rows, BLOCK, (block_out, out, np.int32(blocks_per_row)))], out
+
+
+def _sum(label, numba, cuda_c, plan):
+    return Version(label, numba, cuda_c, plan, reduction_bytes, reduction_flops, group="sum")
+
+
+def _vecmat(label, kernel):
+    return Version(label, kernel, kernel, plan_vecmat, lambda n: vecmat_bytes(*vecmat_shape(n)),
+                   lambda n: vecmat_flops(*vecmat_shape(n)), group="vecmat")
+
+
+#: chapter 5's versions: label, numba kernel, CUDA C kernel, launch plan, bytes(n), flops(n)
+VERSIONS = (
+    _sum("v1 interleaved", "reduce_v1_interleaved", "reduce_v1_interleaved", plan_passes(1)),
+    _sum("v2 strided index", "reduce_v2_strided_index", "reduce_v2_strided_index", plan_passes(1)),
+    _sum("v3 sequential", "reduce_v3_sequential", "reduce_v3_sequential", plan_passes(1)),
+    _sum("v4 first add", "reduce_v4_first_add", "reduce_v4_first_add", plan_passes(2)),
+    _sum("v5 warp shuffle", "reduce_v5_warp_shuffle", "reduce_v5_warp_shuffle", plan_passes(2)),
+    _sum("v6 grid-stride, second pass", "reduce_v6_grid_stride", "reduce_v6_grid_stride", plan_second_pass),
+    _sum("v7 grid-stride, atomicAdd", "reduce_v7_atomic", "reduce_v7_atomic", plan_atomic),
+    _sum("v8 float4, atomicAdd", None, "reduce_v8_float4_atomic", plan_atomic),
+    _sum("v9 float4, last block", None, "reduce_v9_float4_last_block", plan_last_block),
+    _vecmat("vecmat v1 seed (skips segments)", "vecmat_v1_seed"),
+    _vecmat("vecmat v2 grid-stride", "vecmat_v2_grid_stride"),
+)
+
+#: labels of the sum versions numba (and so the emulator) runs
+SUM_LABELS = tuple(v.label for v in VERSIONS if v.group == "sum" and v.numba)
+#: block kernels (one partial per block) and the elements one block of BLOCK threads covers
+BLOCK_KERNELS = {v.label: (globals()[v.numba], v.plan.elements_per_thread * BLOCK)
+                 for v in VERSIONS if hasattr(v.plan, "elements_per_thread")}
+
+
+def sum_with(version: str, x, launch, max_blocks: int = 4):
+    """The whole sum of ``x`` with one version, every launch of its plan made by
+    ``launch(kernel, grid, block, *arrays)`` (the emulator, or a GPU with host arrays copied
+    back). Grid-stride versions run ``grid_stride_blocks(n, max_blocks)`` blocks."""
+    v = find(VERSIONS, version, group="sum")
+    x = np.asarray(x, np.float32)
+    opts = {} if hasattr(v.plan, "elements_per_thread") else {"max_blocks": max_blocks}
+    launches, out = v.launches("numba", np, x, **opts)
+    run_plan("reduction", launches, launch)
+    return np.float32(out[0])
+
+
+def reduce_passes(kernel, x, launch):
+    """Sum ``x`` with a block kernel (v1-v5), pass after pass until one value is left.
+    Returns ``(sum as float32, list of grid sizes, one per pass)``."""
+    v = next(v for v in VERSIONS if v.numba == kernel.py_func.__name__)
+    launches, out = v.launches("numba", np, np.asarray(x, np.float32))
+    run_plan("reduction", launches, launch)
+    return np.float32(out[0]), [step.grid for step in launches]
+
+
+def vecmat_with(kernel, v, w, launch, blocks_per_row: int = 2, block: int = BLOCK):
+    """``w @ v`` with a vecmat kernel's plan, every launch made by ``launch``."""
+    version = next(x for x in VERSIONS if x.numba == kernel.py_func.__name__)
+    launches, out = version.launches("numba", np, v, w, blocks_per_row=blocks_per_row, block=block)
+    run_plan("reduction", launches, launch)
+    return out
+
+
+def row_mean_bytes(rows, cols, itemsize=4):
+    """Every element read once, one mean written per row (the partials are a few KB)."""
+    return (rows * cols + rows) * itemsize

@@ -284,10 +284,28 @@ __device__ __forceinline__ unsigned long long pack_status(unsigned flag, float v
     return (static_cast<unsigned long long>(flag) << 32) | __float_as_uint(value);
 }
 
+// Release/acquire, GPU scope: what a block wrote before its release store (its aggregate, and
+// for the grid anything else it published) is visible to a block whose acquire load reads that
+// store. `volatile` only keeps the compiler from caching a value in a register: it orders
+// nothing, so it is not a memory-ordering tool. These two are what
+// cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(s).store(v, cuda::memory_order_release)
+// and .load(cuda::memory_order_acquire) compile to; written as PTX so that CuPy's NVRTC needs no
+// libcu++ headers.
+__device__ __forceinline__ void store_release(unsigned long long* p, unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" :: "l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* p)
+{
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
 __device__ __forceinline__ void publish(unsigned long long* status, int tile, unsigned flag, float value)
 {
-    // volatile: the store goes to L2 where every SM sees it, not only to this SM's L1
-    *reinterpret_cast<volatile unsigned long long*>(status + tile) = pack_status(flag, value);
+    store_release(status + tile, pack_status(flag, value));
 }
 
 // Warp 0's decoupled look-back: lane l inspects tile (tile - 1 - l) of a window of 32; sums the
@@ -301,8 +319,7 @@ __device__ __forceinline__ float look_back(const unsigned long long* status, int
         unsigned long long s;
         unsigned flag;
         do {                                 // wait until every tile of the window published something
-            s = k >= 0 ? *reinterpret_cast<const volatile unsigned long long*>(status + k)
-                       : pack_status(FLAG_PREFIX, 0.0f);
+            s = k >= 0 ? load_acquire(status + k) : pack_status(FLAG_PREFIX, 0.0f);
             flag = static_cast<unsigned>(s >> 32);
         } while (__any_sync(FULL_MASK, flag == 0u));
         float v = __uint_as_float(static_cast<unsigned>(s));

@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import cuda, float32, int32
 
+from simtlab.versions import Launch, Version, emulate, find
+
 FULL_MASK = 0xFFFFFFFF
 WARP = 32
 LOG_NUM_BANKS = 5            # 32 banks of 4 bytes: Blelloch v3 pads one word every 32
@@ -439,114 +441,6 @@ def scan_v6_lookback(x, out, flags, aggregates, prefixes, ticket):
 
 
 # ------------------------------------------------------------------------------------------
-# Launch plans: which kernels, grids and arrays a whole scan of n elements needs. The same plan
-# runs on the emulator (NumPy arrays) or a GPU (device arrays): see ``Emulated``/``OnGPU``.
-# ------------------------------------------------------------------------------------------
-#: the block-level scans, with how many elements a block of B threads scans
-BLOCK_SCANS = {
-    "Hillis-Steele": (scan_v1_hillis_steele, lambda b: b),
-    "Blelloch": (scan_v2_blelloch, lambda b: 2 * b),
-    "Blelloch padded": (scan_v3_blelloch_padded, lambda b: 2 * b),
-    "warp shuffle": (scan_v4_warp_shuffle, lambda b: b),
-    "tile (ITEMS per thread)": (scan_v5_tile, lambda b: ITEMS * b),
-}
-
-
-def shared_bytes(kernel, blockdim: int) -> int:
-    """Dynamic shared memory a block-level scan needs at this block size (0 if it uses none)."""
-    name = getattr(getattr(kernel, "py_func", kernel), "__name__", str(kernel))
-    if name in ("scan_v1_hillis_steele", "scan_in_place_racy"):
-        return blockdim * 4
-    if name == "scan_v2_blelloch":
-        return 2 * blockdim * 4
-    if name == "scan_v3_blelloch_padded":
-        m = 2 * blockdim
-        return (m + (m >> LOG_NUM_BANKS)) * 4
-    return 0
-
-
-def check_block(version: str, blockdim: int) -> None:
-    """Clear errors for block sizes a version cannot use."""
-    if blockdim % WARP or not 0 < blockdim <= 1024:
-        raise ValueError(f"blockdim {blockdim}: the scans need a multiple of 32 threads, at most 1024")
-    if version.startswith("Blelloch") and blockdim & (blockdim - 1):
-        raise ValueError(f"blockdim {blockdim}: Blelloch's tree needs a power of two (try "
-                         f"{1 << (blockdim.bit_length() - 1)})")
-
-
-def plan_three_kernel(x, out, version: str, blockdim: int, empty):
-    """The launches of a scan of any length: block scans, a scan of the block sums, add-back.
-
-    ``empty(n)`` allocates a float32 array where the plan runs. The block sums are scanned the
-    same way, recursively, until one block holds them all. Returns a list of
-    ``(kernel, grid, block, args, shared_bytes)``.
-    """
-    check_block(version, blockdim)
-    kernel, per_block_of = BLOCK_SCANS[version]
-    per_block = per_block_of(blockdim)
-    n = len(out)
-    nblocks = max(1, cdiv(n, per_block))
-    sums = empty(nblocks)
-    plan = [(kernel, nblocks, blockdim, (x, out, sums), shared_bytes(kernel, blockdim))]
-    if nblocks > 1:
-        scanned = empty(nblocks)
-        plan += plan_three_kernel(sums, scanned, version, blockdim, empty)
-        plan.append((add_block_prefix, nblocks - 1, blockdim, (out, scanned, per_block), 0))
-    return plan
-
-
-def plan_lookback(x, out, blockdim: int, empty, empty_int):
-    """The single-pass scan: a zeroed state (flags, aggregates, prefixes, ticket) and one launch."""
-    check_block("lookback", blockdim)
-    tiles = max(1, cdiv(len(out), ITEMS * blockdim))
-    flags, aggregates, prefixes, ticket = empty_int(tiles), empty(tiles), empty(tiles), empty_int(1)
-    return [(scan_v6_lookback, tiles, blockdim, (x, out, flags, aggregates, prefixes, ticket), 0)]
-
-
-class Emulated:
-    """Runs plans on simtlab's emulator; keeps every Run (``.runs``) for the analyses."""
-
-    def __init__(self, **options):
-        self.options = options
-        self.runs = []
-
-    @staticmethod
-    def empty(n):
-        return np.zeros(n, np.float32)
-
-    @staticmethod
-    def empty_int(n):
-        return np.zeros(n, np.int32)
-
-    def __call__(self, plan):
-        import simtlab
-
-        for kernel, grid, block, args, shared in plan:
-            self.runs.append(simtlab.emulate(kernel, grid, block, *args, shared_bytes=shared,
-                                             **self.options))
-        return self.runs
-
-
-def scan_emulated(x, version: str = "warp shuffle", blockdim: int = 64, **options):
-    """The inclusive scan of x (float32) by one of the versions, on the emulator.
-
-    ``version``: a key of ``BLOCK_SCANS`` (three-kernel scan) or ``"lookback"`` (v6).
-    Returns ``(out, runs)``.
-    """
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    out = np.zeros_like(x)
-    emu = Emulated(**options)
-    if version == "lookback":
-        plan = plan_lookback(x, out, blockdim, emu.empty, emu.empty_int)
-    elif version in BLOCK_SCANS:
-        plan = plan_three_kernel(x, out, version, blockdim, emu.empty)
-    else:
-        raise ValueError(f"unknown scan version {version!r}: use one of "
-                         f"{', '.join([*BLOCK_SCANS, 'lookback'])}")
-    return out, emu(plan)
-
-
-# ------------------------------------------------------------------------------------------
 # Napkin math
 # ------------------------------------------------------------------------------------------
 def scan_bytes(n: int, itemsize: int = 4) -> int:
@@ -584,3 +478,117 @@ def steps(version: str, n: int) -> int:
     """Parallel steps: log2 n for Hillis-Steele, 2 log2 n for Blelloch."""
     levels = math.ceil(math.log2(n)) if n > 1 else 0
     return levels if version == "Hillis-Steele" else 2 * levels
+
+
+# ------------------------------------------------------------------------------------------
+# Launch plans: which kernels, grids and arrays a whole scan of n elements needs. The same plan
+# runs on the emulator (NumPy arrays) and on a GPU (CuPy arrays, numba or CUDA C): see
+# simtlab/versions.py. Sizes for the CUDA C twin are np.int32 (numba reads them from shapes).
+# ------------------------------------------------------------------------------------------
+#: threads per block on the GPU (the benchmark and the GPU tests)
+BLOCK = 256
+#: elements per block of the CUDA C tile kernels (v5, v6): 256 threads x TILE_VECS=4 float4
+CUDA_TILE_ITEMS = 16 * BLOCK
+
+
+def shared_bytes(kernel, blockdim: int) -> int:
+    """Dynamic shared memory a block-level scan needs at this block size (0 if it uses none)."""
+    name = getattr(getattr(kernel, "py_func", kernel), "__name__", str(kernel))
+    if name in ("scan_v1_hillis_steele", "scan_in_place_racy"):
+        return blockdim * 4
+    if name == "scan_v2_blelloch":
+        return 2 * blockdim * 4
+    if name == "scan_v3_blelloch_padded":
+        m = 2 * blockdim
+        return (m + (m >> LOG_NUM_BANKS)) * 4
+    return 0
+
+
+def check_block(label: str, blockdim: int) -> None:
+    """Clear errors for block sizes a version cannot use."""
+    if blockdim % WARP or not 0 < blockdim <= 1024:
+        raise ValueError(f"blockdim {blockdim}: the scans need a multiple of 32 threads, at most 1024")
+    if "Blelloch" in label and blockdim & (blockdim - 1):
+        raise ValueError(f"blockdim {blockdim}: Blelloch's tree needs a power of two (try "
+                         f"{1 << (blockdim.bit_length() - 1)})")
+
+
+def per_block(version, impl: str, blockdim: int) -> int:
+    """Elements one block scans: the CUDA C tile kernels load float4 (16 per thread at 256)."""
+    if version.numba in ("scan_v5_tile", "scan_v6_lookback"):
+        if impl == "cuda-c":
+            if blockdim != BLOCK:
+                raise ValueError(f"the CUDA C tile kernels are compiled for {BLOCK} threads, not {blockdim}")
+            return CUDA_TILE_ITEMS
+        return ITEMS * blockdim
+    return version.plan.elements_per_thread * blockdim
+
+
+def plan_three_kernel(elements_per_thread: int):
+    """A scan of any length: block scans, a scan of the block sums (the same way, recursively,
+    until one block holds them all), then each block adds its prefix back."""
+    def plan(version, impl, xp, x, blockdim: int = BLOCK):
+        check_block(version.label, blockdim)
+        name = version.kernel(impl)
+        shared = shared_bytes(globals()[name], blockdim)
+        tile = per_block(version, impl, blockdim)
+        out = xp.zeros_like(x)
+
+        def level(src, dst):
+            size = int(src.size)
+            blocks = max(1, cdiv(size, tile))
+            sums = xp.zeros(blocks, xp.float32)
+            steps = [Launch(name, blocks, blockdim, (src, dst, sums, np.int32(size)), shared)]
+            if blocks > 1:
+                scanned = xp.zeros(blocks, xp.float32)
+                steps += level(sums, scanned)
+                # the tile size: a Python int for numba, np.int32 for the CUDA C twin
+                steps.append(Launch("add_block_prefix", blocks - 1, blockdim,
+                                    (dst, scanned, tile if impl == "numba" else np.int32(tile), np.int32(size))))
+            return steps
+        return level(x, out), out
+    plan.elements_per_thread = elements_per_thread
+    return plan
+
+
+def plan_lookback(version, impl, xp, x, blockdim: int = BLOCK):
+    """The single pass (v6): zeroed tile states and a ticket counter, then one launch."""
+    check_block(version.label, blockdim)
+    tiles = max(1, cdiv(int(x.size), per_block(version, impl, blockdim)))
+    out = xp.zeros_like(x)
+    if impl == "numba":
+        flags, aggregates, prefixes, ticket = (xp.zeros(tiles, xp.int32), xp.zeros(tiles, xp.float32),
+                                               xp.zeros(tiles, xp.float32), xp.zeros(1, xp.int32))
+        args, zero = (x, out, flags, aggregates, prefixes, ticket), (flags, aggregates, prefixes, ticket)
+    else:                          # CUDA C packs flag and value of a tile in one 64-bit word
+        status, ticket = xp.zeros(tiles, xp.uint64), xp.zeros(1, xp.uint32)
+        args, zero = (x, out, status, ticket, np.int32(x.size)), (status, ticket)
+    return [Launch(version.kernel(impl), tiles, blockdim, args, zero=zero)], out
+
+
+def _scan(label, kernel, plan):
+    return Version(label, kernel, kernel, plan, scan_bytes, scan_flops)
+
+
+def scan_emulated(x, version: str = "warp shuffle", blockdim: int = 64, **options):
+    """The inclusive scan of x (float32) by one of the versions, on the emulator.
+
+    ``version``: a label of ``VERSIONS`` (``"v4 warp shuffle"`` or just ``"warp shuffle"``).
+    Returns ``(out, runs)``: one emulator Run per launch.
+    """
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    return emulate("scan", find(VERSIONS, version), x, blockdim=blockdim, **options)
+
+
+#: chapter 4's versions: label, numba kernel, CUDA C kernel, launch plan, bytes(n), flops(n)
+VERSIONS = (
+    _scan("v1 Hillis-Steele", "scan_v1_hillis_steele", plan_three_kernel(1)),
+    _scan("v2 Blelloch", "scan_v2_blelloch", plan_three_kernel(2)),
+    _scan("v3 Blelloch padded", "scan_v3_blelloch_padded", plan_three_kernel(2)),
+    _scan("v4 warp shuffle", "scan_v4_warp_shuffle", plan_three_kernel(1)),
+    _scan("v5 tile", "scan_v5_tile", plan_three_kernel(ITEMS)),
+    _scan("v6 lookback", "scan_v6_lookback", plan_lookback),
+)
+#: the block-level scans (v1-v5), by algorithm name, with how many elements a block of B threads scans
+BLOCK_SCANS = {v.label.split(" ", 1)[1]: (globals()[v.numba], lambda b, e=v.plan.elements_per_thread: e * b)
+               for v in VERSIONS if v.plan is not plan_lookback}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import statistics
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -202,21 +201,6 @@ class GpuRun:
         return x * y * z
 
 
-class _TaggedRun:
-    """Wraps an emulator Run that will not take a new attribute, adding ``backend``."""
-
-    backend = "emulator"
-
-    def __init__(self, run):
-        object.__setattr__(self, "_run", run)
-
-    def __getattr__(self, name):
-        return getattr(self._run, name)
-
-    def __repr__(self):
-        return f"<emulator {self._run!r}>"
-
-
 def _launch_gpu(kernel, griddim, blockdim, args, options) -> GpuRun:
     import numpy as np
     from numba import cuda
@@ -259,15 +243,10 @@ def launch(kernel, griddim, blockdim, *args, **emulator_options):
     """
     if gpu_available():
         return _launch_gpu(kernel, griddim, blockdim, args, emulator_options)
-    try:
-        from simtlab import emulate
-    except ImportError:
-        from simtlab.emulator import emulate
+    from simtlab.emulator import emulate
+
     run = emulate(kernel, griddim, blockdim, *args, **emulator_options)
-    try:
-        run.backend = "emulator"
-    except (AttributeError, TypeError):
-        run = _TaggedRun(run)
+    run.backend = "emulator"
     return run
 
 
@@ -277,9 +256,10 @@ def launch(kernel, griddim, blockdim, *args, **emulator_options):
 def time_gpu(fn, *, warmup: int = 3, repeat: int = 20) -> dict:
     """Time ``fn()`` (which launches GPU work) with CUDA events; median of ``repeat`` runs.
 
-    The first calls compile kernels and warm caches, so ``warmup`` runs are not counted.
-    Events time what the GPU does between them, so ``fn`` should launch work, not copy
-    from host memory (a host copy is counted too, since it blocks the stream).
+    Each run is timed alone (launch latency included, as chapter 1 shows it); the timer is
+    ``simtlab.gpubench.harness.time_launches``, the one the benchmarks use. Events time what
+    the GPU does between them, so ``fn`` should launch work, not copy from host memory (a host
+    copy is counted too, since it blocks the stream).
     """
     if warmup < 0 or repeat < 1:
         raise ValueError(f"warmup={warmup}, repeat={repeat}: need warmup >= 0 and repeat >= 1")
@@ -288,23 +268,10 @@ def time_gpu(fn, *, warmup: int = 3, repeat: int = 20) -> dict:
             f"time_gpu needs a GPU ({unavailable_reason()}); use gpu_or_recorded() to fall back "
             "to recorded H100 timings"
         )
-    import cupy
+    from .gpubench.harness import time_launches
 
-    for _ in range(warmup):
-        fn()
-    cupy.cuda.runtime.deviceSynchronize()
-
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(repeat):
-        # numba-cuda and CuPy both launch on the legacy default stream, which these events
-        # are recorded on, so the events bracket the kernels that fn() launched.
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(float(cupy.cuda.get_elapsed_time(start, end)))
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "times_ms": times}
+    t = time_launches(fn, warmup=warmup, repeat=repeat, batch_ms=0)
+    return {k: t[k] for k in ("median_ms", "min_ms", "times_ms")}
 
 
 # ------------------------------------------------------------------- recorded timings

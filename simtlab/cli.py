@@ -7,7 +7,8 @@
         --force, which first saves a timestamped backup in chapters/.backup/
     simtlab open [--chapters DIR] [--work DIR] [--no-lab] [JUPYTER ARGS ...]
         copy each chapter that is not there yet into the student's work folder (default
-        <repo>/work/), never overwriting a copy; when a chapter's template has changed
+        <repo>/work/ in a checkout, ./simtlab-work/ when installed from a wheel), never
+        overwriting a copy; when a chapter's template has changed
         since the copy was made, save it beside the copy as NN_name.new.ipynb; then start
         JupyterLab in the work folder, with the course's defaults (simtlab/jupyter_settings.py)
 
@@ -32,6 +33,8 @@ __all__ = ["main", "repo_root", "sync_work_folder"]
 
 #: notebook metadata key recording which template a student's copy was made from
 TEMPLATE_KEY = "simtlab_template"
+#: the work folder, in the current folder, of a course installed from a wheel (no checkout)
+WHEEL_WORK_FOLDER = "simtlab-work"
 
 
 def repo_root() -> Path:
@@ -161,11 +164,20 @@ def sync_work_folder(chapters: Path, work: Path) -> list[tuple[str, Path]]:
 
 
 def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
-    chapters = Path(args.chapters) if args.chapters else repo_root() / "chapters"
+    from .paths import PACKAGED_CHAPTERS, chapters_dir
+
+    chapters = Path(args.chapters) if args.chapters else chapters_dir() or repo_root() / "chapters"
     if not chapters.is_dir() or not any(chapters.glob("*.ipynb")):
         print(f"simtlab open: no notebooks in {chapters}; run `simtlab build` first", file=sys.stderr)
         return 2
-    work = Path(args.work) if args.work else chapters.resolve().parent / "work"
+    if args.work:
+        work = Path(args.work)
+    elif chapters.resolve() == PACKAGED_CHAPTERS.resolve():
+        # installed from a wheel: the package folder is no place for the student's files
+        work = Path.cwd() / WHEEL_WORK_FOLDER
+    else:
+        work = chapters.resolve().parent / "work"
+    print(f"your work folder: {work.resolve()}")
     for action, path in sync_work_folder(chapters, work):
         if action == "copied":
             print(f"new chapter: {path}")
@@ -235,8 +247,10 @@ def _make_parser() -> argparse.ArgumentParser:
         "chapter is saved beside your copy as X.new.ipynb; nothing is ever overwritten), then run "
         "`python -m jupyter lab --notebook-dir <work>`; arguments simtlab does not know go to jupyter lab.",
     )
-    o.add_argument("--chapters", metavar="DIR", help="folder of chapter templates (default: <repo>/chapters)")
-    o.add_argument("--work", metavar="DIR", help="your work folder (default: work/ beside the chapters folder)")
+    o.add_argument("--chapters", metavar="DIR",
+                   help="folder of chapter templates (default: <repo>/chapters, or the chapters the wheel carries)")
+    o.add_argument("--work", metavar="DIR", help="your work folder (default: work/ beside the chapters folder "
+                   f"in a checkout, ./{WHEEL_WORK_FOLDER}/ when simtlab is installed from a wheel)")
     o.add_argument("--no-lab", action="store_true", help="only update the work folder; do not start JupyterLab")
     from .grading.cli import add_grade_parser
 

@@ -46,7 +46,7 @@ class DeviceProperties:
     l2_cache_bytes: int
     memory_bandwidth_gbs: float  # peak, 1 GB/s = 1e9 bytes per second
     clock_mhz: float
-    memory_gib: float
+    memory_bytes: int  # device memory the driver reports (cudaDeviceProp.totalGlobalMem)
     source: str
     max_registers_per_block: int = 65536
     # Since CUDA 11 the driver keeps 1 KiB of shared memory per block for itself, and
@@ -60,6 +60,8 @@ class DeviceProperties:
     def as_dict(self) -> dict:
         return asdict(self)
 
+
+H100_MEMORY_BYTES = 85_017_493_504   # totalGlobalMem of an H100 80GB HBM3 (benchmarks/results/probe_ch1_5_h100.txt)
 
 H100_SXM = DeviceProperties(
     name="NVIDIA H100 SXM5 80GB",
@@ -81,7 +83,8 @@ H100_SXM = DeviceProperties(
     l2_cache_bytes=50 * MIB,
     memory_bandwidth_gbs=3350.0,
     clock_mhz=1980.0,
-    memory_gib=80.0,
+    # Sold as "80GB"; the driver reports 79.2 GiB, which is 85.0 GB: neither unit gives 80.
+    memory_bytes=H100_MEMORY_BYTES,
     source="reference: NVIDIA H100 SXM5 datasheet / CUDA programming guide (compute capability 9.0)",
 )
 
@@ -138,7 +141,7 @@ def query_device() -> DeviceProperties | None:
         l2_cache_bytes=attr("L2_CACHE_SIZE", 0),
         memory_bandwidth_gbs=round(bandwidth, 1),
         clock_mhz=attr("CLOCK_RATE", 0) / 1e3,
-        memory_gib=round(total_bytes / GIB, 1),
+        memory_bytes=int(total_bytes),
         source="measured: this GPU",
         max_registers_per_block=attr("MAX_REGISTERS_PER_BLOCK", 65536),
         reserved_shared_memory_per_block=attr("RESERVED_SHARED_MEMORY_PER_BLOCK", 1 * KIB),

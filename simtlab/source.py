@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = ["kernel_source", "cu_function_source", "show_source"]
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+from .paths import KERNELS_DIR  # kernels/ in a checkout, simtlab/kernels/ in a wheel
 
 
 def _python_function(obj):

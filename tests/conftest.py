@@ -24,3 +24,14 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"{chapter}: Run All {t['run_all_s']:.1f} s (opening {t['open_s']:.1f} s), main widget "
             f"'{t['control']}' -> {t['picked']!r}: figure updated in {t['widget_update_s'] * 1000:.0f} ms")
+
+
+def pytest_configure(config):
+    """tests/engines_support.py: SIMTLAB_ENGINES_AGREE=<log file> compares the greenlet and
+    the vector engine on every emulator launch of the session."""
+    import os
+    log = os.environ.get("SIMTLAB_ENGINES_AGREE")
+    if log:
+        from engines_support import agreeing_run_engines
+        from simtlab.emulator import launch
+        launch._run_engines = agreeing_run_engines(log)

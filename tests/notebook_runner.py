@@ -127,7 +127,7 @@ def student_failures(nb) -> list[str]:
 
     Every check cell must fail (it has an error output); every other cell must
     run, except that an answer cell may stop at its own stub (a region at the top
-    level of a cell becomes a bare ``raise NotImplementedError("Exercise ...")``).
+    level of a cell becomes a bare ``raise NotWrittenYet("<exercise id>")``).
     Hidden-check cells must not be there at all.
     """
     problems = []
@@ -138,7 +138,7 @@ def student_failures(nb) -> list[str]:
             if r.ok:
                 problems.append(f"{_describe(r)} passes with the exercise not written; it must fail")
         elif r.role == "answer":
-            if not r.ok and not (r.ename == "NotImplementedError" and "Exercise " in (r.error or "")):
+            if not r.ok and not (r.ename == "NotWrittenYet" and "Exercise " in (r.error or "")):
                 problems.append(f"{_describe(r)} raised something other than its stub\n{r.error}")
         elif not r.ok:
             problems.append(f"{_describe(r)} raised\n{r.error}")

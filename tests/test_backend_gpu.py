@@ -5,7 +5,7 @@ import pytest
 from numba import cuda  # importing numba-cuda does not touch the GPU
 
 from simtlab import backend
-from simtlab.hardware import query_device
+from simtlab.hardware import H100_SXM, query_device
 
 pytestmark = [
     pytest.mark.gpu,
@@ -84,7 +84,9 @@ def test_query_device():
     assert props.warp_size == 32
     assert props.max_threads_per_block == 1024
     assert props.max_warps_per_sm * 32 == props.max_threads_per_sm
-    assert props.memory_gib > 0 and props.l2_cache_bytes > 0
+    assert props.memory_bytes > 0 and props.l2_cache_bytes > 0
+    if props.name == "NVIDIA H100 80GB HBM3":   # the reference figure is this GPU's measured one
+        assert abs(props.memory_bytes - H100_SXM.memory_bytes) < 2**30
     assert props.source == "measured: this GPU"
     assert backend.backend_banner().startswith(f"Path: GPU — {props.name}")
 

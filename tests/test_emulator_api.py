@@ -231,16 +231,54 @@ def test_activemask_inside_a_branch_and_partial_mask_shuffle():
     assert (out[10:] == 0xFFFFFFFF - 0x3FF).all()
 
 
+@cuda.jit
+def _arrival(counter, ticket_of_block, ticket_of_warp, ticket_of_lane):
+    """Each block's thread 0, each warp's lane 0 and every lane of warp 0 take a ticket: the
+    tickets record the order in which the scheduler ran blocks, warps and lanes."""
+    t = cuda.threadIdx.x
+    b = cuda.blockIdx.x
+    if t == 0:
+        ticket_of_block[b] = cuda.atomic.add(counter, 0, 1)
+    if b == 0 and t % 32 == 0:
+        ticket_of_warp[t // 32] = cuda.atomic.add(counter, 1, 1)
+    if b == 0 and t < 32:
+        ticket_of_lane[t] = cuda.atomic.add(counter, 2, 1)
+
+
+def _arrival_order(order, seed):
+    tickets = [np.full(n, -1, np.int64) for n in (16, 8, 32)]
+    simtlab.emulate(_arrival, 16, 256, np.zeros(3, np.int64), *tickets, order=order, seed=seed)
+    for t in tickets:                      # every ticket taken once: a permutation
+        assert sorted(t) == list(range(len(t)))
+    return tickets
+
+
+def test_random_order_shuffles_blocks_warps_and_lanes_and_is_seeded():
+    in_order = _arrival_order("in_order", 0)
+    for t in in_order:
+        assert list(t) == list(range(len(t)))
+    one, again, two = (_arrival_order("random", s) for s in (1, 1, 2))
+    for what, a, a2, b, ref in zip(("blocks", "warps", "lanes"), one, again, two, in_order):
+        np.testing.assert_array_equal(a, a2, err_msg=f"the same seed must give the same {what} order")
+        assert list(a) != list(ref), f"order='random' did not shuffle the {what}"
+        assert list(a) != list(b), f"two seeds gave the same order of {what}"
+
+
 def test_in_order_and_random_order_give_the_same_result_and_random_is_seeded():
     from simtlab.kernels import reduction
     x = np.random.default_rng(5).random(1000).astype(np.float32)
-    outs = []
+    outs, firsts = [], []
     for order, seed in [("in_order", 0), ("random", 1), ("random", 2)]:
         partial = np.zeros(4, np.float32)
-        simtlab.emulate(reduction.block_sum_tree, 4, 256, x, partial, order=order, seed=seed)
+        run = simtlab.emulate(reduction.block_sum_tree, 4, 256, x, partial, order=order,
+                              seed=seed)
         outs.append(partial)
+        mem = run.memory
+        firsts.append((mem.block[0], mem.thread[:64].tolist()))   # who ran first
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(outs[0], outs[2])
+    # the same result, reached in different orders: the random runs really were shuffled
+    assert firsts[0] != firsts[1] and firsts[1] != firsts[2] and firsts[0] != firsts[2]
 
 
 def test_plain_function_and_closure_kernels():

@@ -122,3 +122,22 @@ def test_warp_intrinsics_atomics_and_barriers():
     x = rng.integers(0, 64, 64).astype(np.int64)
     g, e = both(warp_api, 1, 64, x, np.zeros((64, 9), np.int64))
     np.testing.assert_array_equal(g[1], e[1])
+
+
+def test_store_conversions_match_numba_cuda():
+    """Stores that do not fit the array's type: the emulator converts as the GPU does
+    (tests/test_store_conversions.py holds the CPU side and the rules)."""
+    import test_store_conversions as sc
+    out = np.zeros(32, np.uint32)
+    g, e = both(sc.ballot_into_uint32, 1, 32, out)
+    np.testing.assert_array_equal(e[0], g[0])
+    outs = [np.zeros(sc.FLOATS.size, t) for t in (np.int32, np.uint32, np.uint8, np.float32)]
+    g, e = both(sc.store_values, 1, 32, sc.FLOATS, *outs)
+    for a, b in zip(g[1:], e[1:]):
+        np.testing.assert_array_equal(b, a)
+    outs = [np.zeros(sc.WIDE.size, np.int32), np.zeros(sc.WIDE.size, np.uint16)]
+    g, e = both(sc.store_wide_integers, 1, 32, sc.WIDE, *outs)
+    for a, b in zip(g[1:], e[1:]):
+        np.testing.assert_array_equal(b, a)
+    g, e = both(sc.atomic_wraps, 1, 2, np.array([2**31 - 1], np.int32))
+    np.testing.assert_array_equal(e[0], g[0])

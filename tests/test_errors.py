@@ -40,7 +40,7 @@ def test_negative_index_is_an_error_not_a_wrap():
     assert e.value.thread == (0, 0, 0) and "x[-1]" in str(e.value)
 
 
-def test_barrier_after_early_return_is_a_deadlock():
+def test_barrier_after_early_return_is_a_divergent_barrier():
     @cuda.jit
     def early_return(x):
         s = cuda.shared.array(64, float32)

@@ -5,10 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from numba import cuda
+
 import simtlab
 from simtlab.exercises.report import (
     CheckFailed,
+    ExerciseNotWritten,
+    NotWrittenYet,
+    by_error_type,
+    call_student,
     compare_arrays,
+    failing_in,
     passed,
     poison,
     poison_value,
@@ -101,112 +108,101 @@ def test_passed_prints_outside_ipython(capsys):
 
 
 # ---------------------------------------------------------------------------
-# run_student_kernel, against a stand-in for simtlab.emulate
+# run_student_kernel, call_student and failing_in, on the real emulator
 
 
-class FakeEmulationError(Exception):
-    pass
+@cuda.jit
+def _stub_kernel(x, out):
+    i = cuda.grid(1)
+    raise NotWrittenYet("ch09.demo")
 
 
-@pytest.fixture
-def fake_emulator(monkeypatch):
-    def emulate(kernel, griddim, blockdim, *args, **opts):
-        try:
-            kernel(*args)
-        except Exception as e:
-            raise FakeEmulationError(f"block (0, 0, 0), thread (0, 0, 0), line 3: {type(e).__name__}: {e}") from e
-        return ("run", griddim, blockdim, opts)
-
-    monkeypatch.setattr(simtlab, "emulate", emulate, raising=False)
-    monkeypatch.setattr(simtlab, "EmulationError", FakeEmulationError, raising=False)
+@cuda.jit
+def _unguarded_kernel(x, out):
+    i = cuda.grid(1)
+    out[i] = 2 * x[i]
 
 
-def test_run_student_kernel_returns_the_run(fake_emulator):
-    out = np.zeros(2)
-
-    def kernel(a):
-        a[0] = 1
-
-    assert run_student_kernel(kernel, 1, 32, out, trace=False) == ("run", 1, 32, {"trace": False})
-    assert out[0] == 1
+@cuda.jit
+def _old_stub_kernel(x, out):
+    raise NotImplementedError("Exercise 1.1: replace this line with your code")
 
 
-def test_run_student_kernel_stub_becomes_not_written_yet(fake_emulator):
-    def kernel(a):
-        raise NotImplementedError("Exercise 1.2: replace this line with your code")
-
-    with pytest.raises(CheckFailed, match=r"^You have not written this exercise yet: Exercise 1\.2: replace"):
-        run_student_kernel(kernel, 1, 32, np.zeros(1))
-
-
-def test_run_student_kernel_plain_not_implemented(monkeypatch):
-    def emulate(kernel, *a, **k):
-        raise NotImplementedError("Exercise 3: hint")
-
-    monkeypatch.setattr(simtlab, "emulate", emulate, raising=False)
-    with pytest.raises(CheckFailed, match="You have not written this exercise yet: Exercise 3: hint"):
-        run_student_kernel(None, 1, 1)
+def test_not_written_yet_names_the_exercise_and_the_hint():
+    stub = NotWrittenYet("ch09.demo")
+    assert isinstance(stub, NotImplementedError) and stub.exercise == "ch09.demo"
+    assert str(stub).startswith("Exercise ch09.demo is not written yet")
+    assert 'hint("ch09.demo")' in str(stub) and 'hint("ch09.demo", 2)' in str(stub)
 
 
-def test_run_student_kernel_emulation_error_keeps_message(fake_emulator):
-    def kernel(a):
-        a[5] = 1
-
-    with pytest.raises(CheckFailed, match=r"line 3: IndexError") as info:
-        run_student_kernel(kernel, 1, 32, np.zeros(1))
-    assert isinstance(info.value.original, FakeEmulationError)
-
-
-def test_run_student_kernel_other_errors_propagate(monkeypatch):
-    def emulate(kernel, *a, **k):
-        raise TypeError("bad launch")
-
-    monkeypatch.setattr(simtlab, "emulate", emulate, raising=False)
-    monkeypatch.setattr(simtlab, "EmulationError", FakeEmulationError, raising=False)
-    with pytest.raises(TypeError, match="bad launch"):
-        run_student_kernel(None, 1, 1)
-
-
-def test_run_student_kernel_stub_reported_without_cause(monkeypatch):
-    class KernelException(FakeEmulationError):
-        def __init__(self, problem):
-            self.problem = problem
-            super().__init__(f"exception in kernel: {problem}\n  line 8 in k()")
-
-    def emulate(kernel, *a, **k):
-        raise KernelException("NotImplementedError: Exercise 4: use cuda.grid(1)")
-
-    monkeypatch.setattr(simtlab, "emulate", emulate, raising=False)
-    monkeypatch.setattr(simtlab, "EmulationError", FakeEmulationError, raising=False)
-    with pytest.raises(CheckFailed) as info:
-        run_student_kernel(None, 1, 1)
-    assert str(info.value) == "You have not written this exercise yet: Exercise 4: use cuda.grid(1)"
-
-
-try:
-    from numba import cuda as _cuda
-except ImportError:  # pragma: no cover
-    _cuda = None
-
-if _cuda is not None:
-
-    @_cuda.jit
-    def _stub_kernel(x, out):
-        i = _cuda.grid(1)
-        raise NotImplementedError("Exercise 1.1: replace this line with your code")
-
-    @_cuda.jit
-    def _unguarded_kernel(x, out):
-        i = _cuda.grid(1)
-        out[i] = 2 * x[i]
-
-
-def test_run_student_kernel_with_the_real_emulator():
-    if _cuda is None or not callable(getattr(simtlab, "emulate", None)):
-        pytest.skip("numba-cuda or simtlab.emulate is not there")
+def test_run_student_kernel_returns_the_run():
     x = np.arange(64, dtype=np.float32)
-    with pytest.raises(CheckFailed, match=r"^You have not written this exercise yet: Exercise 1\.1: replace"):
+    out = poison(64)
+    run = run_student_kernel(_unguarded_kernel, 1, 64, x, out)
+    assert isinstance(run, simtlab.Run)
+    assert np.array_equal(out, 2 * x)
+
+
+def test_run_student_kernel_stub_is_typed_not_matched_by_text():
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(ExerciseNotWritten, match=r"^Exercise ch09\.demo is not written yet") as info:
         run_student_kernel(_stub_kernel, 1, 64, x, poison(64))
+    assert info.value.exercise == "ch09.demo"
+    assert isinstance(info.value.original, simtlab.EmulationError)
+    # a NotImplementedError that is not the stub is a crash of the student's code, not "not written"
+    with pytest.raises(CheckFailed) as info:
+        run_student_kernel(_old_stub_kernel, 1, 32, x, poison(64))
+    assert not isinstance(info.value, ExerciseNotWritten)
+    assert "NotImplementedError" in str(info.value)
+
+
+def test_run_student_kernel_emulation_error_keeps_message_and_original():
+    x = np.arange(64, dtype=np.float32)
     with pytest.raises(CheckFailed, match="out-of-bounds") as info:
         run_student_kernel(_unguarded_kernel, 1, 128, x, poison(64))
-    assert isinstance(info.value.original, simtlab.EmulationError)
+    assert isinstance(info.value.original, simtlab.OutOfBoundsError)
+
+
+def test_run_student_kernel_launch_error_is_a_check_failure():
+    with pytest.raises(CheckFailed, match="takes 2 arguments, the launch passes 0") as info:
+        run_student_kernel(_unguarded_kernel, 1, 32)
+    assert isinstance(info.value.original, simtlab.LaunchError)
+
+
+def test_call_student():
+    def stub(a):
+        raise NotWrittenYet("ch09.plain")
+
+    def broken(a):
+        return a / 0
+
+    assert call_student(lambda a: a + 1, "f", 1) == 2
+    with pytest.raises(ExerciseNotWritten, match="ch09.plain is not written yet"):
+        call_student(stub, "stub", 1)
+    with pytest.raises(CheckFailed, match=r"^broken\(1,\) raised ZeroDivisionError"):
+        call_student(broken, "broken", 1)
+
+
+def test_failing_in_adds_context_and_hint_but_not_to_not_written():
+    with pytest.raises(CheckFailed) as info:
+        with failing_in("Launch: 2 blocks", hint="write out[i]"):
+            raise CheckFailed("out: 3 of 8 elements wrong")
+    assert str(info.value) == "Launch: 2 blocks\nout: 3 of 8 elements wrong\nwrite out[i]"
+    with pytest.raises(CheckFailed) as info:                  # a hint computed from the failure
+        with failing_in("ctx", hint=lambda e: f"saw {str(e)[:3]!r}"):
+            raise CheckFailed("out wrong")
+    assert str(info.value) == "ctx\nout wrong\nsaw 'out'"
+    with pytest.raises(ExerciseNotWritten) as info:
+        with failing_in("ctx", hint="never shown"):
+            call_student(lambda: (_ for _ in ()).throw(NotWrittenYet("ch09.x")), "f")
+    assert "ctx" not in str(info.value) and "never shown" not in str(info.value)
+    with failing_in("ctx"):                                   # nothing raised: nothing added
+        pass
+
+
+def test_by_error_type_picks_the_hint_of_the_emulator_error():
+    x = np.arange(64, dtype=np.float32)
+    with pytest.raises(CheckFailed) as info:
+        with failing_in("ctx", by_error_type({"OutOfBoundsError": "guard i", "BarrierError": "no"})):
+            run_student_kernel(_unguarded_kernel, 1, 128, x, poison(64))
+    assert str(info.value).startswith("ctx\n") and str(info.value).endswith("\nguard i")

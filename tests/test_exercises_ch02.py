@@ -6,7 +6,7 @@ import pytest
 from numba import cuda
 
 from simtlab.exercises import ch02
-from simtlab.exercises.report import CheckFailed
+from simtlab.exercises.report import CheckFailed, ExerciseNotWritten, NotWrittenYet
 from simtlab.hardware import occupancy
 from simtlab.kernels.divergence import branch_by_parity
 
@@ -35,7 +35,7 @@ def parity_two_per_thread(x, out):
 
 @cuda.jit
 def parity_stub(x, out):
-    raise NotImplementedError("Exercise ch02.no_divergence: remap the threads")
+    raise NotWrittenYet("ch02.no_divergence")
 
 
 @cuda.jit
@@ -58,7 +58,7 @@ def test_no_divergence_passes(capsys):
 
 
 def test_no_divergence_stub():
-    with pytest.raises(CheckFailed, match="not written this exercise yet: Exercise ch02.no_divergence"):
+    with pytest.raises(ExerciseNotWritten, match=r"^Exercise ch02.no_divergence is not written yet"):
         ch02.check_no_divergence(parity_stub)
 
 
@@ -101,7 +101,7 @@ def triangle_sum_closed_form(n_terms, order, out):
 
 @cuda.jit
 def triangle_sum_stub(n_terms, order, out):
-    raise NotImplementedError("Exercise ch02.balanced_loops: use order")
+    raise NotWrittenYet("ch02.balanced_loops")
 
 
 @cuda.jit
@@ -132,7 +132,7 @@ def test_balanced_loops_passes(capsys):
 
 
 def test_balanced_loops_stub():
-    with pytest.raises(CheckFailed, match="not written this exercise yet: Exercise ch02.balanced_loops"):
+    with pytest.raises(ExerciseNotWritten, match=r"^Exercise ch02.balanced_loops is not written yet"):
         ch02.check_balanced_loops(triangle_sum_stub)
 
 
@@ -184,9 +184,9 @@ def test_occupancy_passes(capsys):
 
 def test_occupancy_stub():
     def stub(block_size, registers_per_thread):
-        raise NotImplementedError("Exercise ch02.occupancy: take the smallest limit")
+        raise NotWrittenYet("ch02.occupancy")
 
-    with pytest.raises(CheckFailed, match="not written this exercise yet"):
+    with pytest.raises(ExerciseNotWritten, match="is not written yet"):
         ch02.check_occupancy(stub)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import types
 
+import numpy as np
+
 import pytest
 from matplotlib.figure import Figure
 
@@ -96,30 +98,68 @@ def test_launch_binding_names_an_unknown_implementation():
     assert IMPLS == ("numba", "cuda-c")
 
 
-def test_every_kernel_a_benchmark_binds_exists_in_both_twins():
-    """The benchmarks launch kernels by name from kernels/<topic>.py and kernels/<topic>.cu:
-    every name they use must be a numba kernel and an extern "C" kernel of the .cu file."""
+def test_every_kernel_of_every_table_exists_in_its_twins():
+    """Each topic's table names its kernels in kernels/<topic>.py and kernels/<topic>.cu; every
+    name a version or its plan launches must be a numba kernel and an extern "C" kernel."""
+    import importlib
     import re
     from pathlib import Path
 
-    from simtlab.gpubench import reduction, scan
-    from simtlab.kernels import patterns as P
-
     repo = Path(__file__).resolve().parent.parent
-    names = {
-        "patterns": ["copy_v1_strided", "copy_v2_coalesced", "stencil1d_v1_global", "stencil1d_v2_shared",
-                     "stencil2d_v1_global", "stencil2d_v2_shared", "gather_v1", "scatter_v1"]
-                    + [P.TRANSPOSES[v].py_func.__name__ for v in (1, 2, 3, 4)],
-        "reduction": [n for nb, c, _ in reduction.SUM_VERSIONS.values() for n in (nb, c) if n]
-                     + [n for pair in reduction.VECMAT_VERSIONS.values() for n in pair] + ["vecmat_rows"],
-        "scan": [v[0] for v in scan.VERSIONS.values()] + ["add_block_prefix"],
-    }
-    import importlib
-    for topic, kernel_names in names.items():
+    helpers = {"reduction": ["vecmat_rows"], "scan": ["add_block_prefix"], "patterns": []}
+    for topic in gpubench.TOPICS:
         module = importlib.import_module(f"simtlab.kernels.{topic}")
         cu = (repo / "kernels" / f"{topic}.cu").read_text()
         exported = set(re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(', cu))
-        for name in kernel_names:
-            if not (topic == "reduction" and "float4" in name):      # v8/v9 are CUDA C only
-                assert hasattr(getattr(module, name), "py_func"), f"{topic}.py has no kernel {name}"
-            assert name in exported, f"{topic}.cu exports no kernel {name}"
+        assert module.VERSIONS, topic
+        for v in module.VERSIONS:
+            assert v.label.split(" ", 1)[0].startswith("v") or " v" in v.label, v.label
+            if v.numba:
+                assert hasattr(getattr(module, v.numba), "py_func"), f"{topic}.py has no kernel {v.numba}"
+            if v.cuda_c:
+                assert v.cuda_c in exported, f"{topic}.cu exports no kernel {v.cuda_c}"
+            assert v.bytes(2**20) > 0
+        for name in helpers[topic]:
+            assert hasattr(getattr(module, name), "py_func") and name in exported
+
+
+def test_benchmark_cases_come_from_the_tables_with_flops():
+    """One case per version and implementation, named after the table's label; FLOPs where the
+    table has them (TFLOP/s in the results)."""
+    from simtlab.kernels import reduction as R
+
+    from simtlab.gpubench import reduction
+
+    cases = {c.name: c for c in reduction.cases()}
+    for v in R.VERSIONS:
+        if v.group == "sum":
+            for impl, label in (("cuda-c", "CUDA C"), ("numba", "numba")):
+                assert (f"{v.label} ({label})" in cases) == (impl in v.impls)
+    case = cases["v3 sequential (numba)"]
+    assert case.flops(1000) == 1000 and case.bytes_moved(1000) == 4000
+
+
+def test_summary_table_gives_tflops_where_flops_are_known():
+    res = _fake_result()
+    res["rows"][1]["tflops"] = 0.067
+    text = gpubench.summary_table(res)
+    assert "TFLOP/s" in text.splitlines()[0] and "0.067" in text.splitlines()[2]
+
+
+def test_one_plan_runs_on_the_emulator_for_every_version():
+    """The plans the GPU tests and the benchmark use also run on the emulator (NumPy arrays)."""
+    from simtlab import versions
+    from simtlab.kernels import patterns as P, reduction as R, scan as S
+
+    x = np.random.default_rng(0).integers(-2, 3, 1000).astype(np.float32)
+    for v in R.VERSIONS:
+        if v.group == "sum" and v.numba:
+            out, runs = versions.emulate("reduction", v, x, trace=False)
+            assert out[0] == x.sum() and len(runs) >= 1, v.label
+    out, runs = versions.emulate("scan", S.find(S.VERSIONS, "v6 lookback"), x, blockdim=32, trace=False)
+    assert np.array_equal(out, np.cumsum(x)) and len(runs) == 1
+    a = x[:960].reshape(30, 32)
+    out, _ = versions.emulate("patterns", P.find(P.VERSIONS, "transpose v3 padded tile"), a, trace=False)
+    assert np.array_equal(out, a.T)
+    with pytest.raises(ValueError, match="exists only in CUDA C"):
+        versions.emulate("reduction", R.find(R.VERSIONS, "v8 float4, atomicAdd"), x)

@@ -76,3 +76,22 @@ def test_results_are_live_on_a_gpu(monkeypatch):
     monkeypatch.setattr(gpubench, "_known", lambda topic: None)
     res = gpubench.results("patterns", n=2**22, log=lambda s: None)
     assert res["source"] == "measured" and res["device"] and len(res["rows"]) == 2
+
+
+def test_l2_cold_timing_is_slower_only_where_the_data_fits_in_l2():
+    """Input + output of 2^21 floats (16 MiB) fit in the 50 MB L2: timed warm, a copy reads what
+    the previous run left in L2; after a flush it must come from HBM. 2^26 floats (512 MiB) never
+    fit, so flushing changes little."""
+    import cupy
+
+    ratios = {}
+    for n in (2**21, 2**26):
+        a = cupy.random.random(n, dtype=cupy.float32)
+        b = cupy.empty_like(a)
+        run = lambda: b.data.copy_from_device_async(a.data, a.nbytes)   # noqa: E731
+        warm = time_launches(run)["median_ms"]
+        cold = time_launches(run, l2="cold", repeat=9)
+        assert cold["batch"] == 1 and cold["l2"] == "cold"
+        ratios[n] = cold["median_ms"] / warm
+    assert ratios[2**21] > 1.2, ratios
+    assert 0.8 < ratios[2**26] < 1.25, ratios

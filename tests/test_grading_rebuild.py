@@ -76,6 +76,9 @@ def test_course_masters_checks_belong_to_their_exercise(path):
     m = load_master(path)
     answers = {c.metadata["simtlab"]["id"] for c in m.nb.cells
                if c.metadata.get("simtlab", {}).get("role") == "answer"}
+    if not answers:  # a chapter without exercises (the playground): nothing to grade
+        assert m.exercises == {}
+        return
     assert m.exercises and set(m.exercises) <= answers
     for exercise, checks in m.exercises.items():
         assert all(c["id"].startswith(exercise + ".") for c in checks), exercise
@@ -162,7 +165,7 @@ def test_missing_answer_is_graded_as_the_stub(master):
     sub.cells.append(nbformat.v4.new_markdown_cell("notes"))
     out = rebuild(master, sub)
     assert out.answers["t.mean"] == "missing"
-    assert "NotImplementedError" in sources(out.nb)["t.mean"]
+    assert "raise NotWrittenYet(\"t.mean\")" in sources(out.nb)["t.mean"]
     assert "answer missing: t.mean" in out.flags
 
 

@@ -30,7 +30,8 @@ def _context(master):
 def test_every_master_answer_passes(path):
     master = load_master(path)
     names, imports, answers = _context(master)
-    assert answers
+    if not master.exercises:
+        pytest.skip(f"{path.name} has no exercises")
     for sid, source in answers.items():
         rejected = vet_answer(source, chapter=path.name, protected=names, course_imports=imports,
                               own=top_level_bindings(source))

@@ -24,7 +24,11 @@ def test_h100_reference_figures():
     assert h.shared_memory_per_block == 48 * 1024
     assert h.shared_memory_per_block_optin == 227 * 1024
     assert h.l2_cache_bytes == 50 * 2**20
-    assert h.memory_bandwidth_gbs == 3350 and h.clock_mhz == 1980 and h.memory_gib == 80
+    assert h.memory_bandwidth_gbs == 3350 and h.clock_mhz == 1980
+    # "80GB" on the label; the driver reports 79.2 GiB = 85.0 GB (measured on the H100:
+    # benchmarks/results/probe_ch1_5_h100.txt; checked again by
+    # tests/test_backend_gpu.py::test_query_device)
+    assert round(h.memory_bytes / 2**30, 1) == 79.2 and round(h.memory_bytes / 1e9, 1) == 85.0
     assert h.source.startswith("reference")
 
 

@@ -24,7 +24,7 @@ def emulate_fast(kernel, grid, block, *args):
 EDGE_SIZES = [1, 2, R.BLOCK - 1, R.BLOCK, R.BLOCK + 1, 2 * R.BLOCK - 1, 2 * R.BLOCK + 1, 1000, 3001]
 
 
-@pytest.mark.parametrize("version", list(R.SUM_KERNELS))
+@pytest.mark.parametrize("version", list(R.SUM_LABELS))
 @pytest.mark.parametrize("n", EDGE_SIZES)
 def test_every_version_sums_integers_exactly(version, n):
     # small integers: every partial sum is exact in float32, so any order gives the same bits
@@ -33,7 +33,7 @@ def test_every_version_sums_integers_exactly(version, n):
     assert got == np.float32(x.astype(np.int64).sum()), (version, n)
 
 
-@pytest.mark.parametrize("version", list(R.SUM_KERNELS))
+@pytest.mark.parametrize("version", list(R.SUM_LABELS))
 def test_every_version_sums_floats_to_float32_accuracy(version):
     x = np.random.default_rng(7).normal(1.0, 2.0, 2 * R.BLOCK + 77).astype(np.float32)
     want = R.sum_cpu(x)
@@ -51,9 +51,9 @@ def test_sum_cpu_rounds_once():
 def test_reduce_passes_grid_sizes():
     grids = []
     for kernel, want in [(R.reduce_v3_sequential, [4096, 16, 1]), (R.reduce_v4_first_add, [2048, 4, 1])]:
-        _, grids = R.reduce_passes(kernel, np.zeros(2**20, np.float32), lambda *a: None)
+        _, grids = R.reduce_passes(kernel, np.zeros(2**20, np.float32), lambda *a, **k: None)
         assert grids == want
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(ValueError, match="non-empty"):
         R.reduce_passes(R.reduce_v3_sequential, np.zeros(0, np.float32), emulate_fast)
     with pytest.raises(ValueError, match="unknown version"):
         R.sum_with("v0", np.ones(4, np.float32), emulate_fast)
@@ -155,14 +155,12 @@ def test_napkin_math():
 
 
 def test_cuda_c_has_every_version():
-    from simtlab.gpubench.reduction import SUM_VERSIONS, VECMAT_VERSIONS
-
     src = CU.read_text()
-    names = {c for _, c, _ in SUM_VERSIONS.values()} | {c for _, c in VECMAT_VERSIONS.values()} | {"vecmat_rows"}
+    names = {v.cuda_c for v in R.VERSIONS} | {"vecmat_rows"}
     for name in names:
         assert re.search(rf'extern "C" __global__ void {name}\(', src), name
-    for nb_name, _, _ in SUM_VERSIONS.values():
-        assert nb_name is None or hasattr(R, nb_name)
+    for v in R.VERSIONS:
+        assert v.numba is None or hasattr(R, v.numba)
     # one "// ---- vN:" line before each numbered CUDA C version, one "# vN:" line in Python
     assert len(re.findall(r"^// ---- (vecmat )?v\d+: ", src, re.M)) == 11
     py = Path(R.__file__).read_text()
@@ -176,3 +174,50 @@ def test_work_and_steps_of_the_trees():
     for r in rows:
         assert r["work"] == r["n"] - 1                       # as many adds as the serial loop
         assert r["steps"] == int(np.log2(r["n"]))            # but only log2(n) levels
+
+
+def test_unrolled_last_warp_races_and_syncwarp_fixes_it():
+    # the pre-Volta last warp: lane t reads s[t + 16] in the statement where lane t + 16 writes it;
+    # the race detector sees it whatever order the lanes ran in, and the sum may still be right
+    x = np.random.default_rng(4).random(2 * R.BLOCK, dtype=np.float32)
+    unsafe = simtlab.emulate(R.reduce_last_warp_unsafe, 1, R.BLOCK, x, np.zeros(1, np.float32))
+    assert unsafe.metrics["races"] > 0
+    racy_lines = {unsafe.source(line).strip() for race in unsafe.races for line in race.lines}
+    assert racy_lines <= {f"s[t] += s[t + {k}]" for k in (32, 16, 8, 4, 2, 1)}, racy_lines
+    assert all(race.array == "s" and race.space == "shared" for race in unsafe.races)
+    # with the lanes in a random order the unsafe version gives a wrong sum, syncwarp never does
+    wrong = 0
+    for seed in range(4):
+        got = np.zeros(1, np.float32)
+        simtlab.emulate(R.reduce_last_warp_unsafe, 1, R.BLOCK, x, got, trace=False, order="random", seed=seed)
+        wrong += not np.isclose(got[0], R.sum_cpu(x), rtol=1e-5)
+        fixed = np.zeros(1, np.float32)
+        simtlab.emulate(R.reduce_last_warp_syncwarp, 1, R.BLOCK, x, fixed, trace=False, order="random", seed=seed)
+        assert np.isclose(fixed[0], R.sum_cpu(x), rtol=1e-5)
+    assert wrong > 0
+    safe = simtlab.emulate(R.reduce_last_warp_syncwarp, 1, R.BLOCK, x, np.zeros(1, np.float32))
+    assert safe.metrics["races"] == 0
+
+
+@pytest.mark.parametrize("rows, cols", [(3, 1), (4, 257), (2, 1000), (5, 3 * R.BLOCK + 1)])
+def test_row_means(rows, cols):
+    x = np.random.default_rng(cols).normal(2.0, 1.0, (rows, cols)).astype(np.float32)
+    got = R.row_mean_with(x, emulate_fast, blocks_per_row=2)
+    np.testing.assert_allclose(got, R.row_mean_cpu(x), rtol=1e-5)
+    assert R.row_mean_bytes(rows, cols) == 4 * (rows * cols + rows)
+
+
+def test_row_sums_are_coalesced():
+    x = np.random.default_rng(0).random((2, 512), dtype=np.float32)
+    run = simtlab.emulate(R.row_sum_partials, (2, 2), R.BLOCK, x, np.zeros((2, 2), np.float32))
+    reads = run.accesses("x", "read")
+    assert len(reads) == x.size and np.unique(reads.index).size == x.size   # every element once
+    assert run.metrics["global_sectors_per_request"] <= 4.0
+
+
+def test_cuda_c_has_the_last_warp_and_row_kernels():
+    src = CU.read_text()
+    for name in ("reduce_last_warp_unsafe", "reduce_last_warp_syncwarp", "row_sum_partials", "row_mean_finish"):
+        assert re.search(rf'extern "C" __global__ void {name}\(', src), name
+        assert hasattr(R, name)
+    assert "__syncwarp(FULL_MASK)" in src and "volatile float" not in src   # the fix is syncwarp, not volatile

@@ -126,7 +126,7 @@ def test_bad_launches_have_clear_errors():
         S.scan_emulated(np.ones(10, np.float32), "Blelloch", 96)
     with pytest.raises(ValueError, match="multiple of 32"):
         S.scan_emulated(np.ones(10, np.float32), "warp shuffle", 40)
-    with pytest.raises(ValueError, match="unknown scan version 'bogus'"):
+    with pytest.raises(ValueError, match="unknown version 'bogus'; the versions are v1 Hillis-Steele"):
         S.scan_emulated(np.ones(10, np.float32), "bogus")
 
 

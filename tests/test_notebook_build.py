@@ -67,51 +67,75 @@ def standard_master():
 # stubs
 
 
-def test_python_region_becomes_stub_with_hint_and_indentation():
+IMPORT = "from simtlab.student import NotWrittenYet, hint\n"
+
+
+def test_python_region_becomes_a_typed_stub_that_gives_nothing_away():
     student = build_student_notebook(standard_master())
     answer = student.cells[2]
     assert answer.source == (
-        "def square(x):\n"
+        IMPORT
+        + "def square(x):\n"
         "    y = 0\n"
-        '    raise NotImplementedError("Exercise ex1: multiply x by itself")\n'
+        '    raise NotWrittenYet("ex1")\n'
         "    return y\n"
     )
+    assert "multiply" not in answer.source                      # the hint is not in the stub...
+    assert answer.metadata["simtlab_hints"] == ["multiply x by itself"]    # ...but in the metadata
     ast.parse(answer.source)
 
 
-def test_default_hint_and_deep_indentation():
+def test_the_stub_raises_not_written_yet_naming_the_exercise():
+    from simtlab.exercises import NotWrittenYet
+
+    source = build_student_notebook(standard_master()).cells[2].source
+    namespace = {}
+    exec(source, namespace)
+    with pytest.raises(NotWrittenYet, match=r"^Exercise ex1 is not written yet") as info:
+        namespace["square"](3)
+    assert info.value.exercise == "ex1"
+
+
+def test_deep_indentation():
     src = "def f(xs):\n    for x in xs:\n        if x:\n            ### BEGIN SOLUTION\n            print(x)\n            print(x)\n            ### END SOLUTION\n    return 1"
     nb = notebook(code(src, "deep", "answer"))
-    out = build_student_notebook(nb).cells[0].source
-    assert out == (
-        "def f(xs):\n    for x in xs:\n        if x:\n"
-        '            raise NotImplementedError("Exercise deep: replace this line with your code")\n'
+    cell = build_student_notebook(nb).cells[0]
+    assert cell.source == (
+        IMPORT + "def f(xs):\n    for x in xs:\n        if x:\n"
+        '            raise NotWrittenYet("deep")\n'
         "    return 1"
     )
-    ast.parse(out)
+    assert "simtlab_hints" not in cell.metadata                  # no hint lines: no hints
+    ast.parse(cell.source)
 
 
 def test_stub_uses_code_indentation_when_markers_are_less_indented():
     src = "for i in range(3):\n### BEGIN SOLUTION\n    print(i)\n### END SOLUTION\n"
     out = build_student_notebook(notebook(code(src, "x", "answer"))).cells[0].source
-    assert out == 'for i in range(3):\n    raise NotImplementedError("Exercise x: replace this line with your code")\n'
+    assert out == IMPORT + 'for i in range(3):\n    raise NotWrittenYet("x")\n'
     ast.parse(out)
 
 
-def test_several_regions_and_tricky_hint_quoting():
+def test_import_goes_after_a_cell_magic():
+    src = "%%time\n### BEGIN SOLUTION\nn = 4\n### END SOLUTION"
+    out = build_student_notebook(notebook(code(src, "m", "answer"))).cells[0].source
+    assert out == "%%time\n" + IMPORT + 'raise NotWrittenYet("m")'
+
+
+def test_progressive_hints_from_several_regions_and_levels():
     src = (
-        "def a():\n    ### BEGIN SOLUTION\n    ### HINT: use \"quotes\" and \\ backslash\n    return 1\n    ### END SOLUTION\n"
+        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 1: think of \"quotes\"\n    ### HINT 2: use \\ backslash\n"
+        "    return 1\n    ### END SOLUTION\n"
         "\n"
-        "def b():\n    ### BEGIN SOLUTION\n    return 2\n    ### END SOLUTION\n"
+        "def b():\n    ### BEGIN SOLUTION\n    ### HINT: and b returns two\n    ### HINT 2: return 2\n    return 2\n"
+        "    ### END SOLUTION\n"
     )
-    out = build_student_notebook(notebook(code(src, "two", "answer"))).cells[0].source
-    tree = ast.parse(out)
+    cell = build_student_notebook(notebook(code(src, "two", "answer"))).cells[0]
+    tree = ast.parse(cell.source)
     raises = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)]
-    assert [r.exc.args[0].value for r in raises] == [
-        'Exercise two: use "quotes" and \\ backslash',
-        "Exercise two: replace this line with your code",
-    ]
-    assert "return 1" not in out and "return 2" not in out
+    assert [r.exc.args[0].value for r in raises] == ["two", "two"]
+    assert "return 1" not in cell.source and "return 2" not in cell.source and "HINT" not in cell.source
+    assert cell.metadata["simtlab_hints"] == ['think of "quotes" and b returns two', "use \\ backslash return 2"]
 
 
 def test_c_region_inside_string_becomes_c_comment():
@@ -129,19 +153,36 @@ def test_c_region_inside_string_becomes_c_comment():
     )
     out = build_student_notebook(notebook(code(src, "c1", "answer"))).cells[0].source
     assert "        /* YOUR CODE HERE */\n" in out
-    assert "x[i] *= 2.0f" not in out and "###" not in out and "NotImplementedError" not in out
+    assert "x[i] *= 2.0f" not in out and "###" not in out and "NotWrittenYet" not in out
     ast.parse(out)
 
 
-def test_c_region_hint_goes_into_comment():
+def test_c_region_hint_goes_to_metadata_not_the_comment():
     src = 'S = """\n  // ### BEGIN SOLUTION\n  // ### HINT: use threadIdx.x */ here\n  y = 1;\n  // ### END SOLUTION\n"""'
-    out = build_student_notebook(notebook(code(src, "c2", "answer"))).cells[0].source
-    assert out == 'S = """\n  /* YOUR CODE HERE: use threadIdx.x * / here */\n"""'
+    cell = build_student_notebook(notebook(code(src, "c2", "answer"))).cells[0]
+    assert cell.source == 'S = """\n  /* YOUR CODE HERE */\n"""'
+    assert cell.metadata["simtlab_hints"] == ["use threadIdx.x */ here"]
 
 
 def test_region_of_top_level_code_becomes_bare_raise():
     out = build_student_notebook(notebook(code("### BEGIN SOLUTION\nn = 4\n### END SOLUTION", "t", "answer")))
-    assert out.cells[0].source == 'raise NotImplementedError("Exercise t: replace this line with your code")'
+    assert out.cells[0].source == IMPORT + 'raise NotWrittenYet("t")'
+
+
+def test_a_template_from_the_older_stub_format_is_not_student_work(tmp_path):
+    from simtlab.notebooks.build import student_work
+
+    master = standard_master()
+    old = build_student_notebook(master)
+    old.cells[2].source = (old.cells[2].source.replace(IMPORT, "")
+                           .replace('raise NotWrittenYet("ex1")',
+                                    'raise NotImplementedError("Exercise ex1: multiply x by itself")'))
+    path = tmp_path / "old.ipynb"
+    path.write_bytes(notebook_bytes(old))
+    assert student_work(path, build_student_notebook(master)) == []
+    old.cells[2].source = old.cells[2].source.replace("y = 0", "y = 1")      # a real edit still counts
+    path.write_bytes(notebook_bytes(old))
+    assert student_work(path, build_student_notebook(master)) != []
 
 
 # ---------------------------------------------------------------------------

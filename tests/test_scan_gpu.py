@@ -14,20 +14,17 @@ from gpu_support import requires_gpu
 
 pytestmark = [pytest.mark.gpu, requires_gpu]
 
-VERSIONS = ["v1 Hillis-Steele (3 kernels)", "v2 Blelloch (3 kernels)", "v3 Blelloch padded (3 kernels)",
-            "v4 warp shuffle (3 kernels)", "v5 many items per thread (3 kernels)",
-            "v6 decoupled look-back (1 pass)"]
-#: the emulator's name of each version (kernels.scan.scan_emulated)
-EMULATED = dict(zip(VERSIONS, ["Hillis-Steele", "Blelloch", "Blelloch padded", "warp shuffle",
-                               "tile (ITEMS per thread)", "lookback"]))
+from simtlab.kernels import scan as S
+
+VERSIONS = [v.label for v in S.VERSIONS]
 
 
 def gpu_scan(version, impl, x_host):
     import cupy
 
-    from simtlab.gpubench import scan as G
+    from simtlab.gpubench import runner
 
-    run, out = G.scan_runner(version, impl, cupy.asarray(x_host))
+    run, out = runner("scan", version, impl, cupy.asarray(x_host))
     run()
     cupy.cuda.runtime.deviceSynchronize()
     return cupy.asnumpy(out)
@@ -40,19 +37,17 @@ def sizes(p):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_emulator_numba_cuda_c_agree_with_reference(version):
     from simtlab.gpubench import scan as G
-    from simtlab.kernels import scan as S
 
-    name = G.VERSIONS[version][0]
     rng = np.random.default_rng(7)
     for impl in ("numba", "cuda-c"):
-        p = G._per_block(name, impl)
+        p = S.per_block(S.find(S.VERSIONS, version), impl, S.BLOCK)
         for n in sizes(p):
             x = rng.choice(np.array([-2, -1, 1, 2], np.float32), n)
             got = gpu_scan(version, impl, x)
             problem = G.first_mismatch(got, x)
             assert problem is None, f"{version} [{impl}], n = {n}: {problem}"
             if impl == "numba":
-                emulated, _ = S.scan_emulated(x, EMULATED[version], G.BLOCK, trace=False)
+                emulated, _ = S.scan_emulated(x, version, S.BLOCK, trace=False)
                 np.testing.assert_array_equal(emulated, got, err_msg=f"emulator vs numba, {version}, n = {n}")
 
 
@@ -86,12 +81,13 @@ def test_random_floats_within_float32_tolerance(impl):
 def test_lookback_under_load(impl):
     import cupy
 
+    from simtlab.gpubench import runner
     from simtlab.gpubench import scan as G
 
-    version = "v6 decoupled look-back (1 pass)"
+    version = "v6 lookback"
     x = G.random_input(2**24 + 3, seed=11)
     xh = cupy.asnumpy(x)
-    run, out = G.scan_runner(version, impl, x)
+    run, out = runner("scan", version, impl, x)
     for attempt in range(5):               # the same buffers: the state must be reset every run
         out.fill(np.nan)
         run()

@@ -85,6 +85,7 @@ def test_device_table_rows():
     assert rows["streaming multiprocessors (SMs)"] == "132"
     assert rows["warp size"] == "32 threads"
     assert rows["shared memory per block"] == "48 KiB (227 KiB opt-in)"
+    assert rows["device memory"] == "79.2 GiB = 85.0 GB usable"   # not "80 GiB"
     assert rows["L2 cache"] == "50 MiB"
     assert all(isinstance(k, str) and isinstance(v, str) for k, v in device_table(H100_SXM))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.tracing import group_ids
+from ..simt import group_ids
 from .coalescing import _spans
 
 BANKS = 32

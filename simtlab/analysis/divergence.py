@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.limits import WARP_SIZE
-from ..emulator.tracing import group_ids
+from ..simt import WARP_SIZE
+from ..simt import group_ids
 
 
 def instructions(lines) -> np.recarray:

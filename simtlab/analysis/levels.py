@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from .bank_conflicts import requests as shared_requests
 from .divergence import instructions
+from ..simt import WARP_SIZE
 
 __all__ = ["levels", "tree_levels"]
-
-WARP_SIZE = 32
 
 
 def levels(run, array: str = "s", block: int = 0) -> list[dict]:

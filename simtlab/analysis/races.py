@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..emulator.memory import KINDS
+from ..simt import KINDS
 
 MAX_REPORTED = 1000
 

@@ -10,9 +10,11 @@ still compiles for a real GPU.
 from __future__ import annotations
 
 import types
+import warnings
 
 import numpy as np
 
+from .errors import UntracedSourceWarning
 from .static_checks import check_source
 
 
@@ -86,6 +88,12 @@ class KernelBinder:
                 self.globals_dicts.append(new_globals)
             else:
                 self.uninstrumented.append(func.__name__)
+                warnings.warn(UntracedSourceWarning(
+                    f"the source of {'kernel' if kernel else 'device function'} "
+                    f"{func.__name__}() cannot be read (defined by exec or in a session "
+                    "whose source is gone): it runs and its memory accesses are traced, but "
+                    "its executed lines are missing from run.lines (and from divergence "
+                    "figures); define it in a .py file or a notebook cell"), stacklevel=2)
         self.register_code(bound.__code__, index)
         self.codes.add(bound.__code__)
         bound.__kwdefaults__ = func.__kwdefaults__

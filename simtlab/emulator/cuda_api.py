@@ -14,8 +14,9 @@ import sys
 import numpy as np
 
 from .binding import to_numpy_dtype
+from .conversions import store_converter
 from .errors import EmulationError
-from .limits import WARP_SIZE
+from ..simt import WARP_SIZE
 
 _getframe = sys._getframe
 
@@ -48,14 +49,21 @@ def _update(ary, idx, update, frame):
     """One atomic read-modify-write; plain NumPy arrays appear when checks are off."""
     if isinstance(ary, np.ndarray):
         old = ary[idx]
-        ary[idx] = update(old)
+        ary[idx] = update(old.item())
         return old
     return ary._atomic_update(idx, update, frame)
 
 
+def _py(value):
+    """NumPy scalars as Python numbers: the update is computed without NumPy's overflow
+    warnings, then wrapped to the array's type by _cast."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _cast(array, value):
-    """The value stored by an atomic, in the array's type (as the hardware would)."""
-    return array.dtype.type(value)
+    """The value stored by an atomic, in the array's type (wrapped as the hardware would)."""
+    convert = store_converter(array.dtype)
+    return array.dtype.type(value if convert is None else convert(value))
 
 
 class _Atomic:
@@ -65,40 +73,52 @@ class _Atomic:
         self._st = st
 
     def add(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, old + val), _getframe(1))
 
     def sub(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, old - val), _getframe(1))
 
     def max(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, max(old, val)), _getframe(1))
 
     def min(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, min(old, val)), _getframe(1))
 
     def nanmax(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, np.fmax(old, val)), _getframe(1))
 
     def nanmin(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, np.fmin(old, val)), _getframe(1))
 
     def and_(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, old & val), _getframe(1))
 
     def or_(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, old | val), _getframe(1))
 
     def xor(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, old ^ val), _getframe(1))
 
     def exch(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, val), _getframe(1))
 
     def inc(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, idx, lambda old: _cast(ary, 0 if old >= val else old + 1),
                                   _getframe(1))
 
     def dec(self, ary, idx, val):
+        val = _py(val)
         return _update(ary, 
             idx, lambda old: _cast(ary, val if (old == 0 or old > val) else old - 1), _getframe(1))
 
@@ -122,9 +142,8 @@ class FakeCuda:
         self.local = _Local(st)
         self.const = _Const(st)
         self.atomic = _Atomic(st)
-        self.blockDim = st_blockdim = _dim3(st.blockdim)
+        self.blockDim = _dim3(st.blockdim)
         self.gridDim = _dim3(st.griddim)
-        self._bd = st_blockdim
 
     # --- indices ------------------------------------------------------------------------------
     # threadIdx, blockIdx and laneid are plain attributes that the scheduler sets each time it

@@ -58,12 +58,15 @@ class OutOfBoundsError(EmulationError):
     """An index outside the array, negative indices included."""
 
     title = "out-of-bounds access"
+    array: str | None = None      # the array's name and the index, when an access (not a launch) failed
+    index = None
 
 
 class BarrierError(EmulationError):
     """A ``syncthreads`` that not every thread of the block reaches (a divergent barrier)."""
 
-    title = "divergent barrier (deadlock on a GPU)"
+    title = ("divergent barrier: undefined behaviour (may hang or silently give wrong results; "
+             "a GPU may even complete it)")
 
 
 class WarpCollectiveError(EmulationError):
@@ -73,15 +76,21 @@ class WarpCollectiveError(EmulationError):
 
 
 class UninitializedReadError(EmulationError):
-    """A read of shared memory that no thread wrote."""
+    """A read of shared memory that no thread wrote (``array``: its name, ``index``: the element)."""
 
     title = "read of uninitialised shared memory"
+    array: str | None = None
+    index = None
 
 
 class RunawayKernelError(EmulationError):
     """The kernel ran past its step or time budget: most likely an endless loop."""
 
     title = "runaway kernel"
+
+
+class UntracedSourceWarning(UserWarning):
+    """A device function whose source cannot be read runs, but its lines are not traced."""
 
 
 class KernelException(EmulationError):

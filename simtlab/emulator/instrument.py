@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import types
 
+from ..simt import make_site
 from .function_ast import parse_function
 
 HOOK = "__simt_line__"
@@ -27,7 +28,7 @@ class _Instrument(ast.NodeTransformer):
 
     def _mark(self, lineno):
         call = ast.Call(func=ast.Name(HOOK, ast.Load()),
-                        args=[ast.Constant(self.code_index << 20 | lineno)], keywords=[])
+                        args=[ast.Constant(make_site(self.code_index, lineno))], keywords=[])
         return ast.Expr(call)
 
     def _body(self, stmts):

@@ -1,23 +1,22 @@
-"""``emulate()``: check a launch, bind the kernel to the fake ``cuda`` module, run it."""
+"""``emulate()``: check a launch, hand it to an engine, return the run."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .binding import KernelBinder, plain_function
-from .cuda_api import FakeCuda
-from .errors import LaunchError
+from .binding import plain_function
+from .errors import EmulationError, LaunchError
+from .launch_spec import MAX_TRACE, Launch
 from .limits import as_dim3, check_launch
-from .memory import GLOBAL, TracedArray
 from .run import Run
 from .scheduler import Scheduler
-
-GLOBAL_ALIGN = 512     # cudaMalloc returns 256-byte (or better) aligned pointers
+from . import vector
 
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-            max_steps: int = 1_000_000, max_trace: int = 4_000_000, checks: bool = True) -> Run:
+            max_steps: int = 1_000_000, max_trace: int = MAX_TRACE, checks: bool = True,
+            engine: str = "auto", trace_blocks: int | None = None, progress=None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
@@ -26,7 +25,19 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     ``checks=False`` (only with ``trace=False``) hands the kernel plain NumPy arrays: the
     fastest mode, for kernels already known to be correct. NumPy still stops an index past
     the end, but negative indices wrap and reads of unwritten shared memory go unnoticed.
+    ``engine``: "greenlet" runs each thread as a greenlet (the reference); "vector" runs the
+    lanes of whole blocks as NumPy vectors (much faster; kernels within its subset);
+    "auto" (default) picks vector when it can and says why not in ``run.engine_reason``.
+    Either way, any launch the vector engine cannot finish exactly as the greenlet engine
+    would (an error, a race, a construct outside its subset) runs again on the greenlet
+    engine from the original inputs, so results, traces and error messages are the same.
+    ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with every
+    check, unrecorded: a sample of a large launch; ``run.traced_blocks`` says how many).
+    ``progress(done, total)`` is called after each block. When the kernel fails, the
+    ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
     """
+    if engine not in ("auto", "vector", "greenlet"):
+        raise ValueError("engine must be 'auto', 'vector' or 'greenlet'")
     if not checks and trace:
         raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
     func = plain_function(kernel)
@@ -40,41 +51,71 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
                           f"the launch passes {len(args)}",
                           fix="pass one argument per kernel parameter")
 
-    sched = Scheduler(None, (), griddim, blockdim, shared_bytes=int(shared_bytes), trace=trace,
-                      order=order, seed=seed, time_limit=time_limit, max_steps=max_steps,
-                      max_trace=max_trace, checks=checks)
-    fake = sched.fake = FakeCuda(sched)
-    binder = KernelBinder(fake, instrument_lines=sched.trace_lines,
-                          register_code=sched._add_code)
-    sched.kernel = binder.bind(kernel)
-    sched.codes = frozenset(binder.codes)
-    sched.kernel_code = sched.kernel.__code__
-    sched.hook_dicts = binder.globals_dicts
-
-    kernel_args, copy_back, next_base = [], [], 0
+    kernel_args, names, copy_back = [], [], []
     for pos, value in enumerate(args):
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
             raise LaunchError(f"argument {pos} is a GPU array ({type(value).__name__})",
                               fix="the emulator works on NumPy arrays: pass a NumPy array "
                                   "(e.g. cupy.asnumpy(x) or x.copy_to_host())")
-        if isinstance(value, np.ndarray):
-            name = func.__code__.co_varnames[pos] if pos < nparams else f"arg{pos}"
-            data = value if value.flags.c_contiguous else np.ascontiguousarray(value)
-            if data is not value:
-                copy_back.append((value, data))
-            info = sched._register_array(name, "global", data.shape, data.dtype, next_base)
-            next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
-            if checks:
-                kernel_args.append(TracedArray(sched, info.id, data.reshape(-1),
-                                               data.shape or (1,), name, GLOBAL))
-            else:
-                kernel_args.append(data)
-        else:
-            kernel_args.append(value)
-    sched.args = tuple(kernel_args)
+        names.append(func.__code__.co_varnames[pos] if pos < nparams else f"arg{pos}")
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            data = np.ascontiguousarray(value)
+            copy_back.append((value, data))
+            value = data
+        kernel_args.append(value)
+    launch = Launch(func, griddim, blockdim, tuple(kernel_args), tuple(names),
+                    shared_bytes=int(shared_bytes), trace=bool(trace), order=order, seed=seed,
+                    time_limit=time_limit, max_steps=max_steps, max_trace=max_trace,
+                    checks=checks, trace_blocks=trace_blocks, progress=progress)
     try:
-        sched.run()
+        trace_ = _run_engines(launch, engine)
     finally:
         for original, data in copy_back:
             original[...] = data
-    return Run(sched, func.__name__)
+    return Run(trace_, func.__name__)
+
+
+def _run_engines(launch: Launch, engine: str):
+    reason = None
+    if engine == "greenlet":
+        reason = "engine='greenlet' was asked for"
+    elif launch.trace_blocks is not None or launch.progress is not None:
+        reason = "a sampled trace (trace_blocks) and progress reports run block by block on " \
+                 "the greenlet engine"
+    elif launch.order == "random":
+        reason = "order='random' shuffles threads one at a time, which only the greenlet " \
+                 "engine does"
+    else:
+        why = vector.why_not(launch.func)
+        if why is not None:
+            reason = f"outside the vector engine's subset: {why}"
+    if reason is None:
+        inputs = [(a, a.copy()) for a in launch.args if isinstance(a, np.ndarray)]
+        try:
+            trace_ = vector.run(launch)
+            if launch.trace and _has_races(trace_):
+                reason = "the kernel races: its result depends on the order threads run " \
+                         "in, so the greenlet engine's order is kept"
+            else:
+                return trace_
+        except vector.Fallback as stop:
+            reason = f"the vector engine stopped ({stop}); the greenlet engine reports it"
+        for array, saved in inputs:          # start again from the launch's inputs
+            array[...] = saved
+    sched = Scheduler(launch)
+    try:
+        trace_ = sched.run()
+    except EmulationError as exc:
+        exc.run = Run(sched.trace(), launch.func.__name__)   # the trace up to the fault
+        raise
+    trace_.engine_reason = reason
+    return trace_
+
+
+def _has_races(trace_) -> bool:
+    from ..analysis.races import find_races
+    from .run import Run
+    run = Run(trace_, "")
+    trace_.memory_table = trace_.memory()     # built once: the Run of the launch reuses it
+    trace_.races = find_races(trace_.memory_table, run.arrays, run._unravel)
+    return bool(trace_.races[0])

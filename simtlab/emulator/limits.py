@@ -7,8 +7,6 @@ kernel that runs here also launches on the hardware.
 from __future__ import annotations
 
 from .errors import LaunchError
-
-WARP_SIZE = 32
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK_DIM = (1024, 1024, 64)
 MAX_GRID_DIM = (2**31 - 1, 65535, 65535)

@@ -14,12 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..simt import GLOBAL, KINDS, SPACES, make_site  # noqa: F401 (GLOBAL, KINDS: re-exported)
+from .conversions import store_converter
 from .errors import EmulationError, OutOfBoundsError, UninitializedReadError
-
-GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
-SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}
-READ, WRITE, ATOMIC = 0, 1, 2
-KINDS = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
 
 _index = operator.index
 _getframe = sys._getframe
@@ -42,7 +39,7 @@ class TracedArray:
     """A NumPy array seen through a kernel: bounds checks, uninitialised-read checks, trace."""
 
     __slots__ = ("_st", "_id", "_root", "_offset", "_estrides", "_n0", "_s0", "_written",
-                 "_readonly", "name", "shape", "size", "ndim", "dtype", "space")
+                 "_readonly", "_convert", "name", "shape", "size", "ndim", "dtype", "space")
 
     def __init__(self, st, array_id: int, root_flat: np.ndarray, shape, name: str, space: int,
                  *, written=None, readonly=False, offset=0, estrides=None):
@@ -62,6 +59,7 @@ class TracedArray:
         self.ndim = len(shape)
         self.size = int(np.prod(shape)) if shape else 1
         self.dtype = root_flat.dtype
+        self._convert = store_converter(self.dtype)   # integer stores wrap/saturate as numba's
         self._n0 = shape[0] if shape else 1
         self._s0 = self._estrides[0] if shape else 1
         self._written = written                   # bool mask over root (shared memory only)
@@ -108,7 +106,7 @@ class TracedArray:
             if ci is None:
                 ci = st._add_code(f.f_code)
             th = st.cur
-            rec((th.gtid, self._id, flat, 0, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            rec((th.gtid, self._id, flat, 0, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
             if len(th.lines) > st.max_steps:
                 st._too_many_steps()
         if self._written is not None and not self._written[flat]:
@@ -141,9 +139,11 @@ class TracedArray:
             if ci is None:
                 ci = st._add_code(f.f_code)
             th = st.cur
-            rec((th.gtid, self._id, flat, 1, ci << 20 | f.f_lineno, st.epoch, th.wstate.wsync))
+            rec((th.gtid, self._id, flat, 1, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
             if len(th.lines) > st.max_steps:
                 st._too_many_steps()
+        if self._convert is not None:
+            value = self._convert(value)
         self._root[flat] = value
         if self._written is not None:
             self._written[flat] = 1
@@ -172,7 +172,8 @@ class TracedArray:
         if self._written is not None and not self._written[flat]:
             raise self._uninitialised(idx, frame)
         old = self._root[flat]
-        self._root[flat] = update(old)
+        new = update(old.item())       # Python arithmetic: no NumPy overflow warnings
+        self._root[flat] = new if self._convert is None else self._convert(new)
         return old
 
     # --- helpers ----------------------------------------------------------------------------
@@ -237,7 +238,9 @@ class TracedArray:
         else:
             fix = "guard the access with a bounds check such as `if i < " \
                   f"{self.name}.shape[0]:`; the grid has more threads than elements"
-        return self._st.error(OutOfBoundsError, what, frame, fix=fix)
+        err = self._st.error(OutOfBoundsError, what, frame, fix=fix)
+        err.array, err.index = self.name, idx     # for the exercise checks: which array, which element
+        return err
 
     def _bad_index(self, idx, frame):
         return self._st.error(
@@ -245,12 +248,14 @@ class TracedArray:
             frame, fix="indices must be integers: use // for integer division, or int(...)")
 
     def _uninitialised(self, idx, frame):
-        return self._st.error(
+        err = self._st.error(
             UninitializedReadError,
             f"reads {self._describe_index(idx)} of shared array {self.name!r}, which no thread "
             "of this block has written yet", frame,
             fix="if another thread writes this element, put cuda.syncthreads() between that "
                 "write and this read; otherwise initialise the shared array first")
+        err.array, err.index = self.name, idx     # for the exercise checks: whose slot was it?
+        return err
 
 
 def _safe_int(v):

@@ -2,34 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from functools import cached_property
 
 import numpy as np
 
-from .limits import WARP_SIZE
-from .memory import KINDS
-from .tracing import build_lines, build_memory
+from ..simt import KINDS, WARP_SIZE, site_code, site_line
+from .tracing import Trace
 
 
 class Run:
     """What ``simtlab.emulate`` returns. Heavy columns are built on first use."""
 
-    def __init__(self, sched, kernel_name: str):
+    def __init__(self, trace: Trace, kernel_name: str):
+        launch = trace.launch
         self.kernel_name = kernel_name
-        self.griddim = sched.griddim
-        self.blockdim = sched.blockdim
-        self.threads_per_block = sched.tpb
-        self.warps_per_block = sched.wpb
-        self.num_blocks = sched.nblocks
-        self.arrays = list(sched.arrays)
-        self.traced = sched.trace_memory
-        self.lines_traced = sched.trace_lines
-        self.elapsed = sched.elapsed
-        self._codes = list(sched.code_list)
-        self._kernel_code = sched.kernel_code
-        self._memory_records = sched.memory_records
-        self._line_records = sched.finished_threads
+        self.griddim = launch.griddim
+        self.blockdim = launch.blockdim
+        self.threads_per_block = launch.threads_per_block
+        self.warps_per_block = launch.warps_per_block
+        self.num_blocks = launch.num_blocks
+        self.arrays = list(trace.arrays)
+        self.traced = trace.memory_records is not None
+        self.lines_traced = trace.line_records is not None
+        # blocks 0..traced_blocks-1 are in the trace (all of them unless emulate(trace_blocks=))
+        tb = launch.trace_blocks
+        self.traced_blocks = 0 if not self.traced else (
+            launch.num_blocks if tb is None else min(launch.num_blocks, int(tb)))
+        self.elapsed_s = trace.elapsed_s          # wall time: not a fact about the kernel
+        self.engine = trace.engine
+        self.engine_reason = trace.engine_reason
+        self._codes = list(trace.codes)
+        self._trace = dataclasses.replace(trace)   # its fields are dropped once built
 
     def __repr__(self):
         return (f"<Run {self.kernel_name} grid={self.griddim} block={self.blockdim} "
@@ -72,8 +77,8 @@ class Run:
     def source(self, line: int, site: int | None = None) -> str:
         """The text of a kernel source line (by line number, or by trace ``site``)."""
         if site is not None:
-            code = self._codes[site >> 20]
-            return linecache.getline(code.co_filename, site & 0xFFFFF).rstrip()
+            code = self._codes[site_code(site)]
+            return linecache.getline(code.co_filename, site_line(site)).rstrip()
         for code in self._codes:      # the kernel's own code comes first
             if code is None:
                 continue
@@ -87,20 +92,23 @@ class Run:
     def memory(self) -> np.recarray:
         if not self.traced:
             raise ValueError("this run was not traced: run emulate(..., trace=True)")
-        mem = build_memory(self._memory_records, self.arrays, self.threads_per_block, self.warps_per_block)
-        self._memory_records = None
+        mem = self._trace.memory()
+        self._trace.memory_records = None       # the columns replace the raw records
+        self._trace.memory_table = None
         return mem
 
     @cached_property
     def lines(self) -> np.recarray:
         if not self.lines_traced:
             raise ValueError("lines were not traced: run emulate(..., trace=True)")
-        lines = build_lines(self._line_records, self.threads_per_block, self.warps_per_block)
-        self._line_records = None
+        lines = self._trace.lines()
+        self._trace.line_records = None
         return lines
 
     @cached_property
     def _race_result(self):
+        if self._trace.races is not None:
+            return self._trace.races
         from ..analysis.races import find_races
         return find_races(self.memory, self.arrays, self._unravel)
 
@@ -118,8 +126,7 @@ class Run:
              "warps": self.num_blocks * self.warps_per_block,
              "global_requests": None, "global_sectors_per_request": None,
              "shared_requests": None, "shared_wavefronts_per_request": None,
-             "shared_bank_conflicts": None, "simt_efficiency": None, "races": None,
-             "elapsed_s": self.elapsed}
+             "shared_bank_conflicts": None, "simt_efficiency": None, "races": None}
         if self.traced:
             req = coalescing.requests(self.memory, 0)
             m["global_requests"] = int(len(req))

@@ -5,7 +5,8 @@ scheduler runs the lanes of one warp until each has finished or waits at a barri
 collective, resolves the collectives whose named lanes have all arrived, and moves on to the
 next warp. When no thread of the block can run, every live thread must be waiting at the same
 ``syncthreads``: the barrier is released and the block's barrier epoch advances. Anything
-else is a deadlock on real hardware, and is reported as one.
+else is a divergent barrier: undefined behaviour on real hardware (it may hang, or silently
+give wrong results; a GPU may even complete it), reported as an error.
 
 Only one greenlet runs at a time, so ``Scheduler.cur`` is the thread whose code is running;
 the fake ``cuda`` module reads ``threadIdx`` and friends from it.
@@ -22,13 +23,17 @@ import time
 import greenlet
 import numpy as np
 
+from ..simt import CONST, FULL_MASK, GLOBAL, LOCAL, SHARED, WARP_SIZE, make_site, site_line
+from .binding import KernelBinder
+from .cuda_api import FakeCuda
 from .errors import (BarrierError, EmulationError, KernelException, RunawayKernelError,
                      WarpCollectiveError)
-from .limits import WARP_SIZE, check_static_shared
-from .memory import SHARED, ArrayInfo
+from .launch_spec import GLOBAL_ALIGN, Launch
+from .limits import check_static_shared
+from .memory import ArrayInfo, TracedArray
+from .tracing import Trace
 
 READY, RUNNING, BARRIER, COLLECTIVE, DONE = range(5)
-FULL_MASK = 0xFFFFFFFF
 
 
 class _Stop(BaseException):
@@ -110,29 +115,24 @@ def _ranges(ids) -> str:
 class Scheduler:
     """Runs one launch. Holds the state the fake ``cuda`` module and the arrays read."""
 
-    def __init__(self, kernel, args, griddim, blockdim, *, shared_bytes=0, trace=True,
-                 order="in_order", seed=0, time_limit=20.0, max_steps=1_000_000,
-                 max_trace=20_000_000, codes=(), kernel_code=None, checks=True):
-        self.kernel = kernel
-        self.args = args
-        self.griddim = griddim
-        self.blockdim = blockdim
-        self.tpb = blockdim[0] * blockdim[1] * blockdim[2]
-        self.wpb = -(-self.tpb // WARP_SIZE)
-        self.nblocks = griddim[0] * griddim[1] * griddim[2]
-        self.shared_bytes = shared_bytes
-        self.trace_memory = bool(trace)
-        self.trace_lines = bool(trace)
-        self.checks = checks
-        if order not in ("in_order", "random"):
-            raise ValueError("order must be 'in_order' or 'random'")
-        self.rng = np.random.default_rng(seed) if order == "random" else None
-        self.time_limit = time_limit
-        self.max_steps = max_steps
-        self.max_trace = max_trace
-        self.codes = frozenset(codes)
-        self.kernel_code = kernel_code
-        self.hook_dicts: list = []        # globals of instrumented functions (line hook)
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        self.griddim = launch.griddim
+        self.blockdim = launch.blockdim
+        self.tpb = launch.threads_per_block
+        self.wpb = launch.warps_per_block
+        self.nblocks = launch.num_blocks
+        self.shared_bytes = launch.shared_bytes
+        self.trace_memory = launch.trace
+        self.trace_lines = launch.trace
+        self.checks = launch.checks
+        self.rng = np.random.default_rng(launch.seed) if launch.order == "random" else None
+        self.time_limit = launch.time_limit
+        self.max_steps = launch.max_steps
+        self.max_trace = launch.max_trace
+        self.trace_blocks = launch.trace_blocks   # trace only blocks below this linear id (None: all)
+        self.progress = launch.progress           # progress(blocks done, blocks) after each block
+        self._block_traced = True
 
         self.cur: ThreadState | None = None
         self.blockIdx = Dim3(0, 0, 0)
@@ -153,12 +153,44 @@ class Scheduler:
         self._shared_layout: dict = {}    # array id -> base offset
         self._dynamic = None
         self._main = None
-        self.fake = None                  # the fake cuda module: its indices are set per switch
         self._stop_reason = None
         self._async_target = None
+        self.elapsed_s = None
+
+        # the fake cuda module (its indices are set at each switch) and the kernel bound to it
+        self.fake = FakeCuda(self)
+        binder = KernelBinder(self.fake, instrument_lines=self.trace_lines,
+                              register_code=self._add_code)
+        self.kernel = binder.bind(launch.func)
+        self.codes = frozenset(binder.codes)
+        self.hook_dicts = binder.globals_dicts      # globals of instrumented functions
+        self.args = self._bind_arguments(launch)
+
+    def _bind_arguments(self, launch: Launch) -> tuple:
+        """The kernel's arguments: NumPy arrays become global memory (traced arrays)."""
+        out, next_base = [], 0
+        for name, data in zip(launch.arg_names, launch.args):
+            if not isinstance(data, np.ndarray):
+                out.append(data)
+                continue
+            info = self._register_array(name, "global", data.shape, data.dtype, next_base)
+            next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            if self.checks:
+                out.append(TracedArray(self, info.id, data.reshape(-1), data.shape or (1,),
+                                       name, GLOBAL))
+            else:
+                out.append(data)
+        return tuple(out)
+
+    def trace(self) -> Trace:
+        """What the run left behind, for ``Run``: the raw trace and the launch's arrays."""
+        return Trace(launch=self.launch, arrays=list(self.arrays), codes=list(self.code_list),
+                     memory_records=self.memory_records if self.trace_memory else None,
+                     line_records=self.finished_threads if self.trace_lines else None,
+                     elapsed_s=self.elapsed_s, engine="greenlet")
 
     # --- trace ------------------------------------------------------------------------------
-    # A source *site* is one line of one function, encoded in one int: code index << 20 | line.
+    # A source *site* is one line of one function, as one int (see simtlab.simt.make_site).
     def _add_code(self, code, index=None) -> int:
         """Give a code object its index; ``code=None`` reserves an index for later."""
         if index is None:
@@ -174,14 +206,14 @@ class Scheduler:
         ci = self.code_index.get(frame.f_code)
         if ci is None:
             ci = self._add_code(frame.f_code)
-        return ci << 20 | frame.f_lineno
+        return make_site(ci, frame.f_lineno)
 
     def record(self, array_id, flat, kind, frame):
         ci = self.code_index.get(frame.f_code)
         if ci is None:
             ci = self._add_code(frame.f_code)
         th = self.cur
-        self.rec((th.gtid, array_id, flat, kind, ci << 20 | frame.f_lineno, self.epoch,
+        self.rec((th.gtid, array_id, flat, kind, make_site(ci, frame.f_lineno), self.epoch,
                   th.wstate.wsync))
         if len(th.lines) > self.max_steps:
             self._too_many_steps()
@@ -269,14 +301,16 @@ class Scheduler:
             timer = threading.Timer(self.time_limit, self._watchdog, (lock, finished))
             timer.daemon = True
             timer.start()
-        self.t_start = time.perf_counter()
+        t_start = time.perf_counter()
         try:
             order = range(self.nblocks)
             if self.rng is not None:
                 order = self.rng.permutation(self.nblocks)
             try:
-                for b in order:
+                for done, b in enumerate(order, 1):
                     self._run_block(int(b))
+                    if self.progress is not None:
+                        self.progress(done, self.nblocks)
             except _Stop:
                 # delivered while the scheduler itself was running, between two threads
                 th = self.cur
@@ -288,7 +322,8 @@ class Scheduler:
                 finished[0] = True
             if timer is not None:
                 timer.cancel()
-            self.elapsed = time.perf_counter() - self.t_start
+            self.elapsed_s = time.perf_counter() - t_start
+        return self.trace()
 
     def _thread_body(self, th: ThreadState):
         try:
@@ -296,7 +331,7 @@ class Scheduler:
         except BaseException as exc:          # noqa: BLE001 - reported by the scheduler
             th.exc = exc
         th.status = DONE
-        if self.trace_lines:
+        if self.trace_lines and self._block_traced:
             self.finished_threads.append((th.gtid, th.lines, th.barriers))
 
     def _make_threads(self, b):
@@ -324,6 +359,11 @@ class Scheduler:
         return threads, warps
 
     def _run_block(self, b):
+        if self.trace_blocks is not None:
+            # a sampled launch: blocks past the sample run with every check, unrecorded
+            self._block_traced = b < self.trace_blocks
+            self.rec = (self.memory_records.append if self.trace_memory and self._block_traced
+                        else None)
         threads, warps = self._make_threads(b)
         while True:
             order = warps
@@ -378,10 +418,10 @@ class Scheduler:
     def _where(self, th: ThreadState) -> str:
         if th.status == DONE:
             return "has finished (returned)"
-        return f"waits at {th.wait_kind}() on line {th.wait_site & 0xFFFFF}"
+        return f"waits at {th.wait_kind}() on line {site_line(th.wait_site)}"
 
     def _release_barrier(self, threads, warps) -> bool:
-        """All threads are stuck: release a complete barrier, or report the deadlock."""
+        """All threads are stuck: release a complete barrier, or report the divergent barrier."""
         stuck = [t for t in threads if t.status == COLLECTIVE]
         if stuck:
             raise self._stuck_collective(stuck[0], warps[stuck[0].warp])
@@ -390,7 +430,7 @@ class Scheduler:
             return False
         done = [t for t in threads if t.status == DONE]
         first = waiting[0]
-        line = first.wait_site & 0xFFFFF
+        line = site_line(first.wait_site)
         if done:
             self.cur = first
             raise self.error(
@@ -407,7 +447,7 @@ class Scheduler:
             sites.setdefault(t.wait_site, []).append(t)
         if len(sites) > 1:
             desc = "; ".join(
-                f"threads {_ranges(t.tid for t in ts)} at line {s & 0xFFFFF}"
+                f"threads {_ranges(t.tid for t in ts)} at line {site_line(s)}"
                 for s, ts in sites.items())
             self.cur = first
             raise self.error(
@@ -575,7 +615,7 @@ class Scheduler:
                 continue
             if other.status == COLLECTIVE:
                 problems.append(f"lane {lane} is at {other.wait_kind}() on line "
-                                f"{other.wait_site & 0xFFFFF} with mask "
+                                f"{site_line(other.wait_site)} with mask "
                                 f"{other.wait_mask:#010x}")
             else:
                 problems.append(f"lane {lane} {self._where(other)}")
@@ -599,7 +639,6 @@ class Scheduler:
         return info
 
     def shared_array(self, shape, dtype, frame):
-        from .memory import TracedArray
         key = self._array_site(frame, "shared")
         arr = self._block_shared.get(key)
         if arr is not None:
@@ -644,7 +683,6 @@ class Scheduler:
         return arr
 
     def local_array(self, shape, dtype, frame):
-        from .memory import LOCAL, TracedArray
         key = self._array_site(frame, "local")
         shape = (int(shape),) if not isinstance(shape, tuple) else tuple(int(s) for s in shape)
         dtype = np.dtype(dtype)
@@ -659,7 +697,6 @@ class Scheduler:
         return TracedArray(self, aid, storage, shape, self.arrays[aid].name, LOCAL)
 
     def const_array(self, source, frame):
-        from .memory import CONST, TracedArray
         s = self.site(frame)
         arr = self._const_cache.get(s)
         if arr is None:

@@ -8,18 +8,16 @@ warp, lane, byte address...) are derived here, once, with vectorised NumPy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
 
-from .limits import WARP_SIZE
-
-SPACE_CODES = {"global": 0, "shared": 1, "local": 2, "const": 3}
+from ..simt import SPACE_CODES, WARP_SIZE, site_line
 
 MEMORY_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "epoch", "wepoch", "space",
                  "array", "index", "address", "width", "kind", "line", "site", "seq")
 LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step", "epoch")
-LINE_MASK = 0xFFFFF       # a site is code index << 20 | line number
 
 
 def _thread_columns(gtid, tpb, wpb):
@@ -51,7 +49,7 @@ def build_memory(records, arrays, tpb, wpb) -> np.recarray:
     item_of = np.array([a.itemsize for a in arrays] or [1], np.int64)
     base_of = np.array([a.base for a in arrays] or [0], np.int64)
     cols = [block, thread, warp, lane, gwarp, epoch, wsync, space_of[aid], aid, flat,
-            base_of[aid] + flat * item_of[aid], item_of[aid], kind, site & LINE_MASK, site,
+            base_of[aid] + flat * item_of[aid], item_of[aid], kind, site_line(site), site,
             occurrence(gtid, site)]
     return np.rec.fromarrays(cols, names=MEMORY_FIELDS)
 
@@ -73,19 +71,51 @@ def build_lines(finished_threads, tpb, wpb) -> np.recarray:
             epoch[start:start + n] = np.searchsorted(np.asarray(barriers), np.arange(n), side="right")
         start += n
     block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
-    return np.rec.fromarrays([block, thread, warp, lane, gwarp, site & LINE_MASK, site,
+    return np.rec.fromarrays([block, thread, warp, lane, gwarp, site_line(site), site,
                               occurrence(gtid, site), step, epoch], names=LINE_FIELDS)
 
 
-def group_ids(*columns) -> tuple[np.ndarray, int]:
-    """Dense ids 0..n-1 for the distinct rows of several non-negative integer columns."""
-    if len(columns[0]) == 0:
-        return np.zeros(0, np.int64), 0
-    key = np.zeros(len(columns[0]), np.int64)
-    for c in columns:
-        c = np.asarray(c, np.int64)
-        _, dense = np.unique(c, return_inverse=True)
-        key = key * (int(dense.max()) + 1) + dense.reshape(-1)
-    _, inverse = np.unique(key, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    return inverse, int(inverse.max()) + 1
+def build_lines_from_columns(gtid, site, epoch, tpb, wpb) -> np.recarray:
+    """The same table from columns already grouped by thread (the vector engine's form)."""
+    n = len(gtid)
+    new_thread = np.r_[True, gtid[1:] != gtid[:-1]] if n else np.zeros(0, bool)
+    start = np.maximum.accumulate(np.where(new_thread, np.arange(n), 0)) if n else \
+        np.zeros(0, np.int64)
+    step = np.arange(n) - start
+    block, thread, warp, lane, gwarp = _thread_columns(gtid, tpb, wpb)
+    return np.rec.fromarrays([block, thread, warp, lane, gwarp, site_line(site), site,
+                              occurrence(gtid, site), step, epoch], names=LINE_FIELDS)
+
+
+@dataclass
+class Trace:
+    """What an engine hands back after a launch: the launch, its arrays and code objects (a
+    site's code index points into ``codes``), the raw trace (None when not traced) and the
+    wall time. ``Run`` builds every column it shows from this, and nothing else."""
+
+    launch: object                 # the Launch that ran
+    arrays: list                   # ArrayInfo of every array the launch touched
+    codes: list                    # code objects: the kernel first, then its device functions
+    memory_records: object         # list of 7-tuples or an (n, 7) int64 array; None: not traced
+    line_records: object           # [(gtid, [site...], [barrier position...])], or
+                                   # ("columns", gtid, site, epoch) sorted by thread, each
+                                   # thread's rows in execution order; None: not traced
+    elapsed_s: float
+    engine: str = "greenlet"
+    engine_reason: str = ""
+    memory_table: object = None    # run.memory, when already built
+    races: object = None           # (count, [Race...]), when already found
+
+    def memory(self) -> np.recarray:
+        if self.memory_table is not None:
+            return self.memory_table
+        return build_memory(self.memory_records, self.arrays, self.launch.threads_per_block,
+                            self.launch.warps_per_block)
+
+    def lines(self) -> np.recarray:
+        if isinstance(self.line_records, tuple) and self.line_records[0] == "columns":
+            _, gtid, site, epoch = self.line_records
+            return build_lines_from_columns(gtid, site, epoch, self.launch.threads_per_block,
+                                            self.launch.warps_per_block)
+        return build_lines(self.line_records, self.launch.threads_per_block,
+                           self.launch.warps_per_block)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .report import CheckFailed, run_student_kernel
+from ..simt import WARP_SIZE
+from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
-WARP_SIZE = 32
 
-
-def rng() -> np.random.Generator:
-    """A generator seeded from the OS: every check call gets new inputs."""
-    return np.random.default_rng()
+def rng(seed: int | None = None) -> np.random.Generator:
+    """A generator seeded from the OS (every check call gets new inputs), or from ``seed``
+    (the hidden checks: the same inputs for every submission)."""
+    return np.random.default_rng(seed)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -25,16 +25,6 @@ def plural(n: int, word: str) -> str:
 def describe_launch(griddim: int, blockdim: int) -> str:
     """'3 blocks of 64 threads (192 threads)'."""
     return f"{plural(griddim, 'block')} of {blockdim} threads ({griddim * blockdim} threads in the grid)"
-
-
-def with_context(failure: CheckFailed, context: str, hint: str | None = None) -> CheckFailed:
-    """A new CheckFailed: ``context`` first, then the original message, then ``hint``."""
-    text = f"{context}\n{failure}"
-    if hint:
-        text += f"\n{hint}"
-    new = CheckFailed(text)
-    new.original = getattr(failure, "original", None)
-    return new
 
 
 def global_thread(error, blockdim: int) -> int | None:
@@ -54,16 +44,26 @@ def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: s
     """
     from simtlab.emulator.errors import OutOfBoundsError
 
-    try:
-        return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
-    except CheckFailed as e:
-        original = getattr(e, "original", None)
-        if isinstance(original, OutOfBoundsError) and oob_hint:
+    def hint(failure):
+        original = getattr(failure, "original", None)
+        if oob_hint and isinstance(original, OutOfBoundsError):
             gid = global_thread(original, blockdim)
-            raise with_context(e, context, oob_hint.format(thread=gid if gid is not None else "?")) from None
-        if str(e).startswith("You have not written"):
-            raise
-        raise with_context(e, context) from None
+            return oob_hint.format(thread=gid if gid is not None else "?")
+        return None
+
+    with failing_in(context, hint):
+        return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
+
+
+def race_message(run, race) -> str:
+    """One data race as a student reads it: the element, the two threads, their lines, and how many."""
+    (b1, t1), (b2, t2) = race.threads
+    idx = ", ".join(str(i) for i in race.index)
+    block = f" of block {b1[0]}" if b1 == b2 else ""
+    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]}{block} {race.kinds[0]}s it at "
+            f"line {race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at "
+            f"line {race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
+            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
 
 
 def worst_warp(run):

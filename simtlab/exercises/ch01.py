@@ -17,10 +17,10 @@ import numbers
 
 import numpy as np
 
-from ._common import cdiv, describe_launch, plural, rng, run_1d, with_context
-from .report import CheckFailed, compare_arrays, passed, poison
+from ._common import cdiv, describe_launch, plural, rng, run_1d
+from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_first_kernel", "check_grid_stride", "check_linear_id", "conv2d_relu_reference"]
+__all__ = ["check_first_kernel", "hidden_check_first_kernel", "check_grid_stride", "check_linear_id", "conv2d_relu_reference"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -38,10 +38,13 @@ def _first_kernel_launches(r: np.random.Generator) -> list[tuple[int, int, int]]
     ]
 
 
-def check_first_kernel(scale_add) -> None:
-    """``scale_add(a, b, out, alpha)`` must set ``out[i] = alpha * a[i] + b[i]`` with one thread per element."""
-    r = rng()
-    for n, grid, block in _first_kernel_launches(r):
+def check_first_kernel(scale_add, launches=None, seed: int | None = None) -> None:
+    """``scale_add(a, b, out, alpha)`` must set ``out[i] = alpha * a[i] + b[i]`` with one thread per element.
+
+    ``launches``: (n, blocks, threads per block) to test instead of the usual three.
+    """
+    r = rng(seed)
+    for n, grid, block in launches or _first_kernel_launches(r):
         a = r.standard_normal(n).astype(np.float32)
         b = r.standard_normal(n).astype(np.float32)
         alpha = np.float32(r.uniform(0.5, 3.0) * r.choice([-1, 1]))
@@ -55,10 +58,8 @@ def check_first_kernel(scale_add) -> None:
         )
         run_1d(scale_add, grid, block, a, b, out, alpha, context=context, oob_hint=oob, trace=False)
         expected = (alpha * a + b).astype(np.float32)
-        try:
+        with failing_in(context, lambda _: _first_kernel_hint(out, expected, a, b, alpha, block)):
             compare_arrays(out, expected, "out", rtol=1e-5, atol=1e-5, index_names=("i",))
-        except CheckFailed as e:
-            raise with_context(e, context, _first_kernel_hint(out, expected, a, b, alpha, block)) from None
     passed("scale_add computes alpha * a + b for every element, with a bounds guard for the extra threads "
            "(tested with a partial last block, an exact fit and a grid much larger than the array)")
 
@@ -77,6 +78,16 @@ def _first_kernel_hint(out, expected, a, b, alpha, block) -> str | None:
     if not written.any():
         return f"No element of the {n} was written: does the kernel store into out[i]?"
     return None
+
+
+#: the hidden check's launches: one element, blocks that are no multiple of a warp, a block of 1024
+#: threads for 257 elements, a grid of tiny blocks
+HIDDEN_FIRST_KERNEL_LAUNCHES = [(1, 1, 32), (999, 8, 125), (257, 1, 1024), (33, 3, 16)]
+
+
+def hidden_check_first_kernel(scale_add) -> None:
+    """The graded twin of :func:`check_first_kernel`: odd sizes and block sizes, a fixed seed."""
+    check_first_kernel(scale_add, launches=HIDDEN_FIRST_KERNEL_LAUNCHES, seed=14_01)
 
 
 # ------------------------------------------------------------------------------------------
@@ -140,10 +151,8 @@ def check_grid_stride(conv2d_relu_gs) -> None:
                "turned into (f, r, c) inside out.shape.")
         run = run_1d(conv2d_relu_gs, grid, block, image, filters, out, context=context, oob_hint=oob,
                      trace=traced)
-        try:
+        with failing_in(context, lambda _: _stride_hint(out, expected, grid, block)):
             compare_arrays(out, expected, "out", rtol=1e-4, atol=1e-4, index_names=("f", "r", "c"))
-        except CheckFailed as e:
-            raise with_context(e, context, _stride_hint(out, expected, grid, block)) from None
         if traced:
             _check_one_writer(run, expected.shape, grid, block)
     passed(f"conv2d_relu_gs fills all {n} outputs with grids of 1 block, 3 blocks and {plural(launches[-1][0], 'block')}: "
@@ -210,12 +219,7 @@ def _ref_linear(tx, ty, tz, bdx, bdy):
 
 
 def _call(fn, name, *args):
-    try:
-        value = fn(*args)
-    except NotImplementedError as e:
-        raise CheckFailed(f"You have not written this exercise yet: {e}") from None
-    except Exception as e:
-        raise CheckFailed(f"{name}{args} raised {type(e).__name__}: {e}") from None
+    value = call_student(fn, name, *args)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, numbers.Real) and float(value).is_integer():
             raise CheckFailed(f"{name}{args} returned {value!r}, a {type(value).__name__}: thread ids are whole "

@@ -17,10 +17,10 @@ import numbers
 
 import numpy as np
 
-from ._common import describe_launch, divergence_report, plural, rng, run_1d, with_context
-from .report import CheckFailed, compare_arrays, passed, poison
+from ._common import describe_launch, divergence_report, plural, rng, run_1d
+from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_no_divergence", "check_balanced_loops", "check_occupancy", "balanced_threshold"]
+__all__ = ["check_no_divergence", "check_balanced_loops", "check_occupancy", "hidden_check_occupancy", "balanced_threshold"]
 
 #: how far (in efficiency) a balanced triangle_sum may stay below the sorted assignment
 BALANCED_SLACK = 0.05
@@ -47,13 +47,11 @@ def check_no_divergence(parity_no_divergence) -> None:
         oob = "Thread {thread} went out of bounds: the element a thread works on must lie in 0..n-1."
         run = run_1d(parity_no_divergence, grid, block, x, out, context=context, oob_hint=oob)
         expected = _parity_reference(x)
-        try:
+        hint = ("Even elements are doubled (out[i] = 2 * x[i] for even i) and odd ones negated "
+                "(out[i] = -x[i] for odd i). If thread t works on element i, write out[i] and read x[i], "
+                "with i computed from t so that every element gets exactly one thread.")
+        with failing_in(context, hint):
             compare_arrays(out, expected, "out", index_names=("i",))
-        except CheckFailed as e:
-            hint = ("Even elements are doubled (out[i] = 2 * x[i] for even i) and odd ones negated "
-                    "(out[i] = -x[i] for odd i). If thread t works on element i, write out[i] and read x[i], "
-                    "with i computed from t so that every element gets exactly one thread.")
-            raise with_context(e, context, hint) from None
         eff = run.metrics["simt_efficiency"]
         if eff < 1.0:
             raise CheckFailed(
@@ -117,14 +115,14 @@ def check_balanced_loops(triangle_sum_sorted) -> None:
                "and both t and i lie in 0..n-1.")
         run = run_1d(triangle_sum_sorted, grid, block, n_terms, order, out, context=context, oob_hint=oob)
         expected = _triangle_reference(n_terms)
-        try:
-            compare_arrays(out, expected, "out", index_names=("i",))
-        except CheckFailed as e:
-            hint = "out[i] = 0 + 1 + ... + (n_terms[i] - 1), for every element i."
+        def hint(_, out=out, expected=expected, order=order):
             if np.array_equal(out, expected[order]):
-                hint = ("out holds the right sums in sorted order: thread t computes the sum of element "
+                return ("out holds the right sums in sorted order: thread t computes the sum of element "
                         "i = order[t], so it must write out[i], not out[t].")
-            raise with_context(e, context, hint) from None
+            return "out[i] = 0 + 1 + ... + (n_terms[i] - 1), for every element i."
+
+        with failing_in(context, hint):
+            compare_arrays(out, expected, "out", index_names=("i",))
         eff = float(run.metrics["simt_efficiency"])
         ref = balanced_threshold(n_terms, grid, block)
         if eff < ref["needed"]:
@@ -175,11 +173,17 @@ def _explain(block_size: int, regs: int) -> str:
     return "\n".join(lines)
 
 
-def check_occupancy(warps_per_sm) -> None:
-    """``warps_per_sm(block_size, registers_per_thread)``: resident warps per H100 SM (no shared memory)."""
+def check_occupancy(warps_per_sm, cases=None, seed: int | None = None) -> None:
+    """``warps_per_sm(block_size, registers_per_thread)``: resident warps per H100 SM (no shared memory).
+
+    ``cases``: (block size, registers per thread) pairs to test instead of the usual ones.
+    """
     from simtlab.hardware import occupancy
 
-    r = rng()
+    r = rng(seed)
+    if cases is not None:
+        _compare_occupancy(warps_per_sm, cases, occupancy)
+        return
     # One limit at a time first, so the message says which rule is missing.
     cases = [
         (256, 32),    # nothing binds below the 64-warp maximum: 8 blocks, 64 warps
@@ -193,13 +197,12 @@ def check_occupancy(warps_per_sm) -> None:
     ]
     for _ in range(60):
         cases.append((int(r.integers(1, 33)) * 32, int(r.integers(16, 129))))
+    _compare_occupancy(warps_per_sm, cases, occupancy)
+
+
+def _compare_occupancy(warps_per_sm, cases, occupancy) -> None:
     for block_size, regs in cases:
-        try:
-            got = warps_per_sm(block_size, regs)
-        except NotImplementedError as e:
-            raise CheckFailed(f"You have not written this exercise yet: {e}") from None
-        except Exception as e:
-            raise CheckFailed(f"warps_per_sm({block_size}, {regs}) raised {type(e).__name__}: {e}") from None
+        got = call_student(warps_per_sm, "warps_per_sm", block_size, regs)
         want = occupancy(block_size, regs).warps_per_sm
         if isinstance(got, bool) or not isinstance(got, numbers.Integral):
             raise CheckFailed(f"warps_per_sm({block_size}, {regs}) returned {got!r}; it must return a whole number "
@@ -209,3 +212,12 @@ def check_occupancy(warps_per_sm) -> None:
                               + _explain(block_size, regs))
     passed(f"warps_per_sm agrees with the occupancy calculator on {len(cases)} cases: threads, warps, blocks and "
            "registers per SM each cap the number of whole blocks, and the smallest cap wins")
+
+
+def hidden_check_occupancy(warps_per_sm) -> None:
+    """The graded twin of :func:`check_occupancy`: block sizes that are no multiple of 32 (a partial
+    warp still takes a whole warp), a fixed seed."""
+    r = rng(14_02)
+    cases = [(33, 32), (1, 255), (100, 40), (1000, 24), (65, 64), (992, 33), (640, 72)]
+    cases += [(int(r.integers(1, 1025)), int(r.integers(16, 256))) for _ in range(40)]
+    check_occupancy(warps_per_sm, cases=cases)

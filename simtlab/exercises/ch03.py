@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import cdiv, plural, rng, with_context
-from .report import CheckFailed, compare_arrays, passed, poison, run_student_kernel
+from ._common import cdiv, plural, rng
+from .report import CheckFailed, by_error_type, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_scale_rows", "check_stencil_shared", "check_transpose", "worst_global_request",
+__all__ = ["check_scale_rows", "hidden_check_scale_rows", "check_stencil_shared", "check_transpose", "worst_global_request",
            "worst_shared_request"]
 
 MAX_SECTORS = 4          # 32 lanes x 4 bytes = 128 bytes = 4 sectors of 32 bytes
@@ -32,17 +32,8 @@ def _random(shape, r):
 
 def _launch(kernel, grid, block, *args, context: str, hints: dict | None = None):
     """Run the student's kernel on the emulator; failures get the launch and a hint by error type."""
-    try:
+    with failing_in(context, by_error_type(hints or {})):
         return run_student_kernel(kernel, grid, block, *args)
-    except CheckFailed as e:
-        if str(e).startswith("You have not written"):
-            raise
-        original = getattr(e, "original", None)
-        hint = None
-        for name, text in (hints or {}).items():
-            if type(original).__name__ == name:
-                hint = text
-        raise with_context(e, context, hint) from None
 
 
 def _element(info, index: int) -> str:
@@ -126,11 +117,14 @@ def _scale_grid(shape):
     return (cdiv(cols, SCALE_BLOCK[0]), cdiv(rows, SCALE_BLOCK[1]))
 
 
-def check_scale_rows(scale_rows) -> None:
-    """``scale_rows(a, s, out)``: out[r, c] = a[r, c] * s[r]; blocks of 32 x 8, grid over (cols, rows)."""
-    r = rng()
-    shapes = [(int(r.integers(20, 60)), int(r.integers(33, 90))), (1, 1), (9, 31), (7, 33),
-              (int(r.integers(10, 30)), 64)]
+def check_scale_rows(scale_rows, shapes=None, seed: int | None = None) -> None:
+    """``scale_rows(a, s, out)``: out[r, c] = a[r, c] * s[r]; blocks of 32 x 8, grid over (cols, rows).
+
+    ``shapes``: (rows, cols) of ``a`` to test instead of the usual five.
+    """
+    r = rng(seed)
+    shapes = shapes or [(int(r.integers(20, 60)), int(r.integers(33, 90))), (1, 1), (9, 31), (7, 33),
+                        (int(r.integers(10, 30)), 64)]
     for shape in shapes:
         a, s = _random(shape, r), _random(shape[0], r)
         out = poison(shape, np.float32)
@@ -139,11 +133,8 @@ def check_scale_rows(scale_rows) -> None:
                    "(x over the columns, y over the rows).")
         run = _launch(scale_rows, grid, SCALE_BLOCK, a, s, out, context=context, hints={
             "OutOfBoundsError": "Guard the access: the grid may stick out past the last row and column."})
-        try:
+        with failing_in(context, "out[row, col] = a[row, col] * s[row], every element once."):
             compare_arrays(out, a * s[:, None], "out", index_names=("row", "col"))
-        except CheckFailed as e:
-            hint = "out[row, col] = a[row, col] * s[row], every element once."
-            raise with_context(e, context, hint) from None
         if shape[1] % 32 == 0:
             worst = worst_global_request(run)
             if worst and worst["sectors"] > MAX_SECTORS:
@@ -154,6 +145,15 @@ def check_scale_rows(scale_rows) -> None:
                     "the column: `col, row = cuda.grid(2)`.")
     passed("scale_rows is right on every shape, and each warp reads and writes 128 contiguous bytes "
            f"(at most {MAX_SECTORS} sectors per request)")
+
+
+#: the hidden check's shapes: one long row, one long column, odd squares, whole warps of columns
+HIDDEN_SCALE_SHAPES = [(1, 257), (257, 1), (33, 33), (8, 96), (17, 65)]
+
+
+def hidden_check_scale_rows(scale_rows) -> None:
+    """The graded twin of :func:`check_scale_rows`: other odd shapes, a fixed seed."""
+    check_scale_rows(scale_rows, shapes=HIDDEN_SCALE_SHAPES, seed=14_03)
 
 
 # ------------------------------------------------------------------------------------------
@@ -179,12 +179,10 @@ def check_stencil_shared(stencil_shared) -> None:
                                        f"of the tile (STENCIL_BLOCK + 2 * RADIUS = {STENCIL_BLOCK + 2 * RADIUS}, "
                                        "zeros outside the array) and call cuda.syncthreads() before reading it."),
         })
-        try:
-            compare_arrays(out, stencil1d_cpu(x, w), "out", index_names=("i",))
-        except CheckFailed as e:
-            raise with_context(e, context, (
+        with failing_in(context, (
                 f"out[i] = sum over k = 0..{2 * RADIUS} of w[k] * x[i + k - {RADIUS}], with x taken as 0 outside "
-                "0..n-1. With the tile s holding x[block start - RADIUS ...], thread t uses s[t + k].")) from None
+                "0..n-1. With the tile s holding x[block start - RADIUS ...], thread t uses s[t + k].")):
+            compare_arrays(out, stencil1d_cpu(x, w), "out", index_names=("i",))
         reads = run.accesses("x", "read")
         key = reads.block.astype(np.int64) * n + reads.index
         uniq, counts = np.unique(key, return_counts=True)
@@ -239,10 +237,8 @@ def check_transpose(transpose_padded) -> None:
                                        "between filling the tile and reading it, and read only slots whose "
                                        "element exists."),
         })
-        try:
+        with failing_in(context, "out[c, r] must be a[r, c] for every element."):
             compare_arrays(out, a.T, "out", index_names=("row", "col"))
-        except CheckFailed as e:
-            raise with_context(e, context, "out[c, r] must be a[r, c] for every element.") from None
         if metrics is None:           # the first shape is whole tiles: rows are whole sectors
             worst = worst_global_request(run)
             if worst and worst["sectors"] > MAX_SECTORS:

@@ -14,27 +14,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import describe_launch, rng, run_1d, with_context
-from .report import CheckFailed, compare_arrays, passed, poison
+from ._common import WARP_SIZE as WARP
+from ._common import describe_launch, race_message, rng, run_1d
+from .report import CheckFailed, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix"]
-
-WARP = 32
+__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix", "hidden_check_add_block_prefix"]
 
 
 def _small_ints(r, n):
     """Integer-valued float32 in -9..9 without 0: sums are exact, a skipped element shows."""
     v = r.integers(1, 10, n) * r.choice([-1, 1], n)
     return v.astype(np.float32)
-
-
-def _race_message(run, race) -> str:
-    (_, t1), (_, t2) = race.threads
-    idx = ", ".join(str(i) for i in race.index)
-    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]} {race.kinds[0]}s it at line "
-            f"{race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at line "
-            f"{race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
-            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
 
 
 # ------------------------------------------------------------------------------------------
@@ -57,19 +47,16 @@ def check_race_free_scan(hillis_steele_scan) -> None:
                          shared_bytes=2 * n * 4, order=order, seed=int(r.integers(1 << 30)))
             if run.races:
                 raise CheckFailed(
-                    f"{context}\n{_race_message(run, run.races[0])}\n"
+                    f"{context}\n{race_message(run, run.races[0])}\n"
                     "In one step, thread t reads temp[t - d] while thread t - d writes temp[t - d]: which "
                     "happens first depends on the schedule. Read the neighbour into a local variable, call "
                     "cuda.syncthreads(), then write temp[t] (and sync again before the next step reads), or "
                     "read from one half of temp and write to the other, swapping halves every step.")
-            try:
+            with failing_in(context, "out[i] must be x[0] + x[1] + ... + x[i] (inclusive). Step d = 1, 2, 4, ... "
+                            "adds temp[t - d] to temp[t] for t >= d; after the last step (d < n), "
+                            "thread t writes its element to out[t]."):
                 compare_arrays(out, np.cumsum(x.astype(np.float64)).astype(np.float32), "out",
                                index_names=("i",))
-            except CheckFailed as e:
-                raise with_context(e, context,
-                                   "out[i] must be x[0] + x[1] + ... + x[i] (inclusive). Step d = 1, 2, 4, ... "
-                                   "adds temp[t - d] to temp[t] for t >= d; after the last step (d < n), "
-                                   "thread t writes its element to out[t].") from None
     passed("hillis_steele_scan scans blocks of 32 to 224 threads correctly, and the emulator finds no data "
            "race, in order or with warps and lanes shuffled")
 
@@ -86,6 +73,21 @@ def _warp_exclusive_max_reference(x):
     return out
 
 
+def _warp_max_hint(x, out, expected) -> str:
+    wrong = np.flatnonzero(~np.isclose(out, expected))
+    i = int(wrong[0])
+    hint = (f"The first wrong element is i = {i}: warp {i // WARP}, lane {i % WARP}. out[i] is the maximum of "
+            "x over the lanes before i's lane in the same warp.")
+    inclusive = np.concatenate([np.maximum.accumulate(x[w:w + WARP]) for w in range(0, x.size, WARP)])
+    if np.allclose(out, inclusive):
+        hint += " out is the inclusive scan: shift it by one lane (cuda.shfl_up_sync(mask, v, 1))."
+    elif np.all(wrong % WARP == 0):
+        hint += (f" Only lane 0 of each warp is wrong: it has no lane before it, so it gets the identity of "
+                 f"max, -inf (-math.inf), not {float(out[i]):g}: max(identity, a) must equal a for "
+                 "every a, even negative ones.")
+    return hint
+
+
 def check_warp_exclusive_max(warp_exclusive_max) -> None:
     """``warp_exclusive_max(x, out)``: out[i] = max of the elements before i in i's warp (-inf for lane 0)."""
     r = rng()
@@ -99,21 +101,8 @@ def check_warp_exclusive_max(warp_exclusive_max) -> None:
         run = run_1d(warp_exclusive_max, grid, block, x, out, context=context,
                      oob_hint="Thread {thread} went out of bounds: thread i reads x[i] and writes out[i].")
         expected = _warp_exclusive_max_reference(x)
-        try:
+        with failing_in(context, lambda _: _warp_max_hint(x, out, expected)):
             compare_arrays(out, expected, "out", index_names=("i",))
-        except CheckFailed as e:
-            wrong = np.flatnonzero(~np.isclose(out, expected))
-            i = int(wrong[0])
-            hint = (f"The first wrong element is i = {i}: warp {i // WARP}, lane {i % WARP}. out[i] is the maximum of "
-                    "x over the lanes before i's lane in the same warp.")
-            inclusive = np.concatenate([np.maximum.accumulate(x[w:w + WARP]) for w in range(0, n, WARP)])
-            if np.allclose(out, inclusive):
-                hint += " out is the inclusive scan: shift it by one lane (cuda.shfl_up_sync(mask, v, 1))."
-            elif np.all(wrong % WARP == 0):
-                hint += (f" Only lane 0 of each warp is wrong: it has no lane before it, so it gets the identity of "
-                         f"max, -inf (-math.inf), not {float(out[i]):g}: max(identity, a) must equal a for "
-                         "every a, even negative ones.")
-            raise with_context(e, context, hint) from None
         shared = int((run.memory["space"] == 1).sum())
         if shared:
             raise CheckFailed(f"{context}\nThe values are right, but the kernel made {shared} shared-memory accesses. "
@@ -125,14 +114,14 @@ def check_warp_exclusive_max(warp_exclusive_max) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the add-back step of a scan of any length
 # ------------------------------------------------------------------------------------------
-def check_add_block_prefix(add_block_prefix) -> None:
+def check_add_block_prefix(add_block_prefix, blocks=(32, 64, 128), seed: int | None = None) -> None:
     """``add_block_prefix(out, scanned_sums)``: one thread per element; block b > 0 adds scanned_sums[b - 1].
 
     Before: out holds each block's own inclusive scan, scanned_sums the inclusive scan of the
-    block totals. After: out is the scan of the whole array.
+    block totals. After: out is the scan of the whole array. ``blocks``: the block sizes tested.
     """
-    r = rng()
-    for block in (32, 64, 128):
+    r = rng(seed)
+    for block in blocks:
         nblocks = int(r.integers(3, 7))
         n = (nblocks - 1) * block + int(r.integers(1, block))      # the last block is partial
         x = _small_ints(r, n)
@@ -150,17 +139,16 @@ def check_add_block_prefix(add_block_prefix) -> None:
                "block 0 has no scanned_sums[b - 1].")
         run = run_1d(add_block_prefix, nblocks, block, out, scanned, context=context, oob_hint=oob)
         expected = np.cumsum(x.astype(np.float64)).astype(np.float32)
-        try:
-            compare_arrays(out, expected, "out", index_names=("i",))
-        except CheckFailed as e:
-            wrong = np.flatnonzero(out != expected)
-            i = int(wrong[0])
+        def hint(_, out=out, expected=expected, local=local, scanned=scanned, block=block):
+            i = int(np.flatnonzero(out != expected)[0])
             b = i // block
-            hint = (f"Element i = {i} is thread {i % block} of block {b}; it needs "
+            return (f"Element i = {i} is thread {i % block} of block {b}; it needs "
                     + ("nothing added (block 0 has no blocks before it)" if b == 0 else
                        f"scanned_sums[{b - 1}] = {scanned[b - 1]:g} added (the sum of blocks 0..{b - 1})")
                     + f", and got {float(out[i] - local[i]):g} added.")
-            raise with_context(e, context, hint) from None
+
+        with failing_in(context, hint):
+            compare_arrays(out, expected, "out", index_names=("i",))
         info = [a for a in run.arrays if a.space == "global"][0]       # the first argument, out
         mem = run.memory
         writes = mem[(mem["array"] == info.id) & (mem["kind"] != 0)]
@@ -171,3 +159,9 @@ def check_add_block_prefix(add_block_prefix) -> None:
                               "One thread per element, one write each: every extra write is 4 more bytes of "
                               "memory traffic.")
     passed("add_block_prefix turns per-block scans into the scan of the whole array, one write per element")
+
+
+def hidden_check_add_block_prefix(add_block_prefix) -> None:
+    """The graded twin of :func:`check_add_block_prefix`: blocks of 96 (no power of two), 256 and
+    33 threads (no multiple of a warp), a fixed seed."""
+    check_add_block_prefix(add_block_prefix, blocks=(96, 256, 33), seed=14_04)

@@ -9,21 +9,32 @@ raises :class:`CheckFailed` with a message that says exactly what is wrong::
     def check_scale(scale_kernel):
         x = np.arange(1000, dtype=np.float32)
         out = poison(1000, np.float32)             # NaN: unwritten elements show up
-        run_student_kernel(scale_kernel, 4, 256, x, out)
-        compare_arrays(out, 2 * x, "out", index_names=("i",))
+        with failing_in("Launch: 4 blocks of 256 threads", hint="out[i] = 2 * x[i]"):
+            run_student_kernel(scale_kernel, 4, 256, x, out)
+            compare_arrays(out, 2 * x, "out", index_names=("i",))
         passed("scale_kernel doubles every element")
+
+A stub (``raise NotWrittenYet("ch01.scale")``) makes the check raise
+:class:`ExerciseNotWritten`, a :class:`CheckFailed` that ``failing_in`` passes on unchanged.
 """
 
 from __future__ import annotations
 
 import html
 import sys
+from contextlib import contextmanager
 from typing import Any, Sequence
 
 import numpy as np
 
 __all__ = [
     "CheckFailed",
+    "ExerciseNotWritten",
+    "NotWrittenYet",
+    "failing_in",
+    "by_error_type",
+    "with_context",
+    "call_student",
     "passed",
     "poison",
     "poison_value",
@@ -37,6 +48,30 @@ MAX_LISTED = 5
 
 class CheckFailed(AssertionError):
     """The student's answer is wrong; the message says what, and where."""
+
+
+class ExerciseNotWritten(CheckFailed):
+    """The check found the exercise's stub (:class:`NotWrittenYet`): nothing to check yet.
+
+    ``exercise`` is the exercise's id.
+    """
+
+    exercise: str | None = None
+
+
+class NotWrittenYet(NotImplementedError):
+    """What the stub of an exercise raises until the student replaces it.
+
+    ``simtlab build`` writes ``raise NotWrittenYet("ch05.sequential")`` in place of the
+    answer; the checks recognise it by its type (also inside the emulator, which chains it
+    as the cause of its own error) and say "not written yet" instead of reporting a crash.
+    """
+
+    def __init__(self, exercise: str, message: str | None = None):
+        self.exercise = exercise
+        super().__init__(message or (
+            f"Exercise {exercise} is not written yet: replace the line `raise NotWrittenYet(...)` with your "
+            f"code. Stuck? hint(\"{exercise}\") gives a first hint, hint(\"{exercise}\", 2) a stronger one."))
 
 
 # ---------------------------------------------------------------------------
@@ -235,60 +270,110 @@ def compare_arrays(
 
 
 # ---------------------------------------------------------------------------
-# running the student's kernel
+# running the student's code
 
 
-def _not_implemented_in_chain(exc: BaseException) -> NotImplementedError | None:
+def _stub_in_chain(exc: BaseException) -> NotWrittenYet | None:
+    """The :class:`NotWrittenYet` that ``exc`` is or was caused by (the emulator chains it)."""
     seen = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
-        if isinstance(e, NotImplementedError):
+        if isinstance(e, NotWrittenYet):
             return e
         seen.add(id(e))
         e = e.__cause__
     return None
 
 
-def _emulation_error_class():
-    import simtlab
-
-    cls = getattr(simtlab, "EmulationError", None)
-    if cls is None:
-        try:
-            from simtlab.emulator.errors import EmulationError as cls
-        except ImportError:
-            return None
-    return cls
+def _not_written(stub: NotWrittenYet, cause: BaseException) -> ExerciseNotWritten:
+    failure = ExerciseNotWritten(str(stub))
+    failure.exercise = stub.exercise
+    failure.original = cause
+    return failure
 
 
 def run_student_kernel(kernel, griddim, blockdim, *args, **opts):
     """Run the student's kernel on the emulator (``simtlab.emulate``) and return the run.
 
-    A kernel still holding its ``raise NotImplementedError(...)`` stub becomes
-    ``CheckFailed("You have not written this exercise yet: ...")``; any other
-    emulation error (out-of-bounds access, deadlock at a barrier, ...) becomes
-    a :class:`CheckFailed` carrying the emulator's message.
+    A kernel still holding its ``raise NotWrittenYet(...)`` stub becomes
+    :class:`ExerciseNotWritten`; any other emulation error (out-of-bounds access,
+    a barrier in divergent code, ...) becomes a :class:`CheckFailed` carrying the
+    emulator's message, with the emulator's error as ``.original``.
     """
-    import simtlab
+    from simtlab import emulate
+    from simtlab.emulator.errors import EmulationError
 
     try:
-        return simtlab.emulate(kernel, griddim, blockdim, *args, **opts)
+        return emulate(kernel, griddim, blockdim, *args, **opts)
     except CheckFailed:
         raise
+    except EmulationError as e:
+        stub = _stub_in_chain(e)
+        if stub is not None:
+            raise _not_written(stub, e) from None
+        failure = CheckFailed(str(e))
+        failure.original = e
+        raise failure from None
+
+
+def call_student(fn, name: str, *args):
+    """``fn(*args)`` for an exercise that is a plain Python function.
+
+    The stub becomes :class:`ExerciseNotWritten`; any other exception a :class:`CheckFailed`
+    naming the call (``name(args) raised TypeError: ...``).
+    """
+    try:
+        return fn(*args)
     except Exception as e:
-        todo = _not_implemented_in_chain(e)
-        if todo is None:
-            # the emulator may report the stub without chaining the original exception
-            problem = getattr(e, "problem", None)
-            if isinstance(problem, str) and problem.startswith("NotImplementedError"):
-                todo = problem.partition(":")[2].strip() or "NotImplementedError"
-        if todo is not None:
-            failure = CheckFailed(f"You have not written this exercise yet: {todo}")
-            failure.original = e
-            raise failure from None
-        cls = _emulation_error_class()
-        if cls is not None and isinstance(e, cls):
-            failure = CheckFailed(str(e))
-            failure.original = e
-            raise failure from None
+        stub = _stub_in_chain(e)
+        if stub is not None:
+            raise _not_written(stub, e) from None
+        raise CheckFailed(f"{name}{args} raised {type(e).__name__}: {e}") from None
+
+
+@contextmanager
+def failing_in(context: str, hint=None, instead=None):
+    """The skeleton of every check step: a :class:`CheckFailed` raised inside gets the launch or
+    input ``context`` first and ``hint`` last.
+
+    ``hint`` is a string, or a function of the failure returning one (or None), so that the
+    hint can depend on what went wrong (``failure.original`` is the emulator's error, when
+    there is one). ``instead``, a function of the failure, may return a message that replaces
+    the failure's own (when the check knows the cause better than the emulator's generic
+    advice); None keeps it. :class:`ExerciseNotWritten` passes through unchanged: there is
+    nothing to add to "not written yet"::
+
+        with failing_in(f"Launch: {grid} blocks of {block}", hint="out[i] = 2 * x[i]"):
+            run_student_kernel(kernel, grid, block, x, out)
+            compare_arrays(out, 2 * x, "out")
+    """
+    try:
+        yield
+    except ExerciseNotWritten:
         raise
+    except CheckFailed as e:
+        better = instead(e) if instead is not None else None
+        if better is not None:
+            replaced = CheckFailed(better)
+            replaced.original = getattr(e, "original", None)
+            e = replaced
+        text = hint(e) if callable(hint) else hint
+        raise with_context(e, context, text) from None
+
+
+def with_context(failure: CheckFailed, context: str, hint: str | None = None) -> CheckFailed:
+    """A new CheckFailed: ``context`` first, then the original message, then ``hint``."""
+    text = f"{context}\n{failure}" if context else str(failure)
+    if hint:
+        text += f"\n{hint}"
+    new = CheckFailed(text)
+    new.original = getattr(failure, "original", None)
+    return new
+
+
+def by_error_type(hints: dict[str, str], default: str | None = None):
+    """A ``hint`` for :func:`failing_in` chosen by the emulator error's class name
+    (``{"OutOfBoundsError": "guard the index", ...}``)."""
+    def pick(failure: CheckFailed) -> str | None:
+        return hints.get(type(getattr(failure, "original", None)).__name__, default)
+    return pick

@@ -1,11 +1,14 @@
 """Kernel versions against the best library, on the GPU: measured here, or recorded on an H100.
 
-    results("reduction")        # live on a GPU, else the figures in data/gpu_bandwidth.json
+    results("reduction")        # live on a GPU, else the figures recorded in data/h100_timings.json
     plot_bandwidth(results("reduction"))
     plot_sweep(results("reduction"))
+    runner("reduction", "v6 grid-stride, second pass", "cuda-c", x)   # (run, out) of one version
 
-The recorded file is written by ``python benchmarks/gpu_bandwidth.py`` (see its docstring).
-Each topic's versions are listed in ``simtlab/gpubench/<topic>.py``.
+The recorded figures live in the one store of GPU figures, ``simtlab/data/h100_timings.json``
+(key ``topics``), written by ``python benchmarks/gpu_bandwidth.py`` (see its docstring).
+Each topic's versions are the table ``kernels/<topic>.py: VERSIONS``; ``simtlab/gpubench/<topic>.py``
+adds its inputs, its check and the library reference.
 """
 
 from __future__ import annotations
@@ -14,15 +17,17 @@ import importlib
 import json
 from pathlib import Path
 
+from ..backend import TIMINGS_PATH
 from .harness import CHECK_N, DEFAULT_N, SWEEP_SIZES, Case, run_topic, stamp, time_launches
 
 __all__ = ["TOPICS", "Case", "results", "recorded", "measure", "plot_bandwidth", "plot_sweep",
            "summary_table", "RESULTS_PATH", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N", "time_launches",
-           "run_topic", "topic_module"]
+           "run_topic", "topic_module", "runner"]
 
 #: topics in chapter order; each has a module simtlab/gpubench/<topic>.py
 TOPICS = ("patterns", "scan", "reduction")
-RESULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpu_bandwidth.json"
+#: the one store of recorded GPU figures (chapter measurements under ``results``, topics under ``topics``)
+RESULTS_PATH = TIMINGS_PATH
 
 
 def _known(topic: str) -> None:
@@ -51,8 +56,16 @@ def recorded(topic: str, path: Path | str = RESULTS_PATH) -> dict:
     if entry is None:
         return {"source": "none", "topic": topic,
                 "message": f"No GPU timings recorded for {topic!r} yet: run benchmarks/gpu_bandwidth.py on a GPU."}
-    return {**entry, "source": "recorded", "topic": topic,
-            "device": data.get("device"), "date": data.get("date"), "versions": data.get("versions")}
+    return {**entry, "source": "recorded", "topic": topic, "device": entry.get("device", data.get("device")),
+            "date": entry.get("date", data.get("date")), "versions": entry.get("versions", data.get("versions"))}
+
+
+def runner(topic: str, label: str, impl: str, *inputs, **options):
+    """``(run, out)``: ``run()`` enqueues one whole run of version ``label`` of ``topic`` in
+    ``impl`` ("numba" or "cuda-c") on CuPy ``inputs``, with the launch plan of its table."""
+    from .harness import runner as _runner
+
+    return _runner(topic_module(topic), label, impl, *inputs, **options)
 
 
 def measure(topic: str, *, n: int = DEFAULT_N, sweep=None, log=print) -> dict:
@@ -82,13 +95,17 @@ def results(topic: str, *, live: bool | None = None, n: int = DEFAULT_N, log=pri
 
 
 def summary_table(res: dict) -> str:
-    """The results as a plain-text table: version, ms, GB/s, ratio to the reference."""
+    """The results as a plain-text table: version, ms, GB/s, TFLOP/s (where the table gives
+    FLOPs), ratio to the reference."""
     if res.get("source") == "none":
         return res["message"]
     ref = next(r["name"] for r in res["rows"] if r["reference"])
-    lines = [f"{'version':<48} {'ms':>9} {'GB/s':>8} {'vs ' + ref[:20]:>24}"]
+    flops = any("tflops" in r for r in res["rows"])
+    lines = [f"{'version':<48} {'ms':>9} {'GB/s':>8}" + (f" {'TFLOP/s':>8}" if flops else "")
+             + f" {'vs ' + ref[:20]:>24}"]
     for r in res["rows"]:
-        lines.append(f"{r['name']:<48} {r['median_ms']:9.3f} {r['gbps']:8.1f} {r['ratio']:23.0%}")
+        tf = (f" {r['tflops']:8.3f}" if "tflops" in r else f" {'':>8}") if flops else ""
+        lines.append(f"{r['name']:<48} {r['median_ms']:9.3f} {r['gbps']:8.1f}{tf} {r['ratio']:23.0%}")
     for e in res.get("errors") or []:
         lines.append(f"{e['name']:<48} FAILED: {e['error']}")
     return "\n".join(lines)

@@ -1,50 +1,23 @@
 """Chapter 5 on the GPU: every sum-reduction version against ``cupy.sum`` (CUB DeviceReduce).
 
-Each version of ``kernels/reduction.py`` (numba-cuda) and ``kernels/reduction.cu`` (CUDA C
-through CuPy) is timed for a whole sum: the block kernels (v1-v5) launch again on their
-partial sums until one value is left, v6 adds a one-block second pass, v7/v8 zero the output
-and add with one atomic per block, v9 lets the last block finish the sum. Bytes moved: the
-input once, ``4 * n``. The vector-matrix product of the seed lab report is timed on a
-``ROWS x (n // ROWS)`` matrix (its own bytes: the matrix, the vector, the outputs).
-
-``sum_runner``/``vecmat_runner`` build one version's launch; tests/test_reduction_gpu.py uses
-them too.
+The versions, their launch plans and napkin math are the table ``kernels.reduction.VERSIONS``;
+this module adds what only the benchmark needs: random inputs, the grid of the grid-stride
+kernels on this GPU, and the library references (``cupy.sum``, cuBLAS gemv through ``w @ v``).
+The vector-matrix product of the seed lab report is timed on a ``ROWS x (n // ROWS)`` matrix.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .harness import Case, nonzero_random
-from .launch import bind
+from .harness import Case, nonzero_random, version_cases
 
 TOPIC = "reduction"
 REFERENCE = "cupy.sum (CUB DeviceReduce)"
 #: resident blocks per SM for the grid-stride kernels: 8 x 256 threads fill an H100 SM (2048)
 BLOCKS_PER_SM = 8
-#: output rows of the vector-matrix product (the seed's 10 output neurons)
-ROWS = 10
 
-__all__ = ["TOPIC", "REFERENCE", "cases", "SUM_VERSIONS", "VECMAT_VERSIONS", "sum_runner",
-           "vecmat_runner", "grid_blocks", "vecmat_shape", "BLOCKS_PER_SM", "ROWS"]
-
-#: name -> (numba kernel name or None, CUDA C kernel name, how blocks are combined)
-SUM_VERSIONS = {
-    "v1 interleaved": ("reduce_v1_interleaved", "reduce_v1_interleaved", "passes"),
-    "v2 strided index": ("reduce_v2_strided_index", "reduce_v2_strided_index", "passes"),
-    "v3 sequential": ("reduce_v3_sequential", "reduce_v3_sequential", "passes"),
-    "v4 first add": ("reduce_v4_first_add", "reduce_v4_first_add", "passes"),
-    "v5 warp shuffle": ("reduce_v5_warp_shuffle", "reduce_v5_warp_shuffle", "passes"),
-    "v6 grid-stride, second pass": ("reduce_v6_grid_stride", "reduce_v6_grid_stride", "second pass"),
-    "v7 grid-stride, atomicAdd": ("reduce_v7_atomic", "reduce_v7_atomic", "atomic"),
-    "v8 float4, atomicAdd": (None, "reduce_v8_float4_atomic", "atomic"),
-    "v9 float4, last block": (None, "reduce_v9_float4_last_block", "last block"),
-}
-#: name -> (numba kernel name, CUDA C kernel name)
-VECMAT_VERSIONS = {
-    "vecmat v1 seed (skips segments)": ("vecmat_v1_seed", "vecmat_v1_seed"),
-    "vecmat v2 grid-stride": ("vecmat_v2_grid_stride", "vecmat_v2_grid_stride"),
-}
+__all__ = ["TOPIC", "REFERENCE", "cases", "inputs", "check", "plan_options", "grid_blocks", "BLOCKS_PER_SM"]
 
 
 def grid_blocks() -> int:
@@ -54,125 +27,46 @@ def grid_blocks() -> int:
     return BLOCKS_PER_SM * cupy.cuda.Device().attributes["MultiProcessorCount"]
 
 
-def vecmat_shape(n: int) -> tuple[int, int]:
-    """(rows, columns) of the benchmark's matrix for ``n`` elements."""
-    return ROWS, max(1, n // ROWS)
-
-
-def sum_runner(version: str, impl: str, x):
-    """``(run, out)``: ``run()`` enqueues one whole sum of the CuPy array ``x`` with ``version``
-    (``impl`` "numba" or "cuda-c"); afterwards ``out[0]`` holds the sum (float32)."""
-    import cupy
-
+def plan_options(version) -> dict:
+    """The plan's sizes on this GPU: one full wave of grid-stride blocks (BLOCKS_PER_SM per SM:
+    8 x 256 threads fit, 18 registers per thread measured for vecmat v2). For the vector-matrix
+    product the rows share that wave: ``grid_blocks() // ROWS`` blocks per row, rounded *down*.
+    Rounded up (106 x 10 = 1060 blocks for 1056 slots on an H100) the last 4 blocks ran as a
+    second wave, each with a full block's share of the work: 0.90 ms instead of 0.50 ms
+    (benchmarks/results/issue14_h100.log)."""
     from ..kernels import reduction as R
 
-    if version not in SUM_VERSIONS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(SUM_VERSIONS)}")
-    nb_name, c_name, combine = SUM_VERSIONS[version]
-    name = nb_name if impl == "numba" else c_name
-    if name is None:
-        raise ValueError(f"{version} exists only in CUDA C (numba has no float4 loads): use impl='cuda-c'")
-    if x.dtype != cupy.float32 or x.ndim != 1 or x.size == 0:
-        raise ValueError(f"x must be a non-empty 1-D float32 CuPy array, got {x.dtype} of shape {x.shape}")
-    n = int(x.size)
-    n64 = np.int64(n)
-    if combine == "passes":
-        per_block = 2 * R.BLOCK if name in ("reduce_v4_first_add", "reduce_v5_warp_shuffle") else R.BLOCK
-        steps, src = [], x
-        while True:
-            grid = R.cdiv(int(src.size), per_block)
-            dst = cupy.zeros(grid, cupy.float32)
-            steps.append(bind(impl, TOPIC, name, grid, R.BLOCK, src, dst, np.int64(src.size)))
-            if grid == 1:
-                break
-            src = dst
-
-        def run():
-            for s in steps:
-                s()
-        return run, dst
-    grid = R.grid_stride_blocks(n, grid_blocks())
-    out = cupy.zeros(1, cupy.float32)
-    if combine == "second pass":
-        partial = cupy.zeros(grid, cupy.float32)
-        first = bind(impl, TOPIC, name, grid, R.BLOCK, x, partial, n64)
-        second = bind(impl, TOPIC, name, 1, R.BLOCK, partial, out, np.int64(grid))
-
-        def run():
-            first()
-            second()
-        return run, out
-    if combine == "atomic":
-        if "float4" in name and x.data.ptr % 16:
-            raise ValueError("the float4 kernels need a 16-byte aligned x (a fresh CuPy array is)")
-        launch = bind(impl, TOPIC, name, grid, R.BLOCK, x, out, n64)
-
-        def run():
-            out.data.memset_async(0, 4)
-            launch()
-        return run, out
-    if x.data.ptr % 16:
-        raise ValueError("the float4 kernels need a 16-byte aligned x (a fresh CuPy array is)")
-    partial = cupy.zeros(grid, cupy.float32)
-    done = cupy.zeros(1, cupy.uint32)
-    return bind(impl, TOPIC, name, grid, R.BLOCK, x, partial, done, out, n64), out
+    if version.group == "vecmat":
+        return {"blocks_per_row": max(1, grid_blocks() // R.ROWS)}
+    return {} if hasattr(version.plan, "elements_per_thread") else {"max_blocks": grid_blocks()}
 
 
-def vecmat_runner(version: str, impl: str, v, w):
-    """``(run, out)``: ``run()`` enqueues ``out = w @ v`` (``w`` rows x n, the seed's transposed
-    weights) as block partials plus the one-block-per-row second pass."""
-    import cupy
+def inputs(version, n: int, seed: int = 0) -> tuple:
+    """Random CuPy inputs for ``n`` elements: x, or (v, w) for the vector-matrix product."""
+    from ..kernels.reduction import vecmat_shape
 
-    from ..kernels import reduction as R
-
-    nb_name, c_name = VECMAT_VERSIONS[version]
-    rows, n = w.shape
-    per_row = max(1, R.cdiv(grid_blocks(), rows))
-    if nb_name == "vecmat_v1_seed":
-        per_row = max(1, min(per_row, R.cdiv(n, R.BLOCK)))
-    block_out = cupy.zeros((rows, per_row), cupy.float32)
-    out = cupy.zeros(rows, cupy.float32)
-    name = nb_name if impl == "numba" else c_name
-    launch = bind(impl, TOPIC, name, (per_row, rows), R.BLOCK, v, w, block_out, np.int32(n))
-    finish = bind(impl, TOPIC, "vecmat_rows", rows, R.BLOCK, block_out, out, np.int32(per_row))
-    seed = nb_name == "vecmat_v1_seed"
-
-    def run():
-        if seed:                                  # the seed adds into block_out: zero it first
-            block_out.data.memset_async(0, block_out.nbytes)
-        launch()
-        finish()
-    return run, out
+    if version.group == "vecmat":
+        rows, cols = vecmat_shape(n)
+        return nonzero_random(cols, seed), nonzero_random((rows, cols), seed + 1)
+    return (nonzero_random(n, seed),)
 
 
-# ------------------------------------------------------------------------------------------
-# Cases
-# ------------------------------------------------------------------------------------------
-def _sum_check(version, impl):
-    def check(n):
-        import cupy
+def check(version, out, *host_inputs) -> str | None:
+    """None when ``out`` (host) is right, else what is wrong."""
+    from ..kernels.reduction import sum_cpu, vecmat_cpu
 
-        from ..kernels.reduction import sum_cpu
-
-        x = nonzero_random(n, seed=3)
-        run, out = sum_runner(version, impl, x)
-        run()
-        cupy.cuda.runtime.deviceSynchronize()
-        got, want = float(out[0].get()), float(sum_cpu(cupy.asnumpy(x)))
-        if not np.isclose(got, want, rtol=1e-5, atol=0):
-            raise AssertionError(f"{version} ({impl}) at n = {n:,}: sum {got!r}, expected {want!r} "
-                                 f"(relative error {abs(got - want) / want:.2e}, allowed 1e-5)")
-    return check
-
-
-def _sum_prepare(version, impl):
-    def prepare(n):
-        run, _ = sum_runner(version, impl, nonzero_random(n))
-        return run
-    return prepare
+    want = vecmat_cpu(*host_inputs) if version.group == "vecmat" else np.atleast_1d(sum_cpu(*host_inputs))
+    got = np.asarray(out)[: want.size]
+    bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-5, atol=0))
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    return f"{len(bad)} wrong outputs; output {i}: {got[i]!r}, expected {want[i]!r} (allowed relative error 1e-5)"
 
 
 def _cupy_sum_case() -> Case:
+    from ..kernels.reduction import reduction_bytes, reduction_flops, sum_cpu
+
     def prepare(n):
         import cupy
 
@@ -180,82 +74,38 @@ def _cupy_sum_case() -> Case:
         out = cupy.zeros((), cupy.float32)
         return lambda: cupy.sum(x, out=out)
 
-    def check(n):
+    def check_sum(n):
         import cupy
-
-        from ..kernels.reduction import sum_cpu
 
         x = nonzero_random(n, seed=3)
         got, want = float(cupy.sum(x)), float(sum_cpu(cupy.asnumpy(x)))
         if not np.isclose(got, want, rtol=1e-5, atol=0):
             raise AssertionError(f"cupy.sum at n = {n:,}: {got!r}, expected {want!r}")
 
-    from ..kernels.reduction import reduction_bytes
-
     return Case(name="cupy.sum (CUB, reference)", impl="library", prepare=prepare,
-                bytes_moved=reduction_bytes, check=check, reference=True)
-
-
-def _vecmat_bytes(n):
-    from ..kernels.reduction import vecmat_bytes
-
-    return vecmat_bytes(*vecmat_shape(n))
-
-
-def _vecmat_data(n, seed=4):
-    rows, cols = vecmat_shape(n)
-    return nonzero_random(cols, seed), nonzero_random((rows, cols), seed + 1)
-
-
-def _vecmat_case(version, impl) -> Case:
-    def prepare(n):
-        v, w = _vecmat_data(n)
-        run, _ = vecmat_runner(version, impl, v, w)
-        return run
-
-    def check(n):
-        import cupy
-
-        from ..kernels.reduction import vecmat_cpu
-
-        v, w = _vecmat_data(n)
-        run, out = vecmat_runner(version, impl, v, w)
-        run()
-        cupy.cuda.runtime.deviceSynchronize()
-        got, want = cupy.asnumpy(out), vecmat_cpu(cupy.asnumpy(v), cupy.asnumpy(w))
-        bad = np.flatnonzero(~np.isclose(got, want, rtol=1e-5, atol=0))
-        if len(bad):
-            r = int(bad[0])
-            raise AssertionError(f"{version} ({impl}) at n = {n:,}: {len(bad)} wrong rows; row {r}: "
-                                 f"{got[r]!r}, expected {want[r]!r}")
-
-    label = "CUDA C" if impl == "cuda-c" else "numba"
-    return Case(name=f"{version} ({label})", impl=impl, prepare=prepare, bytes_moved=_vecmat_bytes,
-                check=check)
+                bytes_moved=reduction_bytes, check=check_sum, reference=True, flops=reduction_flops)
 
 
 def _gemv_case() -> Case:
+    from ..kernels import reduction as R
+
+    vecmat = R.find(R.VERSIONS, "vecmat v2 grid-stride")
+
     def prepare(n):
-        v, w = _vecmat_data(n)
+        v, w = inputs(vecmat, n)
         return lambda: w @ v
 
     return Case(name="vecmat: cupy w @ v (cuBLAS gemv)", impl="library", prepare=prepare,
-                bytes_moved=_vecmat_bytes)
+                bytes_moved=vecmat.bytes, flops=vecmat.flops)
 
 
 def cases() -> list[Case]:
     """cupy.sum, every sum version in CUDA C and numba, then the vector-matrix product."""
-    from ..kernels.reduction import reduction_bytes, reduction_flops
+    import sys
 
-    out = [_cupy_sum_case()]
-    for version, (nb_name, _, _) in SUM_VERSIONS.items():
-        for impl, label in (("cuda-c", "CUDA C"), ("numba", "numba")):
-            if impl == "numba" and nb_name is None:
-                continue
-            out.append(Case(name=f"{version} ({label})", impl=impl, prepare=_sum_prepare(version, impl),
-                            bytes_moved=reduction_bytes, check=_sum_check(version, impl),
-                            flops=reduction_flops))
-    out.append(_gemv_case())
-    for impl in ("cuda-c", "numba"):
-        out.append(_vecmat_case("vecmat v2 grid-stride", impl))
-    return out
+    from ..kernels.reduction import VERSIONS
+
+    me = sys.modules[__name__]
+    sums = [v for v in VERSIONS if v.group == "sum"]
+    vecmat = [v for v in VERSIONS if v.label == "vecmat v2 grid-stride"]
+    return [_cupy_sum_case(), *version_cases(me, sums), _gemv_case(), *version_cases(me, vecmat)]

@@ -15,15 +15,18 @@ and whose answer cells hold the solution between two marker lines::
 
     def square(x):
         ### BEGIN SOLUTION
-        ### HINT: multiply x by itself      (optional, any number of lines)
+        ### HINT 1: what does squaring mean?        (optional, any number of lines)
+        ### HINT 2: multiply x by itself            (a stronger hint; "### HINT:" is level 1)
         return x * x
         ### END SOLUTION
 
-In the student notebook the region becomes
-``raise NotImplementedError("Exercise 2.3: multiply x by itself")`` at the
-indentation of the region's code.  Inside CUDA C source (a string literal),
-the markers are written as C comments, ``// ### BEGIN SOLUTION`` ...
-``// ### END SOLUTION`` (hint: ``// ### HINT: ...``), and the region becomes
+In the student notebook the region becomes ``raise NotWrittenYet("2.3")`` at the
+indentation of the region's code, and the cell gets the line
+``from simtlab.student import NotWrittenYet, hint`` at its top. The stub gives
+nothing away: the hints go to the answer cell's metadata (``simtlab_hints``, weakest
+first), where ``hint("2.3")`` and ``hint("2.3", 2)`` find them.  Inside CUDA C source
+(a string literal), the markers are written as C comments, ``// ### BEGIN SOLUTION``
+... ``// ### END SOLUTION`` (hints: ``// ### HINT 1: ...``), and the region becomes
 ``/* YOUR CODE HERE */``.
 
 Hidden-check cells are dropped, outputs and execution counts are cleared,
@@ -56,6 +59,8 @@ from pathlib import Path
 
 import nbformat
 
+from ..exercises.hints import HINTS_KEY  # a student answer cell's hints, weakest first (read by hint())
+
 __all__ = [
     "ROLES",
     "MasterNotebookError",
@@ -75,14 +80,15 @@ ROLES = ("setup", "answer", "check", "hidden-check", "readonly")
 #: roles whose cells need ``points``
 CHECK_ROLES = ("check", "hidden-check")
 
-DEFAULT_HINT = "replace this line with your code"
 C_STUB = "/* YOUR CODE HERE */"
+#: the first line of a student answer cell holding a Python stub
+STUB_IMPORT = "from simtlab.student import NotWrittenYet, hint"
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 # A marker line: optional indentation, optional "//" (C), then "### BEGIN SOLUTION" etc.
 _MARKER = re.compile(r"^(?P<indent>[ \t]*)(?P<c>//[ \t]*)?###[ \t]*(?P<kind>BEGIN SOLUTION|END SOLUTION)[ \t]*$")
-_HINT = re.compile(r"^[ \t]*(?://[ \t]*)?###[ \t]*HINT:(?P<text>.*)$")
+_HINT = re.compile(r"^[ \t]*(?://[ \t]*)?###[ \t]*HINT(?:[ \t]+(?P<level>[1-9]))?:(?P<text>.*)$")
 # Anything that looks like a marker but is not exactly one (caught by validation).
 _NEAR_MARKER = re.compile(r"#+[ \t]*(BEGIN|END)[ _]*SOLUTION", re.IGNORECASE)
 _NEAR_HINT = re.compile(r"###[ \t]*HINT\b", re.IGNORECASE)
@@ -230,12 +236,13 @@ def _scan_regions(source: str):
             if current is None:
                 problems.append(f"line {n + 1}: '### HINT:' outside a BEGIN/END SOLUTION region")
             else:
-                current["hints"].append(h.group("text").strip())
+                current["hints"].append((int(h.group("level") or 1), h.group("text").strip()))
             continue
         if _NEAR_MARKER.search(line) or _NEAR_HINT.search(line):
             problems.append(
                 f"line {n + 1}: {line.strip()!r} looks like a marker but is not one "
-                "(write '### BEGIN SOLUTION', '### END SOLUTION' or '### HINT: ...' alone on the line, "
+                "(write '### BEGIN SOLUTION', '### END SOLUTION', '### HINT: ...' or '### HINT 2: ...' alone "
+                "on the line, "
                 "or with a leading '// ' inside C source)"
             )
     if current is not None:
@@ -369,22 +376,28 @@ def exercise_checks(master: nbformat.NotebookNode) -> dict[str, list[dict]]:
 
 
 def _stub_region(lines: list[str], region: dict, exercise_id: str) -> list[str]:
-    """The lines replacing ``lines[begin:end + 1]``."""
+    """The lines replacing ``lines[begin:end + 1]``: a stub that gives nothing of the answer away."""
     body = lines[region["begin"] + 1 : region["end"]]
     indent = region["indent"]
     for line in body:
         if line.strip() and not _HINT.match(line):
             indent = line[: len(line) - len(line.lstrip(" \t"))]
             break
-    hint = " ".join(h for h in region["hints"] if h)
     if region["c"]:
-        if hint:
-            safe = hint.replace("*/", "* /")
-            return [f"{indent}/* YOUR CODE HERE: {safe} */"]
         return [f"{indent}{C_STUB}"]
-    message = f"Exercise {exercise_id}: {hint or DEFAULT_HINT}"
     # json.dumps gives a double-quoted literal whose escapes are valid Python
-    return [f"{indent}raise NotImplementedError({json.dumps(message, ensure_ascii=False)})"]
+    return [f"{indent}raise NotWrittenYet({json.dumps(exercise_id, ensure_ascii=False)})"]
+
+
+def _cell_hints(regions: list[dict]) -> list[str]:
+    """The answer cell's hints, weakest first: the ``### HINT N:`` lines of level N joined, for
+    N = 1, 2, ... (``### HINT:`` is level 1)."""
+    levels: dict[int, list[str]] = {}
+    for region in regions:
+        for level, text in region["hints"]:
+            if text:
+                levels.setdefault(level, []).append(text)
+    return [" ".join(levels[level]) for level in sorted(levels)]
 
 
 def _strip_regions(source: str, exercise_id: str) -> str:
@@ -399,6 +412,10 @@ def _strip_regions(source: str, exercise_id: str) -> str:
         out.extend(_stub_region(lines, region, exercise_id))
         pos = region["end"] + 1
     out.extend(lines[pos:])
+    if any(not region["c"] for region in regions):
+        # the stub's exception (and hint(), which its message names) come with the cell
+        at = 1 if out and out[0].startswith("%%") else 0   # after a cell magic, which must stay first
+        out.insert(at, STUB_IMPORT)
     return "\n".join(out)
 
 
@@ -438,8 +455,11 @@ def build_student_notebook(master: nbformat.NotebookNode, name: str = "<notebook
 
         source = _source(mcell)
         if role == "answer":
+            hints = _cell_hints(_scan_regions(source)[0])
             source = _strip_regions(source, meta["id"])
             cell_metadata["editable"] = True
+            if hints:
+                cell_metadata[HINTS_KEY] = hints
         else:
             cell_metadata["editable"] = False
         cell_metadata["deletable"] = False
@@ -500,15 +520,20 @@ def student_work(path: str | Path, generated: nbformat.NotebookNode) -> list[str
     return reasons
 
 
-# A stub line as _stub_region writes it; its hint text may change with the master.
-_PY_STUB_LINE = re.compile(r'^([ \t]*)raise NotImplementedError\("Exercise .*"\)[ \t]*$')
+# A stub line as _stub_region writes it, or as it wrote it before stubs raised NotWrittenYet
+# (with the hint in the message), so that a template from an older build is no edit.
+_PY_STUB_LINE = re.compile(r'^([ \t]*)raise (NotWrittenYet\(".*"\)|NotImplementedError\("Exercise .*"\))[ \t]*$')
 _C_STUB_LINE = re.compile(r"^([ \t]*)/\* YOUR CODE HERE(: .*)? \*/[ \t]*$")
+_STUB_IMPORT_LINE = re.compile(r"^from simtlab(\.exercises|\.student)? import NotWrittenYet, hint[ \t]*$")
 
 
 def _without_hints(source: str) -> str:
-    """``source`` with every stub line reduced to its indentation, so a changed hint is no edit."""
+    """``source`` with every stub line reduced to its indentation and without the stub's import
+    line, so that a changed hint or stub format is no edit."""
     lines = []
     for line in source.split("\n"):
+        if _STUB_IMPORT_LINE.match(line):
+            continue
         m = _PY_STUB_LINE.match(line) or _C_STUB_LINE.match(line)
         lines.append(f"{m.group(1)}<stub>" if m else line)
     return "\n".join(lines)

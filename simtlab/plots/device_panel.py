@@ -7,6 +7,14 @@ import html
 from ..hardware import H100_SXM
 
 
+def memory_text(n_bytes: int) -> str:
+    """Device memory in both units: GiB (2^30 bytes, what tools print) and GB (10^9 bytes, what the
+    box says). The H100 "80GB" reports 79.2 GiB = 85.0 GB: neither number is 80."""
+    if not n_bytes:
+        return "not reported"
+    return f"{n_bytes / 2**30:.1f} GiB = {n_bytes / 1e9:.1f} GB usable"
+
+
 def device_table(props) -> list[tuple[str, str]]:
     """(label, value) rows, values as text with their units."""
     kib = 1024
@@ -26,7 +34,7 @@ def device_table(props) -> list[tuple[str, str]]:
         ("shared memory per block", f"{props.shared_memory_per_block // kib} KiB "
                                     f"({props.shared_memory_per_block_optin // kib} KiB opt-in)"),
         ("L2 cache", f"{props.l2_cache_bytes / 2**20:.0f} MiB"),
-        ("memory", f"{props.memory_gib:g} GiB"),
+        ("device memory", memory_text(props.memory_bytes)),
         ("peak memory bandwidth", f"{props.memory_bandwidth_gbs:,.0f} GB/s"
          if props.memory_bandwidth_gbs else "not reported"),
         ("SM clock", f"{props.clock_mhz:,.0f} MHz"),

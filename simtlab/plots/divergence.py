@@ -13,8 +13,8 @@ from matplotlib.patches import Patch
 
 from ..analysis.divergence import instructions
 from .style import PALETTE, label, new_figure
+from ..simt import WARP_SIZE
 
-WARP_SIZE = 32
 # Above this many instructions the per-row labels would overlap; ticks are thinned.
 MAX_LABELLED_ROWS = 60
 

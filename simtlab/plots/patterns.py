@@ -22,10 +22,10 @@ from matplotlib.patches import Patch, Rectangle
 
 from ..analysis import bank_conflicts, coalescing
 from .style import PALETTE, label, new_figure
+from ..simt import WARP_SIZE
 
 __all__ = ["warp_request", "request_stats", "plot_warp_footprint", "plot_halo", "plot_request_stats"]
 
-WARP_SIZE = 32
 SECTOR_FLOATS = 8             # a 32-byte sector holds 8 float32
 KIND = {"read": 0, "write": 1}
 

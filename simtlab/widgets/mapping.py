@@ -6,8 +6,8 @@ import ipywidgets as widgets
 
 from ..plots.mapping import COLOR_BY, plot_thread_mapping, thread_mapping
 from .figure_image import FigureImage, figure_to_png, panel
+from ..simt import WARP_SIZE
 
-WARP_SIZE = 32
 # Sizes that do not divide the default 8 x 12 array are included on purpose: they show
 # idle threads in the last block.
 BLOCK_X = [1, 2, 3, 4, 5, 6, 8, 12, 16, 32]

@@ -1,0 +1,313 @@
+"""Time every GEMM version of chapter 6 against cuBLAS SGEMM (FP32, no tensor cores), on this GPU.
+
+    python benchmarks/gpu_gemm.py [--size 4096] [--no-sweep] [--tune] [--out FILE] [--json FILE]
+
+Every version (kernels/gemm.py with numba-cuda, kernels/gemm.cu with CUDA C through CuPy) is
+first checked at an odd size (1001 x 999 x 997) against a float64 product, then timed at
+n x n x n (default 4096^3) with CUDA events (warm-up, batches, median), in one run with
+cuBLAS (``cupy.matmul``, ``CUPY_TF32=0``): TFLOP/s = 2 n^3 / time, and the ratio to cuBLAS.
+Each kernel's registers per thread come from the compiler (numba: ``get_regs_per_thread``,
+CuPy: ``RawKernel.num_regs``). ``--tune`` also times other tile configurations of v7 (CUDA C,
+compiled with -DV7_CONFIG=...) and of v5 and v7 in numba (the same code with other tile constants).
+
+The results go to ``simtlab/data/gpu_gemm.json`` (or ``--out``), which chapter 6 plots when
+there is no GPU (``simtlab.gpubench.gemm.results``).
+Prints a table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import types
+from pathlib import Path
+
+os.environ.setdefault("CUPY_TF32", "0")          # before CuPy is imported: cuBLAS in plain FP32
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: v7 (CUDA C) configurations --tune times: (BM, BN, BK, WM, WN, WNITER, TM, TN, GROUP), threads,
+#: minimum blocks per SM
+V7_CONFIGS = [
+    ((128, 128, 16, 64, 32, 2, 8, 4, 0), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 8), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 16), 256, 1),
+    ((128, 128, 16, 64, 32, 2, 8, 4, 0), 256, 2),
+    ((128, 128, 8, 64, 32, 2, 8, 4, 8), 256, 2),
+    ((128, 128, 16, 64, 64, 4, 8, 4, 8), 128, 1),
+    ((128, 128, 8, 64, 64, 4, 8, 4, 8), 128, 1),
+    ((128, 128, 16, 32, 64, 2, 4, 8, 8), 256, 1),
+    ((128, 128, 16, 32, 64, 4, 4, 4, 8), 256, 1),
+    ((128, 64, 16, 64, 32, 2, 8, 4, 8), 128, 1),
+]
+#: numba configurations --tune times: the kernel's module constants, overridden
+NUMBA_CONFIGS = {
+    "gemm_v5_blocking_2d": [dict(BM5=bm, BN5=bn, BK5=bk, TM5=tm, TN5=tn, TX5=bn // tn, TY5=bm // tm,
+                                 THREADS5=(bn // tn) * (bm // tm))
+                            for bm, bn, bk, tm, tn in [(128, 128, 8, 8, 8), (128, 64, 8, 8, 4),
+                                                       (64, 64, 16, 4, 4), (128, 128, 16, 8, 8)]],
+    "gemm_v7_warptile": [dict(BM7=bm, BN7=bn, BK7=bk, WM7=wm, WN7=wn, LM7=lm, LN7=ln, TM7=wm // lm,
+                              TN7=wn // ln, WARPS_N7=bn // wn, THREADS7N=(bm // wm) * (bn // wn) * 32,
+                              LOADS7A=bm * bk // ((bm // wm) * (bn // wn) * 32),
+                              LOADS7B=bk * bn // ((bm // wm) * (bn // wn) * 32), SA7_WIDTH=bm + 4)
+                         for bm, bn, bk, wm, wn, lm, ln in [(128, 128, 8, 32, 64, 4, 8), (128, 128, 16, 32, 64, 4, 8),
+                                                            (128, 64, 8, 32, 32, 4, 8), (128, 128, 8, 64, 32, 8, 4),
+                                                            (64, 128, 8, 32, 64, 4, 8), (128, 64, 16, 64, 32, 8, 4)]],
+}
+
+
+def _timing(run, est_ms):
+    from simtlab.gpubench import time_launches
+
+    if est_ms > 50:                       # the slow versions: a few single runs are enough
+        return time_launches(run, warmup=1, repeat=3, batch_ms=1.0)
+    return time_launches(run, warmup=3, repeat=15, batch_ms=20.0)
+
+
+def _probe_ms(run):
+    import cupy
+
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record()
+    run()
+    end.record()
+    end.synchronize()
+    return float(cupy.cuda.get_elapsed_time(start, end))
+
+
+def time_case(case, n):
+    run = case.prepare(n)
+    t = _timing(run, _probe_ms(run))
+    del run
+    _free()
+    t["tflops"] = case.flops(n) / (t["median_ms"] * 1e-3) / 1e12
+    t["gbps"] = case.bytes_moved(n) / (t["median_ms"] * 1e-3) / 1e9
+    return t
+
+
+def _free():
+    import gc
+
+    import cupy
+
+    gc.collect()
+    cupy.cuda.runtime.deviceSynchronize()
+    cupy.get_default_memory_pool().free_all_blocks()
+
+
+def resources() -> dict:
+    """Registers per thread, shared bytes per block and spills of every kernel, from the
+    compilers (call after the kernels ran once, so each is compiled)."""
+    from simtlab.cuda_source import cu_kernel
+    from simtlab.kernels import gemm as G
+
+    out = {}
+    for version, spec in G.VERSIONS.items():
+        names = [spec["cuda"]] + ([spec["scalar"]] if spec["scalar"] else [])
+        for name in names:
+            k = cu_kernel("gemm", name)
+            out[f"{name} (cuda-c)"] = {"version": version, "registers": int(k.num_regs),
+                                       "shared_bytes": int(k.shared_size_bytes),
+                                       "local_bytes": int(k.local_size_bytes),
+                                       "threads": int(np_prod(spec["block"]))}
+        if spec["kernel"]:
+            d = getattr(G, spec["kernel"])
+            try:
+                regs = _regs(d)
+                shared = _numba_stat(d, "get_shared_mem_per_block")
+                local = _numba_stat(d, "get_local_mem_per_thread")
+            except Exception as e:
+                print(f"  resources of {spec['kernel']}: {type(e).__name__}: {e}")
+                continue
+            out[f"{spec['kernel']} (numba)"] = {"version": version, "registers": regs, "shared_bytes": shared,
+                                                "local_bytes": local, "threads": int(np_prod(spec["block"]))}
+    return out
+
+
+def np_prod(t):
+    p = 1
+    for x in t:
+        p *= x
+    return p
+
+
+def tune_v7(n, log):
+    """Time the v7 body with other tiles (CUDA C, NVRTC with -DV7_CONFIG)."""
+    import cupy
+
+    from simtlab.cuda_source import NVRTC_OPTIONS, cu_path
+    from simtlab.gpubench import time_launches
+    from simtlab.gpubench.harness import nonzero_random
+    from simtlab.kernels import gemm as G
+
+    src = cu_path("gemm").read_text()
+    a, b = nonzero_random((n, n), 1), nonzero_random((n, n), 2)
+    c = cupy.empty((n, n), cupy.float32)
+    want = cupy.matmul(a, b)
+    rows = []
+    for cfg, threads, min_blocks in V7_CONFIGS:
+        label = "v7 " + ",".join(map(str, cfg)) + f" /{threads} min{min_blocks}"
+        try:
+            opts = NVRTC_OPTIONS + (f"-DV7_CONFIG={','.join(map(str, cfg))}", f"-DV7_THREADS={threads}",
+                                    f"-DV7_MIN_BLOCKS={min_blocks}")
+            kern = cupy.RawModule(code=src, options=opts).get_function("gemm_v7_warptile")
+            grid = (G.cdiv(n, cfg[1]), G.cdiv(n, cfg[0]))
+            args = (a, b, c, cupy.int32(n), cupy.int32(n), cupy.int32(n))
+
+            def run():
+                kern(grid, (threads,), args)
+            run()
+            err = float(cupy.max(cupy.abs(c - want)) / cupy.max(cupy.abs(want)))
+            t = time_launches(run, warmup=3, repeat=10, batch_ms=20.0)
+            tf = G.gemm_flops(n, n, n) / (t["median_ms"] * 1e-3) / 1e12
+            row = {"config": label, "tflops": tf, "median_ms": t["median_ms"], "rel_error": err,
+                   "registers": int(kern.num_regs), "local_bytes": int(kern.local_size_bytes)}
+        except Exception as e:
+            row = {"config": label, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        rows.append(row)
+        log(f"  {label:<40} " + (f"{row['tflops']:6.2f} TFLOP/s  regs {row['registers']}  "
+                                 f"spill {row['local_bytes']} B  err {row['rel_error']:.1e}"
+                                 if "tflops" in row else row["error"]))
+    return rows
+
+
+def _regs(dispatcher) -> int:
+    """Registers per thread of a numba kernel compiled for one signature."""
+    regs = dispatcher.get_regs_per_thread()
+    return int(next(iter(regs.values())) if isinstance(regs, dict) else regs)
+
+
+def _numba_stat(dispatcher, what) -> int:
+    value = getattr(dispatcher, what)()
+    return int(next(iter(value.values())) if isinstance(value, dict) else value)
+
+
+def tune_numba(n, log):
+    """Time numba kernels with other tile constants: the same code, compiled with other
+    values of its module-level constants."""
+    import cupy
+    from numba import cuda
+
+    from simtlab.gpubench import time_launches
+    from simtlab.gpubench.harness import nonzero_random
+    from simtlab.kernels import gemm as G
+
+    a, b = nonzero_random((n, n), 1), nonzero_random((n, n), 2)
+    c = cupy.empty((n, n), cupy.float32)
+    want = cupy.matmul(a, b)
+    views = [cuda.as_cuda_array(x, sync=False) for x in (a, b, c)]
+    rows = []
+    for name, configs in NUMBA_CONFIGS.items():
+        f = getattr(G, name).py_func
+        for consts in configs:
+            bm, bn = (consts.get("BM5") or consts["BM7"]), (consts.get("BN5") or consts["BN7"])
+            threads = consts.get("THREADS5") or consts["THREADS7N"]
+            label = f"{name} " + ",".join(f"{k}={v}" for k, v in consts.items() if not k.startswith(("T", "L", "W", "S")) or k in ("TM5", "TN5", "WM7", "WN7"))
+            try:
+                kern = cuda.jit(types.FunctionType(f.__code__, dict(f.__globals__, **consts), name + "_variant"))
+                launch = kern[(G.cdiv(n, bn), G.cdiv(n, bm)), threads]
+
+                def run():
+                    launch(*views)
+                run()
+                cupy.cuda.runtime.deviceSynchronize()
+                err = float(cupy.max(cupy.abs(c - want)) / cupy.max(cupy.abs(want)))
+                t = time_launches(run, warmup=3, repeat=10, batch_ms=20.0)
+                tf = G.gemm_flops(n, n, n) / (t["median_ms"] * 1e-3) / 1e12
+                row = {"config": label, "tflops": tf, "median_ms": t["median_ms"], "rel_error": err,
+                       "registers": _regs(kern)}
+            except Exception as e:
+                row = {"config": label, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+            rows.append(row)
+            log(f"  {label:<60} " + (f"{row['tflops']:6.2f} TFLOP/s  regs {row['registers']}  err {row['rel_error']:.1e}"
+                                     if "tflops" in row else row["error"]))
+    return rows
+
+
+def table(entry) -> str:
+    lines = [f"{'version':<34} {'ms':>9} {'TFLOP/s':>8} {'vs cuBLAS':>10}"]
+    for r in entry["rows"]:
+        lines.append(f"{r['name']:<34} {r['median_ms']:9.3f} {r['tflops']:8.2f} {r['ratio']:10.1%}")
+    for e in entry.get("errors") or []:
+        lines.append(f"{e['name']:<34} FAILED: {e['error']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from simtlab import backend, gpubench
+    from simtlab.gpubench import gemm as bench
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", type=int, default=bench.SIZE)
+    p.add_argument("--no-sweep", action="store_true")
+    p.add_argument("--tune", action="store_true")
+    p.add_argument("--out", type=Path, default=bench.RESULTS_PATH)
+    args = p.parse_args(argv)
+    if not backend.gpu_available():
+        print(f"gpu_gemm: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
+        return 1
+    bench.fp32_reference()
+
+    def log(s):
+        print(s, flush=True)
+
+    t0 = time.perf_counter()
+    n = args.size
+    rows, errors = [], []
+    cases = bench.cases()
+    log(f"== gemm: every version checked at {bench.CHECK_SHAPE}, timed at {n}^3 ==")
+    for k, case in enumerate(cases, 1):
+        try:
+            err = case.check(0)
+            t = time_case(case, n)
+        except Exception as e:
+            if case.reference:
+                raise
+            errors.append({"name": case.name, "impl": case.impl, "error": f"{type(e).__name__}: {e}"})
+            log(f"  [{k}/{len(cases)}] {case.name:<34} FAILED: {type(e).__name__}: {e}")
+            continue
+        rows.append({"name": case.name, "impl": case.impl, "reference": case.reference,
+                     "median_ms": t["median_ms"], "min_ms": t["min_ms"], "spread": t["spread"],
+                     "tflops": t["tflops"], "gbps": t["gbps"], "bytes": case.bytes_moved(n),
+                     "flops": case.flops(n), "check_rel_error": err})
+        log(f"  [{k}/{len(cases)}] {case.name:<34} {t['median_ms']:9.3f} ms {t['tflops']:7.2f} TFLOP/s "
+            f"(spread {t['spread']:.1%}, err {err:.1e}, {time.perf_counter() - t0:.0f} s)")
+    ref = next(r for r in rows if r["reference"])
+    for r in rows:
+        r["ratio"] = r["tflops"] / ref["tflops"]
+    entry = {"n": n, "reference": bench.REFERENCE, "rows": rows, "errors": errors,
+             "check_shape": list(bench.CHECK_SHAPE)}
+    entry["resources"] = resources()
+    if not args.no_sweep:
+        best = {impl: max((r for r in rows if r["impl"] == impl), key=lambda r: r["tflops"])["name"]
+                for impl in ("numba", "cuda-c") if any(r["impl"] == impl for r in rows)}
+        names = [ref["name"], *best.values(), "v3 shared tiles (cuda-c)"]
+        series = {name: [] for name in names if any(c.name == name for c in cases)}
+        for size in bench.SWEEP_SIZES:
+            for case in cases:
+                if case.name in series:
+                    series[case.name].append(time_case(case, size)["tflops"])
+            log(f"  sweep n = {size}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in series.items()))
+        entry["sweep"] = {"sizes": list(bench.SWEEP_SIZES), "tflops": series}
+    if args.tune:
+        log("== tuning v7 (CUDA C) ==")
+        entry["tuning_v7"] = tune_v7(n, log)
+        log("== tuning v5 and v7 (numba) ==")
+        entry["tuning_numba"] = tune_numba(n, log)
+    stamp = gpubench.harness.stamp()
+    entry.update(stamp)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(entry, indent=1) + "\n")
+    log(f"\n{stamp['device']}, {stamp['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
+    log(f"\ngemm at {n}^3 FP32 (reference: {bench.REFERENCE})\n" + table(entry))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

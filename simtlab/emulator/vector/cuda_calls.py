@@ -1,0 +1,457 @@
+"""The ``cuda`` module for the vector engine: indices as lane vectors, barriers and warp
+collectives over the lanes of each block or warp, shared/local/const arrays per chunk."""
+
+from __future__ import annotations
+
+import linecache
+import math
+import re
+
+import numpy as np
+
+from ...simt import CONST, FULL_MASK, LOCAL, SHARED, WARP_SIZE
+from ..binding import to_numpy_dtype
+from ..limits import MAX_STATIC_SHARED_BYTES
+from . import arrays as va
+from .values import Fallback, Weak, broadcast, is_vector, raw, truth
+
+
+class Intrinsic:
+    """A ``cuda.*`` function: gets the call's node to evaluate its own arguments."""
+
+    __slots__ = ("fn", "name")
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fn = fn
+
+    def __call__(self, eng, node, m, frame, site):
+        return self.fn(eng, node, m, frame, site)
+
+
+class Namespace:
+    def __init__(self, name, members):
+        self.name = name
+        self.members = members
+
+    def get(self, attr):
+        v = self.members.get(attr)
+        if v is None:
+            raise Fallback(f"cuda.{self.name}.{attr}")
+        return v
+
+
+def _args(eng, node, m, frame):
+    return [eng.eval(a, m, frame) for a in node.args]
+
+
+# --- indices ----------------------------------------------------------------------------------
+def _grid(eng, node, m, frame, site):
+    (ndim,) = _args(eng, node, m, frame)
+    d = eng.engine.launch.blockdim
+    out = tuple(Weak(raw(b) * d[k] + raw(t)) for k, (b, t) in
+                enumerate(zip(eng.block_idx, eng.thread_idx)))
+    if ndim == 1:
+        return out[0]
+    if ndim in (2, 3):
+        return out[:ndim]
+    raise Fallback("cuda.grid() with ndim outside 1-3")
+
+
+def _gridsize(eng, node, m, frame, site):
+    (ndim,) = _args(eng, node, m, frame)
+    g, d = eng.engine.launch.griddim, eng.engine.launch.blockdim
+    out = tuple(g[k] * d[k] for k in range(3))
+    if ndim == 1:
+        return out[0]
+    if ndim in (2, 3):
+        return out[:ndim]
+    raise Fallback("cuda.gridsize() with ndim outside 1-3")
+
+
+# --- barriers -----------------------------------------------------------------------------------
+def _blocks_complete(eng, m):
+    """Every block with an active lane has all its lanes here (else: a divergent barrier,
+    which the greenlet engine reports with its own message)."""
+    if m is eng.ALL:
+        return
+    per_block = np.bincount(eng.lblock[m], minlength=eng.nb)
+    if ((per_block != 0) & (per_block != eng.tpb)).any():
+        raise Fallback("a barrier that not every thread of a block reaches")
+
+
+def _barrier(kind):
+    def run(eng, node, m, frame, site):
+        args = _args(eng, node, m, frame)
+        _blocks_complete(eng, m)
+        result = None
+        if kind != "syncthreads":
+            (pred,) = args
+            p = raw(pred)
+            if isinstance(p, (bool, np.bool_)) or (isinstance(p, np.ndarray) and p.dtype.kind == "b"):
+                raise Fallback("syncthreads_* with a bool predicate")
+            t = broadcast(truth(pred), eng.n)
+            t = raw(t) if is_vector(t) else np.full(eng.n, bool(t))
+            counts = np.bincount(eng.lblock, weights=(t & m), minlength=eng.nb).astype(np.int64)
+            per = counts[eng.lblock]
+            if kind == "syncthreads_count":
+                result = Weak(per)
+            elif kind == "syncthreads_and":
+                result = Weak((per == eng.tpb).astype(np.int64))
+            else:
+                result = Weak((per > 0).astype(np.int64))
+        eng.epoch[m] += 1
+        return result
+    return run
+
+
+def _fence(eng, node, m, frame, site):
+    return None
+
+
+# --- warp collectives ---------------------------------------------------------------------------
+def _mask_value(mask, kind):
+    if is_vector(mask):
+        a = raw(mask)
+        if not (a == a[0]).all():
+            raise Fallback(f"{kind}() with a mask that differs between lanes")
+        mask = a[0]
+    try:
+        return int(mask) & FULL_MASK
+    except (TypeError, ValueError):
+        raise Fallback(f"{kind}() mask is not an integer") from None
+
+
+def _check_warps(eng, m, mask, kind):
+    """The lanes of each warp that are here must be exactly the lanes the mask names (those
+    that exist); any other arrangement is left to the greenlet engine."""
+    act = eng.ALL if m is eng.ALL else m
+    bits = np.where(act, np.left_shift(1, eng.lane), 0).astype(np.int64)
+    per_warp = np.zeros(eng.nb * eng.engine.launch.warps_per_block, np.int64)
+    np.bitwise_or.at(per_warp, eng.gwarp, bits)
+    here = per_warp[per_warp != 0]
+    wsize = min(eng.tpb, WARP_SIZE)
+    if eng.tpb % WARP_SIZE:
+        raise Fallback(f"{kind}() in a block whose last warp is partial")
+    if mask >> wsize:
+        raise Fallback(f"{kind}() mask names lanes that do not exist")
+    if (here != mask).any():
+        raise Fallback(f"{kind}() reached by other lanes than its mask names")
+    eng.phase[m] += 1
+
+
+def _shuffle(kind):
+    def run(eng, node, m, frame, site):
+        mask, value, arg = _args(eng, node, m, frame)
+        mask = _mask_value(mask, kind)
+        _check_warps(eng, m, mask, kind)
+        lane = eng.lane
+        a = raw(arg)
+        if kind == "shfl_sync":
+            src = np.asarray(a) % WARP_SIZE + np.zeros_like(lane)
+        elif kind == "shfl_up_sync":
+            src = lane - a
+            src = np.where(src < 0, lane, src)
+        elif kind == "shfl_down_sync":
+            src = lane + a
+            src = np.where(src >= WARP_SIZE, lane, src)
+        else:
+            src = lane ^ a
+            src = np.where(src >= WARP_SIZE, lane, src)
+        act = eng.ALL if m is eng.ALL else m
+        if ((mask >> src[act]) & 1 == 0).any():
+            raise Fallback(f"{kind}() reads a lane outside its mask")
+        v = broadcast(value, eng.n)
+        idx = eng.lanes - lane + src
+        return Weak(v.a[idx]) if v.__class__ is Weak else v[idx]
+    return run
+
+
+def _per_warp_or(eng, m, bits):
+    per_warp = np.zeros(eng.nb * eng.engine.launch.warps_per_block, np.int64)
+    np.bitwise_or.at(per_warp, eng.gwarp[m], bits[m])
+    return per_warp[eng.gwarp]
+
+
+def _vote(kind):
+    def run(eng, node, m, frame, site):
+        mask, pred = _args(eng, node, m, frame)
+        mask = _mask_value(mask, kind)
+        _check_warps(eng, m, mask, kind)
+        p = np.broadcast_to(truth(pred), (eng.n,))
+        ballot = _per_warp_or(eng, m, np.where(p, np.left_shift(1, eng.lane), 0).astype(np.int64))
+        if kind == "ballot_sync":
+            return Weak(np.where(ballot >= 1 << 31, ballot - (1 << 32), ballot))
+        if kind == "all_sync":
+            return Weak((ballot == mask).astype(np.int64))
+        if kind == "any_sync":
+            return Weak((ballot != 0).astype(np.int64))
+        return Weak(((ballot == 0) | (ballot == mask)).astype(np.int64))     # eq_sync
+    return run
+
+
+def _syncwarp(eng, node, m, frame, site):
+    args = _args(eng, node, m, frame)
+    mask = _mask_value(args[0], "syncwarp") if args else FULL_MASK
+    _check_warps(eng, m, mask, "syncwarp")
+    eng.wsync[m] += 1
+
+
+def _activemask(eng, node, m, frame, site):
+    bits = np.left_shift(1, eng.lane).astype(np.int64)
+    act = eng.ALL if m is eng.ALL else m
+    eng.phase[m] += 1
+    return Weak(_per_warp_or(eng, act, bits))
+
+
+def _lanemask_lt(eng, node, m, frame, site):
+    return Weak(np.left_shift(1, eng.lane).astype(np.int64) - 1)
+
+
+# --- arrays ---------------------------------------------------------------------------------------
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=")
+
+
+def _assigned_name(frame, node, prefix):
+    text = linecache.getline(frame.fn.func.__code__.co_filename, node.lineno)
+    found = _ASSIGN.match(text)
+    return found.group(1) if found else f"{prefix}_l{node.lineno}"
+
+
+def _shape(shape):
+    if isinstance(shape, tuple):
+        return tuple(int(s) for s in shape)
+    return (int(shape),)
+
+
+def _shared_array(eng, node, m, frame, site):
+    shape, dtype = _args(eng, node, m, frame)
+    if is_vector(shape):
+        raise Fallback("shared array shape differs between lanes")
+    arr = eng.arrays_at.get(("shared", site))
+    if arr is not None:
+        return arr
+    dtype = to_numpy_dtype(dtype)
+    shape = _shape(shape)
+    size = int(np.prod(shape))
+    launch = eng.engine.launch
+    dynamic = size == 0
+    if dynamic:
+        if launch.shared_bytes <= 0:
+            raise Fallback("dynamic shared memory without shared_bytes")
+        shape = (launch.shared_bytes // dtype.itemsize,)
+        size = shape[0]
+    name = _assigned_name(frame, node, "shared")
+    base = 0 if dynamic else -(-eng.static_used // 16) * 16
+    info = eng.engine.register(("shared", site), name, "shared", shape, dtype, base)
+    if not dynamic:
+        eng.static_used = info.base + size * dtype.itemsize
+        if eng.static_used > MAX_STATIC_SHARED_BYTES:
+            raise Fallback("static shared memory over the limit")
+        storage = np.zeros(eng.nb * size, dtype)
+    else:
+        if eng.dynamic is None:
+            eng.dynamic = np.zeros((eng.nb, launch.shared_bytes), np.uint8)
+        storage = eng.dynamic[:, :size * dtype.itemsize].view(dtype).reshape(-1)
+        if not storage.flags.c_contiguous or storage.size != eng.nb * size:
+            raise Fallback("dynamic shared memory layout")
+    written = None
+    if launch.checks:
+        written = np.zeros(eng.nb * size, bool)
+    arr = va.VArray(info.id, name, SHARED, shape, storage, per="block", written=written)
+    eng.arrays_at[("shared", site)] = arr
+    return arr
+
+
+def _local_array(eng, node, m, frame, site):
+    shape, dtype = _args(eng, node, m, frame)
+    dtype = to_numpy_dtype(dtype)
+    shape = _shape(shape)
+    name = _assigned_name(frame, node, "local")
+    info = eng.engine.register(("local", site), name, "local", shape, dtype, 0)
+    size = int(np.prod(shape))
+    return va.VArray(info.id, info.name, LOCAL, shape, np.zeros(eng.n * size, dtype), per="lane")
+
+
+def _const_array(eng, node, m, frame, site):
+    (source,) = _args(eng, node, m, frame)
+    arr = eng.engine.const_arrays.get(site)
+    if arr is None:
+        data = np.ascontiguousarray(source.storage.reshape(source.shape)
+                                    if isinstance(source, va.VArray) else source)
+        name = _assigned_name(frame, node, "const")
+        info = eng.engine.register(("const", site), name, "const", data.shape, data.dtype, 0)
+        arr = va.VArray(info.id, name, CONST, data.shape, data.reshape(-1).copy(),
+                        readonly=True)
+        eng.engine.const_arrays[site] = arr
+    return arr
+
+
+# --- atomics --------------------------------------------------------------------------------------
+def _atomic(kind):
+    def run(eng, node, m, frame, site):
+        args = _args(eng, node, m, frame)
+        if kind == "compare_and_swap":
+            ary, old, val = args
+            idx = 0
+        elif kind == "cas":
+            ary, idx, old, val = args
+        else:
+            ary, idx, val = args
+            old = None
+        if not isinstance(ary, va.VArray):
+            raise Fallback("atomic on something other than an array")
+        from ..conversions import store_converter
+        conv = store_converter(ary.dtype)
+        dt = ary.dtype.type
+
+        def lane_value(v, lane):
+            if is_vector(v):
+                x = raw(v)[lane]
+                return x.item()
+            return v.item() if isinstance(v, np.generic) else v
+
+        def update(o, lane):
+            v = lane_value(val, lane)
+            if kind == "add":
+                r = o + v
+            elif kind == "sub":
+                r = o - v
+            elif kind == "max":
+                r = max(o, v)
+            elif kind == "min":
+                r = min(o, v)
+            elif kind == "nanmax":
+                r = np.fmax(o, v)
+            elif kind == "nanmin":
+                r = np.fmin(o, v)
+            elif kind == "and_":
+                r = o & v
+            elif kind == "or_":
+                r = o | v
+            elif kind == "xor":
+                r = o ^ v
+            elif kind == "exch":
+                r = v
+            elif kind == "inc":
+                r = 0 if o >= v else o + 1
+            elif kind == "dec":
+                r = v if (o == 0 or o > v) else o - 1
+            else:
+                r = v if o == lane_value(old, lane) else o
+            return dt(r if conv is None else conv(r))
+
+        return va.atomic(eng, ary, idx, m, site, update)
+    return run
+
+
+# --- intrinsics and math --------------------------------------------------------------------------
+def _fma(eng, node, m, frame, site):
+    from .values import binop
+    a, b, c = _args(eng, node, m, frame)
+    return binop("Add", binop("Mult", a, b), c)
+
+
+def _selp(eng, node, m, frame, site):
+    from .values import select
+    c, a, b = _args(eng, node, m, frame)
+    t = truth(c)
+    if not isinstance(t, np.ndarray):
+        return a if t else b
+    return select(t, a, b, eng.n)
+
+
+def _popc(eng, node, m, frame, site):
+    (x,) = _args(eng, node, m, frame)
+    if not is_vector(x):
+        return bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1")
+    a = raw(x).astype(np.int64).view(np.uint64)
+    return Weak(np.bitwise_count(a).astype(np.int64))
+
+
+_ATOMICS = {k: Intrinsic(f"atomic.{k}", _atomic(k)) for k in (
+    "add", "sub", "max", "min", "nanmax", "nanmin", "and_", "or_", "xor", "exch", "inc", "dec",
+    "cas", "compare_and_swap")}
+_SHARED = Namespace("shared", {"array": Intrinsic("shared.array", _shared_array)})
+_LOCAL = Namespace("local", {"array": Intrinsic("local.array", _local_array)})
+_CONST = Namespace("const", {"array_like": Intrinsic("const.array_like", _const_array)})
+_ATOMIC = Namespace("atomic", _ATOMICS)
+
+_FUNCS = {
+    "grid": _grid, "gridsize": _gridsize,
+    "syncthreads": _barrier("syncthreads"), "syncthreads_count": _barrier("syncthreads_count"),
+    "syncthreads_and": _barrier("syncthreads_and"), "syncthreads_or": _barrier("syncthreads_or"),
+    "threadfence": _fence, "threadfence_block": _fence, "threadfence_system": _fence,
+    "syncwarp": _syncwarp, "activemask": _activemask, "lanemask_lt": _lanemask_lt,
+    "shfl_sync": _shuffle("shfl_sync"), "shfl_up_sync": _shuffle("shfl_up_sync"),
+    "shfl_down_sync": _shuffle("shfl_down_sync"), "shfl_xor_sync": _shuffle("shfl_xor_sync"),
+    "all_sync": _vote("all_sync"), "any_sync": _vote("any_sync"), "eq_sync": _vote("eq_sync"),
+    "ballot_sync": _vote("ballot_sync"), "fma": _fma, "selp": _selp, "popc": _popc,
+}
+_INTRINSICS = {k: Intrinsic(k, f) for k, f in _FUNCS.items()}
+SUPPORTED = set(_FUNCS) | {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpsize",
+                           "laneid", "shared", "local", "const", "atomic"}
+SUPPORTED_NAMESPACED = {"shared": {"array"}, "local": {"array"}, "const": {"array_like"},
+                        "atomic": set(_ATOMICS)}
+
+
+def cuda_attribute(eng, name):
+    if name == "threadIdx":
+        return eng.thread_idx
+    if name == "blockIdx":
+        return eng.block_idx
+    if name == "blockDim":
+        return tuple(eng.engine.launch.blockdim)
+    if name == "gridDim":
+        return tuple(eng.engine.launch.griddim)
+    if name == "warpsize":
+        return WARP_SIZE
+    if name == "laneid":
+        return Weak(eng.lane.copy())
+    if name == "shared":
+        return _SHARED
+    if name == "local":
+        return _LOCAL
+    if name == "const":
+        return _CONST
+    if name == "atomic":
+        return _ATOMIC
+    f = _INTRINSICS.get(name)
+    if f is None:
+        raise Fallback(f"cuda.{name}")
+    return f
+
+
+# math.* on lane vectors: computed in float64 as math.* computes (it returns Python floats)
+_FLOAT_FUNCS = {
+    math.sqrt: np.sqrt, math.exp: np.exp, math.log: np.log, math.log2: np.log2,
+    math.log10: np.log10, math.sin: np.sin, math.cos: np.cos, math.tan: np.tan,
+    math.tanh: np.tanh, math.fabs: np.fabs, math.expm1: np.expm1, math.log1p: np.log1p,
+    math.atan: np.arctan, math.asin: np.arcsin, math.acos: np.arccos, math.sinh: np.sinh,
+    math.cosh: np.cosh, math.atan2: np.arctan2, math.pow: np.power, math.hypot: np.hypot,
+    math.copysign: np.copysign, math.fmod: np.fmod,
+}
+_INT_FUNCS = {math.floor: np.floor, math.ceil: np.ceil, math.trunc: np.trunc}
+_BOOL_FUNCS = {math.isnan: np.isnan, math.isinf: np.isinf, math.isfinite: np.isfinite}
+MATH_FUNCS = list(_FLOAT_FUNCS) + list(_INT_FUNCS) + list(_BOOL_FUNCS) + [math.erf, math.erfc]
+
+
+def math_call(func, args, m, eng):
+    if not any(is_vector(a) for a in args):
+        return func(*args)
+    xs = [raw(broadcast(a, eng.n)).astype(np.float64) for a in args]
+    act = eng.ALL if m is eng.ALL else m
+    with np.errstate(all="ignore"):
+        if func in _FLOAT_FUNCS:
+            r = _FLOAT_FUNCS[func](*xs)
+            if (np.isnan(r[act]) & ~np.any([np.isnan(x[act]) for x in xs], axis=0)).any():
+                raise Fallback(f"math.{func.__name__} outside its domain")
+            return Weak(r)
+        if func in _INT_FUNCS:
+            x = xs[0]
+            if not np.isfinite(x[act]).all():
+                raise Fallback(f"math.{func.__name__} of a non-finite value")
+            return Weak(_INT_FUNCS[func](np.where(act, x, 0)).astype(np.int64))
+        if func in _BOOL_FUNCS:
+            return Weak(_BOOL_FUNCS[func](xs[0]))
+        return Weak(np.vectorize(func, otypes=[np.float64])(*xs))

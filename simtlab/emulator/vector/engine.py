@@ -1,0 +1,153 @@
+"""One launch on the vector engine: bind, run chunk by chunk of whole blocks, build the trace."""
+
+from __future__ import annotations
+
+import ast
+import time
+
+import numpy as np
+
+from ...simt import GLOBAL, WARP_SIZE
+from ..binding import KernelBinder
+from ..launch_spec import GLOBAL_ALIGN, Launch
+from ..memory import ArrayInfo
+from ..tracing import Trace
+from . import arrays as va
+from .interpreter import Function, Interpreter
+from .values import Fallback
+
+CHUNK_LANES = 1 << 16        # lanes run together: whole blocks, up to this many threads
+
+
+class _RecordingBinder(KernelBinder):
+    """The greenlet engine's binder (same static checks, same code indices), remembering the
+    Python function behind each code object."""
+
+    def __init__(self):
+        self.codes_list: list = []
+        super().__init__(object(), instrument_lines=False, register_code=self._register)
+        self.funcs: dict = {}
+
+    def _register(self, code, index=None):
+        if index is None:
+            self.codes_list.append(code)
+            return len(self.codes_list) - 1
+        self.codes_list[index] = code
+        return index
+
+    def _bind_function(self, func, kernel=False):
+        bound = super()._bind_function(func, kernel)
+        self.funcs[func.__code__] = func
+        return bound
+
+
+class VectorEngine:
+    def __init__(self, launch: Launch):
+        self.launch = launch
+        self.time_limit = launch.time_limit
+        binder = _RecordingBinder()
+        binder.bind(launch.func)
+        self.codes = list(binder.codes_list)
+        self._functions: dict = {}
+        for index, code in enumerate(self.codes):
+            func = binder.funcs.get(code)
+            if func is not None:
+                self._functions[code] = Function(func, index)
+        self.kernel = self._functions[launch.func.__code__]
+        self.arrays: list = []
+        self._sites: dict = {}
+        self.const_arrays: dict = {}
+        self.mem_chunks: list = []
+        self.mem_rows = 0
+        self.line_chunks: list = []
+        self.iterations = 0
+        self.t0 = 0.0
+        self.args = self._bind_arguments()
+
+    def _blocks_talk(self) -> bool:
+        """Atomics or fences: blocks may hand each other values through global memory (a
+        ticket, a look-back flag). The greenlet engine runs blocks one after another, so
+        these kernels do too here, one block at a time, and see what it sees."""
+        for fn in self._functions.values():
+            for node in ast.walk(fn.fdef):
+                if isinstance(node, ast.Attribute) and (
+                        node.attr == "atomic" or node.attr.startswith("threadfence")):
+                    return True
+        return False
+
+    def function(self, py_func) -> Function:
+        fn = self._functions.get(py_func.__code__)
+        if fn is None:
+            raise Fallback(f"{py_func.__name__}() was not bound before the run")
+        return fn
+
+    def register(self, key, name, space, shape, dtype, base) -> ArrayInfo:
+        aid = self._sites.get(key)
+        if aid is None:
+            info = ArrayInfo(len(self.arrays), name, space, tuple(shape), np.dtype(dtype),
+                             np.dtype(dtype).itemsize, base)
+            self.arrays.append(info)
+            aid = self._sites[key] = info.id
+        return self.arrays[aid]
+
+    def _bind_arguments(self):
+        out, next_base = [], 0
+        for name, data in zip(self.launch.arg_names, self.launch.args):
+            if not isinstance(data, np.ndarray):
+                out.append(data)
+                continue
+            info = self.register(("arg", len(out)), name, "global", data.shape, data.dtype,
+                                 next_base)
+            next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            out.append(va.VArray(info.id, name, GLOBAL, data.shape or (1,), data.reshape(-1)))
+        return tuple(out)
+
+    def run(self) -> Trace:
+        launch = self.launch
+        self.t0 = time.perf_counter()
+        per_chunk = max(1, CHUNK_LANES // launch.threads_per_block)
+        if self._blocks_talk():
+            per_chunk = 1
+        for b0 in range(0, launch.num_blocks, per_chunk):
+            b1 = min(launch.num_blocks, b0 + per_chunk)
+            Interpreter(self, b0, b1).run_kernel(self.kernel, self.args)
+        memory = lines = None
+        if launch.trace:
+            memory = self._memory_records()
+            lines = self._line_columns()
+        return Trace(launch=launch, arrays=list(self.arrays), codes=self.codes,
+                     memory_records=memory, line_records=lines,
+                     elapsed_s=time.perf_counter() - self.t0, engine="vector")
+
+    def _memory_records(self):
+        if not self.mem_chunks:
+            return np.zeros((0, 7), np.int64)
+        rows = np.concatenate(self.mem_chunks, axis=1)
+        self.mem_chunks = []
+        tpb = self.launch.threads_per_block
+        gtid = rows[0]
+        thread = gtid % tpb
+        # the greenlet engine's order: block, barrier epoch, warp, collectives passed, lane
+        # (one composite key, sorted stably, keeps each thread's own accesses in time order)
+        key = gtid // tpb
+        for col, size in ((rows[5], int(rows[5].max()) + 1),
+                          (thread // WARP_SIZE, self.launch.warps_per_block),
+                          (rows[7], int(rows[7].max()) + 1), (thread % WARP_SIZE, WARP_SIZE)):
+            key = key * size + col
+        order = np.argsort(key, kind="stable")
+        return np.ascontiguousarray(rows[:7, order].T)
+
+    def _line_columns(self):
+        if not self.line_chunks:
+            z = np.zeros(0, np.int64)
+            return ("columns", z, z, z)
+        gtid = np.concatenate([g for g, _, _ in self.line_chunks])
+        site = np.concatenate([np.full(len(g), s, np.int64) for g, s, _ in self.line_chunks])
+        epoch = np.concatenate([e for _, _, e in self.line_chunks])
+        self.line_chunks = []
+        order = np.argsort(gtid, kind="stable")
+        return ("columns", gtid[order], site[order], epoch[order])
+
+
+def run(launch: Launch) -> Trace:
+    return VectorEngine(launch).run()

@@ -1,0 +1,547 @@
+"""Whole-function vectorisation: a kernel's statements run once for all lanes of a chunk of
+blocks, each variable a NumPy vector over the lanes, control flow as lane masks.
+
+A lane is one CUDA thread; lanes are numbered by global thread id. ``if`` runs each branch
+under the lanes that take it, loops run while any lane is still inside, ``break``,
+``continue`` and ``return`` take lanes out. Device functions are inlined (their lines keep
+their own site). The trace gets the same rows as the greenlet engine's: one per access and
+active lane, one per executed line and active lane, with the same epoch and syncwarp counts.
+Anything the engine cannot reproduce exactly (an error, an unsupported construct) raises
+``Fallback``, and the launch runs again on the greenlet engine from its original inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import time
+
+import numpy as np
+
+from ...simt import FULL_MASK, WARP_SIZE, make_site
+from ..binding import _is_cuda_dispatcher, _is_numba_cuda_module, to_numpy_dtype
+from ..function_ast import parse_function
+from . import arrays as va
+from . import cuda_calls
+from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector, raw, select,
+                     truth, unary)
+
+
+class _Frame:
+    __slots__ = ("vars", "fn", "returned", "retval")
+
+    def __init__(self, fn):
+        self.vars = {}
+        self.fn = fn
+        self.returned = None         # lanes that have returned
+        self.retval = None
+
+
+class _Loop:
+    __slots__ = ("broken", "continued")
+
+    def __init__(self):
+        self.broken = None
+        self.continued = None
+
+
+class Function:
+    """A kernel or device function, parsed once: its AST with file line numbers and names."""
+
+    def __init__(self, func, code_index):
+        parsed = parse_function(func)
+        if parsed is None:
+            raise Fallback(f"no source for {func.__name__}()")
+        _, first, tree = parsed
+        ast.increment_lineno(tree, first - 1)
+        self.fdef = tree.body[0]
+        self.func = func
+        self.code_index = code_index
+        self.params = [a.arg for a in self.fdef.args.args]
+        self.globals = func.__globals__
+        self.closure = {}
+        if func.__closure__:
+            for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+
+
+class Interpreter:
+    """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep."""
+
+    def __init__(self, engine, b0, b1):
+        self.engine = engine
+        launch = engine.launch
+        tpb = launch.threads_per_block
+        self.tpb = tpb
+        self.b0, self.nb = b0, b1 - b0
+        n = self.n = self.nb * tpb
+        self.ALL = np.ones(n, bool)
+        self.lanes = np.arange(n, dtype=np.int64)
+        self.gtid = self.lanes + b0 * tpb
+        self.tid = self.lanes % tpb
+        self.lblock = self.lanes // tpb                    # block index inside the chunk
+        block = self.lblock + b0
+        bx, by, _ = launch.blockdim
+        gx, gy, _ = launch.griddim
+        self.thread_idx = (Weak(self.tid % bx), Weak((self.tid // bx) % by),
+                           Weak(self.tid // (bx * by)))
+        self.block_idx = (Weak(block % gx), Weak((block // gx) % gy), Weak(block // (gx * gy)))
+        self.lane = self.tid % WARP_SIZE
+        self.warp = self.tid // WARP_SIZE
+        self.gwarp = self.lblock * launch.warps_per_block + self.warp   # chunk-local warp id
+        self.epoch = np.zeros(n, np.int64)
+        self.wsync = np.zeros(n, np.int64)
+        self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
+        self.trace = launch.trace
+        self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
+        self.dynamic = None
+        self.static_used = 0
+        self.steps = 0
+
+    # --- trace ------------------------------------------------------------------------------
+    def record(self, m, aid, flat, kind, site):
+        if not self.trace:
+            return
+        g = self.gtid if m is self.ALL else self.gtid[m]
+        k = len(g)
+        e = self.engine
+        cols = np.empty((8, k), np.int64)
+        cols[0] = g
+        cols[1] = aid
+        cols[2] = flat
+        cols[3] = kind
+        cols[4] = site
+        if m is self.ALL:
+            cols[5], cols[6], cols[7] = self.epoch, self.wsync, self.phase
+        else:
+            cols[5], cols[6], cols[7] = self.epoch[m], self.wsync[m], self.phase[m]
+        e.mem_chunks.append(cols)
+        e.mem_rows += k
+        if e.mem_rows > e.launch.max_trace:
+            raise Fallback("the trace passed max_trace")
+
+    def line(self, m, site):
+        self.steps += 1
+        if self.steps > self.engine.launch.max_steps:
+            raise Fallback("more lines than max_steps")
+        if not self.trace:
+            return
+        if m is self.ALL:
+            self.engine.line_chunks.append((self.gtid, site, self.epoch.copy()))
+        else:
+            self.engine.line_chunks.append((self.gtid[m], site, self.epoch[m]))
+
+    def _tick(self):
+        e = self.engine
+        e.iterations += 1
+        if e.iterations & 63 == 0 and e.time_limit and \
+                time.perf_counter() - e.t0 > e.time_limit:
+            raise Fallback("the launch ran past time_limit")
+
+    # --- running ------------------------------------------------------------------------------
+    def run_kernel(self, fn: Function, args):
+        frame = _Frame(fn)
+        for name, value in zip(fn.params, args):
+            frame.vars[name] = value
+        self.exec_body(fn.fdef.body, self.ALL, frame, None)
+
+    def _mask(self, m):
+        """``m`` as the canonical all-lanes mask when it is full (cheap fast paths)."""
+        if m is self.ALL:
+            return m
+        return self.ALL if m.all() else m
+
+    def exec_body(self, stmts, m, frame, loop):
+        for stmt in stmts:
+            if frame.returned is not None:
+                m = m & ~frame.returned
+            if loop is not None:
+                if loop.broken is not None:
+                    m = m & ~loop.broken
+                if loop.continued is not None:
+                    m = m & ~loop.continued
+            m = self._mask(m)
+            if m is not self.ALL and not m.any():
+                return
+            self.line(m, make_site(frame.fn.code_index, stmt.lineno))
+            self.exec_stmt(stmt, m, frame, loop)
+
+    def exec_stmt(self, s, m, frame, loop):
+        t = s.__class__
+        if t is ast.Assign:
+            value = self.eval(s.value, m, frame)
+            for target in s.targets:
+                self.assign(target, value, m, frame)
+        elif t is ast.AugAssign:
+            self.aug_assign(s, m, frame)
+        elif t is ast.Expr:
+            self.eval(s.value, m, frame)
+        elif t is ast.If:
+            cond = truth(self.eval(s.test, m, frame))
+            if isinstance(cond, np.ndarray):
+                mt = m & cond
+                mf = m & ~cond
+                if mt.any():
+                    self.exec_body(s.body, mt, frame, loop)
+                if s.orelse and mf.any():
+                    self.exec_body(s.orelse, mf, frame, loop)
+            elif cond:
+                self.exec_body(s.body, m, frame, loop)
+            elif s.orelse:
+                self.exec_body(s.orelse, m, frame, loop)
+        elif t is ast.For:
+            self.exec_for(s, m, frame)
+        elif t is ast.While:
+            self.exec_while(s, m, frame)
+        elif t is ast.Break:
+            loop.broken = m.copy() if loop.broken is None else (loop.broken | m)
+        elif t is ast.Continue:
+            loop.continued = m.copy() if loop.continued is None else (loop.continued | m)
+        elif t is ast.Return:
+            if s.value is not None:
+                v = self.eval(s.value, m, frame)
+                frame.retval = select(m, v, frame.retval, self.n) \
+                    if m is not self.ALL else v
+            frame.returned = m.copy() if frame.returned is None else (frame.returned | m)
+        elif t is ast.Pass:
+            pass
+        else:
+            raise Fallback(f"statement {t.__name__}")
+
+    def _live(self, m, frame, loop):
+        if frame.returned is not None:
+            m = m & ~frame.returned
+        if loop.broken is not None:
+            m = m & ~loop.broken
+        return self._mask(m)
+
+    def exec_while(self, s, m, frame):
+        loop = _Loop()
+        header = make_site(frame.fn.code_index, s.lineno)
+        active = m
+        while True:
+            self._tick()
+            loop.continued = None
+            active = self._live(active, frame, loop)
+            if active is not self.ALL and not active.any():
+                return
+            cond = truth(self.eval(s.test, active, frame))
+            if isinstance(cond, np.ndarray):
+                active = self._mask(active & cond)
+                if active is not self.ALL and not active.any():
+                    return
+            elif not cond:
+                return
+            self.line(active, header)
+            self.exec_body(s.body, active, frame, loop)
+
+    def exec_for(self, s, m, frame):
+        it = s.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
+            raise Fallback("a for loop over something other than range()")
+        bounds = [self.eval(a, m, frame) for a in it.args]
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else \
+            (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds)
+        loop = _Loop()
+        header = make_site(frame.fn.code_index, s.lineno)
+        if not any(is_vector(b) for b in (start, stop, step)):
+            for value in range(int(start), int(stop), int(step)):
+                self._tick()
+                loop.continued = None
+                active = self._live(m, frame, loop)
+                if active is not self.ALL and not active.any():
+                    return
+                self.line(active, header)
+                self.assign(s.target, value, active, frame)
+                self.exec_body(s.body, active, frame, loop)
+            return
+        if is_vector(step) or raw(step) == 0:
+            raise Fallback("a range() whose step differs between lanes")
+        counter = raw(broadcast(start, self.n)).astype(np.int64)
+        stop = raw(broadcast(stop, self.n))
+        step = int(step)
+        active = m
+        while True:
+            self._tick()
+            loop.continued = None
+            active = self._live(active, frame, loop)
+            inside = counter < stop if step > 0 else counter > stop
+            active = self._mask(active & inside)
+            if active is not self.ALL and not active.any():
+                return
+            self.line(active, header)
+            self.assign(s.target, Weak(counter.copy()), active, frame)
+            self.exec_body(s.body, active, frame, loop)
+            counter = counter + step
+
+    # --- assignment ---------------------------------------------------------------------------
+    def assign(self, target, value, m, frame):
+        t = target.__class__
+        if t is ast.Name:
+            old = frame.vars.get(target.id)
+            frame.vars[target.id] = value if m is self.ALL else select(m, value, old, self.n)
+        elif t is ast.Tuple or t is ast.List:
+            if not isinstance(value, tuple) or len(value) != len(target.elts):
+                raise Fallback("tuple unpacking of a non-tuple")
+            for tg, v in zip(target.elts, value):
+                self.assign(tg, v, m, frame)
+        elif t is ast.Subscript:
+            arr = self.eval(target.value, m, frame)
+            idx = self.eval(target.slice, m, frame)
+            if not isinstance(arr, va.VArray):
+                raise Fallback("item assignment to something other than an array")
+            va.write(self, arr, idx, value, m,
+                     make_site(frame.fn.code_index, target.lineno))
+        else:
+            raise Fallback(f"assignment to {t.__name__}")
+
+    def aug_assign(self, s, m, frame):
+        op = s.op.__class__.__name__
+        target = s.target
+        site = make_site(frame.fn.code_index, s.lineno)
+        if isinstance(target, ast.Name):
+            old = self.lookup(target.id, frame)
+            new = binop(op, old, self.eval(s.value, m, frame))
+            frame.vars[target.id] = new if m is self.ALL else select(m, new, old, self.n)
+        elif isinstance(target, ast.Subscript):
+            arr = self.eval(target.value, m, frame)
+            idx = self.eval(target.slice, m, frame)
+            if not isinstance(arr, va.VArray):
+                raise Fallback("augmented assignment to something other than an array")
+            old = va.read(self, arr, idx, m, site)
+            new = binop(op, old, self.eval(s.value, m, frame))
+            va.write(self, arr, idx, new, m, site)
+        else:
+            raise Fallback("augmented assignment target")
+
+    # --- expressions --------------------------------------------------------------------------
+    def lookup(self, name, frame):
+        v = frame.vars.get(name, _MISSING)
+        if v is not _MISSING:
+            return v
+        fn = frame.fn
+        if name in fn.closure:
+            return fn.closure[name]
+        if name in fn.globals:
+            return fn.globals[name]
+        b = _BUILTINS.get(name, _MISSING)
+        if b is not _MISSING:
+            return b
+        raise Fallback(f"name {name!r} is not defined")
+
+    def eval(self, node, m, frame):
+        t = node.__class__
+        if t is ast.Name:
+            v = self.lookup(node.id, frame)
+            return _CUDA if _is_numba_cuda_module(v) else v
+        if t is ast.Constant:
+            return node.value
+        if t is ast.BinOp:
+            a = self.eval(node.left, m, frame)
+            b = self.eval(node.right, m, frame)
+            return binop(node.op.__class__.__name__, a, b)
+        if t is ast.Subscript:
+            arr = self.eval(node.value, m, frame)
+            idx = self.eval(node.slice, m, frame)
+            if isinstance(arr, va.VArray):
+                return va.read(self, arr, idx, m, make_site(frame.fn.code_index, node.lineno))
+            if isinstance(arr, tuple) and not is_vector(idx):
+                return arr[idx]
+            raise Fallback("subscript of something other than an array or a tuple")
+        if t is ast.Attribute:
+            return self.attribute(self.eval(node.value, m, frame), node.attr)
+        if t is ast.Compare:
+            left = self.eval(node.left, m, frame)
+            result = None
+            for op, right_node in zip(node.ops, node.comparators):
+                right = self.eval(right_node, m, frame)
+                c = compare(op.__class__.__name__, left, right)
+                result = c if result is None else _and(result, c)
+                left = right
+            return result
+        if t is ast.Call:
+            return self.call(node, m, frame)
+        if t is ast.BoolOp:
+            return self.bool_op(node, m, frame)
+        if t is ast.IfExp:
+            cond = truth(self.eval(node.test, m, frame))
+            if not isinstance(cond, np.ndarray):
+                return self.eval(node.body if cond else node.orelse, m, frame)
+            mt, mf = m & cond, m & ~cond
+            a = self.eval(node.body, self._mask(mt), frame) if mt.any() else None
+            b = self.eval(node.orelse, self._mask(mf), frame) if mf.any() else None
+            if a is None:
+                return b
+            if b is None:
+                return a
+            return select(cond, a, b, self.n)
+        if t is ast.UnaryOp:
+            return unary(node.op.__class__.__name__, self.eval(node.operand, m, frame))
+        if t is ast.Tuple:
+            return tuple(self.eval(e, m, frame) for e in node.elts)
+        raise Fallback(f"expression {t.__name__}")
+
+    def bool_op(self, node, m, frame):
+        is_and = isinstance(node.op, ast.And)
+        value = self.eval(node.values[0], m, frame)
+        for nxt in node.values[1:]:
+            cond = truth(value)
+            if not isinstance(cond, np.ndarray):
+                if cond != is_and:            # short circuit for every lane
+                    return value
+                value = self.eval(nxt, m, frame)
+                continue
+            go = m & (cond if is_and else ~cond)
+            if not go.any():
+                continue
+            right = self.eval(nxt, self._mask(go), frame)
+            value = select(cond if is_and else ~cond, right, value, self.n)
+        return value
+
+    def attribute(self, base, name):
+        if isinstance(base, va.VArray):
+            if name == "shape":
+                return base.shape
+            if name == "size":
+                return base.size
+            if name == "ndim":
+                return base.ndim
+            if name == "dtype":
+                return base.dtype
+            raise Fallback(f"array attribute .{name}")
+        if base is _CUDA:
+            return cuda_calls.cuda_attribute(self, name)
+        if isinstance(base, cuda_calls.Namespace):
+            return base.get(name)
+        if isinstance(base, tuple) and name in ("x", "y", "z"):
+            return base["xyz".index(name)]
+        if base is math:
+            return getattr(math, name)
+        if isinstance(base, type(math)) and not _is_cuda_dispatcher(getattr(base, name, None)):
+            return getattr(base, name)
+        raise Fallback(f"attribute .{name} of {type(base).__name__}")
+
+    # --- calls --------------------------------------------------------------------------------
+    def call(self, node, m, frame):
+        func = self.eval(node.func, m, frame)
+        if node.keywords:
+            raise Fallback("keyword arguments")
+        site = make_site(frame.fn.code_index, node.lineno)
+        if isinstance(func, cuda_calls.Intrinsic):
+            return func(self, node, m, frame, site)
+        args = [self.eval(a, m, frame) for a in node.args]
+        if _is_cuda_dispatcher(func):
+            return self.inline(func.py_func, args, m)
+        if func in _MATH:
+            return cuda_calls.math_call(func, args, m, self)
+        b = _BUILTIN_CALLS.get(func) if _hashable(func) else None
+        if b is not None:
+            return b(self, args, m)
+        dtype = _as_dtype(func)
+        if dtype is not None and len(args) == 1:
+            return cast(args[0], dtype)
+        raise Fallback(f"a call to {getattr(func, '__name__', func)!r}")
+
+    def inline(self, py_func, args, m):
+        fn = self.engine.function(py_func)
+        frame = _Frame(fn)
+        if len(args) != len(fn.params):
+            raise Fallback("device function called with a different number of arguments")
+        for name, value in zip(fn.params, args):
+            frame.vars[name] = value
+        self.exec_body(fn.fdef.body, m, frame, None)
+        return frame.retval
+
+
+_MISSING = object()
+
+
+class _CudaMarker:
+    def __repr__(self):
+        return "<vector engine: cuda>"
+
+
+_CUDA = _CudaMarker()
+
+
+def _and(a, b):
+    if not is_vector(a) and not is_vector(b):
+        return a and b
+    return Weak(truth(a) & truth(b))
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _as_dtype(func):
+    """numba types (``float32``) and NumPy scalar types as casts; None for anything else."""
+    mod = getattr(type(func), "__module__", "") or ""
+    if isinstance(func, type) and issubclass(func, np.generic):
+        return np.dtype(func)
+    if mod.startswith("numba") and hasattr(func, "bitwidth") or \
+            mod.startswith("numba.core.types"):
+        try:
+            return to_numpy_dtype(func)
+        except Exception:
+            return None
+    return None
+
+
+def _min(eng, args, m):
+    if len(args) != 2:
+        raise Fallback("min() of other than two values")
+    a, b = args
+    if not is_vector(a) and not is_vector(b):
+        return min(a, b)
+    return select(truth(compare("Lt", b, a)), b, a, eng.n)
+
+
+def _max(eng, args, m):
+    if len(args) != 2:
+        raise Fallback("max() of other than two values")
+    a, b = args
+    if not is_vector(a) and not is_vector(b):
+        return max(a, b)
+    return select(truth(compare("Gt", b, a)), b, a, eng.n)
+
+
+def _abs(eng, args, m):
+    (a,) = args
+    if not is_vector(a):
+        return abs(a)
+    return Weak(np.abs(a.a)) if a.__class__ is Weak else np.abs(a)
+
+
+def _int(eng, args, m):
+    (a,) = args
+    if not is_vector(a):
+        return int(a)
+    r = raw(a)
+    return Weak(np.trunc(r).astype(np.int64) if r.dtype.kind == "f" else r.astype(np.int64))
+
+
+def _float(eng, args, m):
+    (a,) = args
+    if not is_vector(a):
+        return float(a)
+    return Weak(raw(a).astype(np.float64))
+
+
+def _len(eng, args, m):
+    (a,) = args
+    return len(a)
+
+
+_BUILTINS = {"range": range, "min": min, "max": max, "abs": abs, "int": int, "float": float,
+             "len": len, "True": True, "False": False}
+_BUILTIN_CALLS = {min: _min, max: _max, abs: _abs, int: _int, float: _float, len: _len}
+_MATH = set(cuda_calls.MATH_FUNCS)

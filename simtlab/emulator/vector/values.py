@@ -1,0 +1,191 @@
+"""Values of the vector engine: one number per lane, typed as the greenlet engine types them.
+
+In the greenlet engine each thread holds Python numbers (``threadIdx.x``, loop counters,
+``t // 2``) and NumPy scalars (what it reads from an array). NumPy treats a Python number as
+*weak*: ``np.float32(x) * 3`` stays float32, while ``np.float32(x) * np.int64(3)`` becomes
+float64. A lane vector of Python numbers is therefore a ``Weak`` (an int64 or float64 array
+marked weak); a vector read from an array is a plain ndarray (strong). ``binop`` combines
+them with the same promotion as the scalars would, so both engines compute in the same types.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from ..conversions import store_converter
+
+
+class Fallback(Exception):
+    """The vector engine cannot run (or finish) this launch: the greenlet engine takes over."""
+
+
+class Weak:
+    """A lane vector of Python numbers (int64, float64 or bool storage)."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a):
+        self.a = a
+
+    def __repr__(self):
+        return f"Weak({self.a!r})"
+
+
+def raw(v):
+    """The NumPy data behind a value (for indexing and masks)."""
+    return v.a if v.__class__ is Weak else v
+
+
+def is_vector(v) -> bool:
+    return v.__class__ is Weak or v.__class__ is np.ndarray
+
+
+def weak(a):
+    return Weak(a)
+
+
+def _unify(a, b):
+    """Operands with NumPy's scalar promotion: a weak vector takes the strong side's type."""
+    wa, wb = a.__class__ is Weak, b.__class__ is Weak
+    if wa and wb:
+        return a.a, b.a, True
+    if wa:
+        return _weak_as(a.a, b), b, False
+    if wb:
+        return a, _weak_as(b.a, a), False
+    return a, b, False
+
+
+def _weak_as(arr, strong):
+    """Cast a weak vector to the dtype a Python number takes next to ``strong``."""
+    if isinstance(strong, (int, float, bool)) and not isinstance(strong, np.generic):
+        return arr                          # both Python-typed: plain promotion is Python's
+    dt = strong.dtype
+    k, wk = dt.kind, arr.dtype.kind
+    if wk == "b":
+        return arr
+    if wk in "iu" and k in "iuf":
+        return arr.astype(dt, copy=False)
+    if wk == "f" and k == "f":
+        return arr.astype(dt, copy=False)
+    return arr
+
+
+def _wrap(result, both_weak):
+    if both_weak and isinstance(result, np.ndarray):
+        return Weak(result)
+    return result
+
+
+_BINOPS = {
+    "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
+    "FloorDiv": operator.floordiv, "Mod": operator.mod, "Pow": operator.pow,
+    "LShift": operator.lshift, "RShift": operator.rshift, "BitOr": operator.or_,
+    "BitXor": operator.xor, "BitAnd": operator.and_,
+}
+_CMPOPS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge,
+           "Eq": operator.eq, "NotEq": operator.ne}
+
+
+def binop(name, a, b):
+    if not is_vector(a) and not is_vector(b):
+        return _BINOPS[name](a, b)
+    x, y, both_weak = _unify(a, b)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if name in ("Div", "FloorDiv", "Mod") and _has_zero_int_divisor(y):
+            raise Fallback("integer division by zero in some lane")
+        return _wrap(_BINOPS[name](x, y), both_weak)
+
+
+def _has_zero_int_divisor(y):
+    if isinstance(y, np.ndarray):
+        return y.dtype.kind in "iub" and not y.all()
+    return isinstance(y, (int, np.integer)) and y == 0
+
+
+def compare(name, a, b):
+    if not is_vector(a) and not is_vector(b):
+        return _CMPOPS[name](a, b)
+    x, y, _ = _unify(a, b)
+    return Weak(np.asarray(_CMPOPS[name](x, y)))
+
+
+def unary(name, v):
+    if not is_vector(v):
+        return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
+                "Invert": operator.invert}[name](v)
+    w = v.__class__ is Weak
+    a = raw(v)
+    if name == "Not":
+        return Weak(~truth(v))
+    if name == "USub":
+        r = -a if a.dtype.kind != "b" else -a.astype(np.int64)
+    elif name == "UAdd":
+        r = +a
+    else:
+        r = ~a
+    return Weak(r) if w else r
+
+
+def truth(v):
+    """A boolean per lane (``if v:``)."""
+    a = raw(v)
+    if isinstance(a, np.ndarray):
+        return a if a.dtype.kind == "b" else a != 0
+    return bool(a)
+
+
+def select(mask, new, old, n):
+    """``new`` on the lanes of ``mask``, ``old`` elsewhere (``old`` None: unset)."""
+    if mask is True or (old is None and not is_vector(new)):
+        return new
+    if old is None:
+        return new
+    if not is_vector(new) and not is_vector(old) and new.__class__ is old.__class__ \
+            and new == old:
+        return old
+    weak_result = (new.__class__ is Weak or not isinstance(new, (np.ndarray, np.generic))) and \
+                  (old.__class__ is Weak or not isinstance(old, (np.ndarray, np.generic)))
+    x, y, _ = _unify(new, old)
+    r = np.where(mask, x, y)
+    if r.shape != (n,):
+        r = np.broadcast_to(r, (n,)).copy()
+    return Weak(r) if weak_result else r
+
+
+def broadcast(v, n):
+    """A full vector of ``v`` (weak for Python numbers)."""
+    if v.__class__ is Weak:
+        return v
+    if isinstance(v, np.ndarray):
+        return v
+    if isinstance(v, np.generic):
+        return np.full(n, v)
+    return Weak(np.full(n, v))
+
+
+def convert_for_store(values, dtype):
+    """Values converted as a store into an array of ``dtype`` converts them on the GPU."""
+    a = raw(values)
+    if not isinstance(a, np.ndarray):
+        conv = store_converter(dtype)
+        return dtype.type(a if conv is None else conv(a))
+    if dtype.kind in "iu" and a.dtype.kind == "f":
+        info = np.iinfo(dtype)
+        with np.errstate(invalid="ignore"):
+            t = np.trunc(np.nan_to_num(a, nan=0.0, posinf=float(info.max), neginf=float(info.min)))
+            t = np.clip(t, info.min, info.max)
+        return t.astype(dtype)
+    return a.astype(dtype)
+
+
+def cast(values, dtype):
+    """``float32(v)``, ``int32(v)``: numba's casts, which NumPy's scalar types perform."""
+    a = raw(values)
+    if not isinstance(a, np.ndarray):
+        return dtype.type(a)
+    if dtype.kind in "iu" and a.dtype.kind == "f":
+        return np.trunc(a).astype(dtype)
+    return a.astype(dtype)

@@ -1,0 +1,151 @@
+"""Checks for chapter 7 (convolution as matrix multiplication).
+
+- ``check_layer_numbers(conv_output_size, layer_flops)``: the output size of a convolution for
+  any input size, filter, stride and padding, and the FLOPs of a layer (ECE408's C1 and C3 among
+  the cases).
+- ``check_unroll(unroll)``: the im2col kernel: every entry of the unrolled matrix (row
+  (c, p, q), column (b, oy, ox)) holds its input element, or 0 over the padding, for odd
+  shapes, stride 1 and 2, 'valid' and 'same'; each entry written once.
+- ``check_implicit_gemm(conv_implicit)``: the fused kernel: the right output, a shared-memory
+  tile gathered from ``x`` each phase, and no unrolled matrix anywhere in global memory.
+
+Every check draws new random inputs on each call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import cdiv, rng
+from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+
+__all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "BLOCK", "TILE"]
+
+BLOCK = 128
+TILE = 16
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 1: output size and FLOPs of a layer
+# ------------------------------------------------------------------------------------------
+def check_layer_numbers(conv_output_size, layer_flops) -> None:
+    """``conv_output_size(n, k, stride, pad)``: outputs along one side of n inputs, pad zeros on
+    each side; ``layer_flops(b, c, m, k, ho, wo)``: multiplies plus adds of the whole layer."""
+    r = rng()
+    cases = [(86, 7, 1, 0), (40, 7, 1, 0), (100, 5, 5, 0), (56, 8, 1, 3), (9, 3, 2, 1)]
+    cases += [(int(r.integers(5, 60)), int(r.integers(1, 6)), int(r.integers(1, 4)), int(r.integers(0, 3)))
+              for _ in range(20)]
+    for n, k, s, p in cases:
+        want = (n + 2 * p - k) // s + 1
+        got = call_student(conv_output_size, "conv_output_size", n, k, s, p)
+        if got != want:
+            hint = ""
+            if got == (n + 2 * p - k) // s:
+                hint = " You are one short: the first window sits at position 0, count it too (+ 1)."
+            elif got == (n - k) // s + 1:
+                hint = " The padding adds pad zeros on each side: the padded length is n + 2 * pad."
+            elif got == (n + 2 * p - k) / s + 1:
+                hint = " Use integer division (//): a window that would run past the end does not count."
+            raise CheckFailed(f"conv_output_size(n={n}, k={k}, stride={s}, pad={p}) returned {got!r}, "
+                              f"expected {want}.{hint}")
+    layers = [("ECE408 C1", 10_000, 1, 4, 7, 80, 80), ("ECE408 C3", 10_000, 4, 16, 7, 34, 34)]
+    layers += [("random layer", int(r.integers(1, 50)), int(r.integers(1, 9)), int(r.integers(1, 33)),
+                int(r.integers(1, 8)), int(r.integers(1, 40)), int(r.integers(1, 40))) for _ in range(10)]
+    for name, b, c, m, k, ho, wo in layers:
+        want = 2 * b * m * ho * wo * c * k * k
+        got = call_student(layer_flops, "layer_flops", b, c, m, k, ho, wo)
+        if got != want:
+            hint = ""
+            if got * 2 == want:
+                hint = " Each weight of each output is a multiply AND an add: 2 FLOPs."
+            elif got == 2 * b * m * ho * wo * k * k:
+                hint = " Every filter spans all C input channels: C * K * K weights per output."
+            raise CheckFailed(f"layer_flops for {name} (B={b}, C={c}, M={m}, K={k}, {ho}x{wo} outputs) returned "
+                              f"{got!r}, expected {want:,}.{hint}")
+    passed("conv_output_size and layer_flops are right for every case, ECE408's C1 (25.1 GFLOP at a batch of "
+           "10,000) and C3 (72.5 GFLOP) included")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 2: the unroll kernel
+# ------------------------------------------------------------------------------------------
+def _unroll_cases(r):
+    cases = [((1, 1, 6, 6), 3, 1, "valid"), ((2, 3, 7, 9), 3, 1, "valid"), ((1, 2, 9, 9), 3, 2, "same"),
+             ((2, 1, 7, 7), 4, 1, "same")]
+    b, c = int(r.integers(1, 3)), int(r.integers(1, 4))
+    h = int(r.integers(6, 11))
+    cases.append(((b, c, h, h + int(r.integers(0, 3))), int(r.integers(2, 5)), int(r.integers(1, 3)), 1))
+    return cases
+
+
+def check_unroll(unroll) -> None:
+    """``unroll(x, cols, k, wo, stride, pad)``: one thread per entry of cols (launch of
+    ceil(cols.size / 128) blocks of 128 threads); cols[(c, p, q), (b, oy, ox)] =
+    x[b, c, oy*stride + p - pad, ox*stride + q - pad], 0 outside x."""
+    from ..kernels.conv import conv_geometry, im2col_cpu
+
+    r = rng()
+    for shape, k, stride, padding in _unroll_cases(r):
+        b, c, h, w = shape
+        ho, wo, pad = conv_geometry(h, w, k, stride, padding)
+        x = (r.random(shape, dtype=np.float32) + 0.5).astype(np.float32)
+        cols = poison((c * k * k, b * ho * wo), np.float32)
+        grid = cdiv(cols.size, BLOCK)
+        context = (f"Input x of shape {shape} (B, C, H, W), {k}x{k} filter, stride {stride}, pad {pad}: "
+                   f"cols is {cols.shape[0]} x {cols.shape[1]}; launch of {grid} blocks of {BLOCK} threads.")
+        with failing_in(context, "Read x only where 0 <= iy < H and 0 <= ix < W; write 0 elsewhere."):
+            run = run_student_kernel(unroll, grid, BLOCK, x, cols, k, wo, stride, pad)
+        with failing_in(context, "Row r = (c, p, q): c = r // (K*K), p = (r % (K*K)) // K, q = r % K. "
+                                 "Column n = (b, oy, ox): b = n // (Ho*Wo), oy = (n % (Ho*Wo)) // Wo, ox = n % Wo."):
+            compare_arrays(cols, im2col_cpu(x, k, stride, padding), "cols", rtol=0, atol=0,
+                           index_names=("row (c, p, q)", "column (b, oy, ox)"))
+        writes = run.accesses("cols", "write")
+        per_entry = np.bincount(writes.index.astype(np.int64), minlength=cols.size)
+        if per_entry.max() > 1:
+            e = int(np.argmax(per_entry))
+            raise CheckFailed(f"{context}\ncols entry {np.unravel_index(e, cols.shape)} was written "
+                              f"{per_entry.max()} times: each thread should write its own entry once.")
+    passed("unroll writes every entry of the unrolled matrix once, with its input element or a padding 0, "
+           "for stride 1 and 2, 'valid' and 'same' padding, several images and channels")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 3: the fused kernel's shared tile
+# ------------------------------------------------------------------------------------------
+def check_implicit_gemm(conv_implicit) -> None:
+    """``conv_implicit(x, w, y, stride, pad)``: blocks of TILE x TILE threads on a grid
+    (ceil(B*Ho*Wo / TILE), ceil(M / TILE)); y (B, M, Ho, Wo) = the convolution; the B tile is
+    gathered from x into shared memory each phase; nothing but y is written to global memory."""
+    from ..kernels.conv import conv2d_cpu, conv_geometry
+
+    r = rng()
+    cases = [((2, 2, 7, 9), 5, 3, 1, "valid"), ((1, 3, 9, 9), 17, 3, 2, "same"),
+             ((int(r.integers(1, 3)), int(r.integers(1, 4)), 8, 8), int(r.integers(2, 20)), 3, 1, 1)]
+    for shape, m, k, stride, padding in cases:
+        b, c, h, wd = shape
+        ho, wo, pad = conv_geometry(h, wd, k, stride, padding)
+        x = r.standard_normal(shape).astype(np.float32)
+        w = r.standard_normal((m, c, k, k)).astype(np.float32)
+        y = poison((b, m, ho, wo), np.float32)
+        grid = (cdiv(b * ho * wo, TILE), cdiv(m, TILE))
+        context = (f"Input {shape} (B, C, H, W), {m} filters of {k}x{k}, stride {stride}, pad {pad}: "
+                   f"grid {grid} of {TILE}x{TILE} threads; the unrolled matrix would be "
+                   f"{c * k * k} x {b * ho * wo}.")
+        with failing_in(context, "Every thread must store its sb entry in every phase (0.0 outside x "
+                                 "or past the last row), before the barrier."):
+            run = run_student_kernel(conv_implicit, grid, (TILE, TILE), x, w, y, stride, pad)
+        with failing_in(context, "The thread (tx, ty) gathers row r = t*TILE + tx of the unrolled "
+                                 "matrix for column nl = blockIdx.x*TILE + ty, into sb[tx, ty]."):
+            compare_arrays(y, conv2d_cpu(x, w, stride, padding), "y", rtol=1e-4, atol=1e-4,
+                           index_names=("b", "m", "oy", "ox"))
+        mem = run.memory
+        globals_written = {info.name for info in run.arrays if info.space == "global"
+                           and ((mem.array == info.id) & (mem.kind == 1) & (mem.space == 0)).any()}
+        if globals_written != {"y"}:
+            raise CheckFailed(f"{context}\nThe kernel writes {sorted(globals_written)} in global memory: the fused "
+                              "kernel writes only y; the unrolled tile lives in shared memory.")
+        shared_writes = mem[(mem.space == 1) & (mem.kind == 1)]
+        if len(shared_writes) == 0:
+            raise CheckFailed(f"{context}\nThe kernel writes no shared memory: gather the tile into sb.")
+    passed("conv_implicit computes the layer for odd shapes, stride 1 and 2 and every padding, gathers its "
+           "tiles in shared memory, and writes nothing to global memory but y")

@@ -1,0 +1,218 @@
+"""Chapter 7 on the GPU: every convolution version against cuDNN (PyTorch's ``conv2d``).
+
+The layers are ECE408's modified LeNet-5 convolutions, C1 (1 -> 4 maps, 7x7, 86x86 input) and
+C3 (4 -> 16 maps, 7x7, 40x40 input), float32, NCHW, at a batch of 1,000 and 10,000. Each
+version of ``kernels/conv.py`` (numba-cuda) and ``kernels/conv.cu`` (CUDA C through CuPy) is
+timed for the whole layer (v2: the unroll and the GEMM). cuDNN runs with TF32 off and its
+algorithm search on (``torch.backends.cudnn.benchmark``), timed in the same run.
+
+Bytes moved (napkin math, the same for every version so that the ratio is the time ratio):
+the input, the weights and the output once each. The inputs are positive, so v1's ReLU leaves
+the convolution unchanged and it is compared like the others.
+
+``conv_runner`` runs one version's launch plan (the table ``kernels.conv.VERSIONS``, the same
+plan the emulator runs); tests/test_conv_gpu.py uses it too.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from .harness import Case, nonzero_random
+
+TOPIC = "conv"
+REFERENCE = "torch conv2d (cuDNN, TF32 off)"
+LAYERS = ("C1", "C3")
+BATCHES = (1000, 10000)
+#: the batch each version's output is checked at before it is timed (odd)
+CHECK_BATCH = 7
+
+#: v5 (CUDA C only): the tile shapes (TX, TH, TW) the benchmark tries per layer (kernels/conv.cu has them)
+V5_CONFIGS = {
+    "C1": [(32, 8, 1), (16, 8, 2), (16, 16, 4), (32, 8, 4), (16, 8, 5)],
+    "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
+}
+
+__all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
+           "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
+           "CHECK_BATCH"]
+
+
+def layer_shape(layer: str) -> dict:
+    from ..kernels import conv as K
+
+    shapes = {"C1": K.LENET_C1, "C3": K.LENET_C3}
+    if layer not in shapes:
+        raise ValueError(f"unknown layer {layer!r}; the benchmarked layers are {', '.join(shapes)}")
+    return shapes[layer]
+
+
+def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid", config=None):
+    """``(run, y)``: ``run()`` enqueues the whole layer ``y = conv(x, w)`` with one version of
+    ``kernels.conv.VERSIONS`` through its launch plan (``impl`` "numba" or "cuda-c"; "v5 tuned"
+    is CUDA C only, ``config`` its tile (TX, TH, TW), default the best for the layer).
+    ``x`` (B, C, H, W) and ``w`` (M, C, K, K) are float32 CuPy arrays; ``padding`` as in
+    ``kernels.conv.conv_geometry`` ('valid', 'same' or an int)."""
+    from .. import versions
+    from ..kernels import conv as K
+
+    v = versions.find(K.VERSIONS, version)
+    return versions.gpu_runner(TOPIC, v, impl, x, w, stride=stride, padding=padding, tile=config)
+
+
+def torch_runner(x, w, stride: int = 1, pad: int = 0):
+    """``(run, out)``: cuDNN's convolution through PyTorch on the same CuPy arrays (TF32 off,
+    algorithm search on); ``out[0]`` is the last output (a torch tensor)."""
+    import torch
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    xt, wt = torch.from_dlpack(x), torch.from_dlpack(w)
+    out = [None]
+
+    def run():
+        out[0] = torch.nn.functional.conv2d(xt, wt, stride=stride, padding=pad)
+    return run, out
+
+
+# ------------------------------------------------------------------------------------------
+# Cases: one layer, n = the batch
+# ------------------------------------------------------------------------------------------
+def _inputs(layer: str, batch: int, seed: int = 0):
+    s = layer_shape(layer)
+    x = nonzero_random((batch, s["C"], s["H"], s["W"]), seed=seed)
+    w = nonzero_random((s["M"], s["C"], s["K"], s["K"]), seed=seed + 1) * np.float32(0.1)
+    return x, w
+
+
+def _check(layer, make):
+    def check(batch):
+        import cupy
+
+        from ..kernels.conv import conv2d_cpu
+
+        x, w = _inputs(layer, batch, seed=5)
+        run, y = make(x, w)
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        got = y[0] if isinstance(y, list) else y
+        got = got.cpu().numpy() if hasattr(got, "cpu") else cupy.asnumpy(got)
+        want = conv2d_cpu(cupy.asnumpy(x), cupy.asnumpy(w))
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-4, atol=1e-4):
+            err = np.abs(got - want).max() if got.shape == want.shape else "shape"
+            raise AssertionError(f"{layer} batch {batch}: largest error {err} (allowed 1e-4 relative)")
+    return check
+
+
+def _case(layer, name, impl, make, reference=False) -> Case:
+    from ..kernels.conv import conv_bytes, conv_flops
+
+    s = layer_shape(layer)
+    ho, wo = s["H"] - s["K"] + 1, s["W"] - s["K"] + 1
+
+    def prepare(batch):
+        run, _ = make(*_inputs(layer, batch))
+        return run
+
+    return Case(name=name, impl=impl, prepare=prepare, check=_check(layer, make), reference=reference,
+                bytes_moved=lambda b: conv_bytes(b, s["C"], s["H"], s["W"], s["M"], s["K"], ho, wo),
+                flops=lambda b: conv_flops(b, s["C"], s["M"], s["K"], ho, wo))
+
+
+def cases(layer: str = "C1") -> list[Case]:
+    out = [_case(layer, "cuDNN conv2d (reference)", "library", torch_runner, reference=True)]
+    from ..kernels.conv import VERSIONS
+
+    for version in VERSIONS:
+        if version.label.startswith(("v0", "v5")):          # v0 is wrong on purpose; v5 per tile below
+            continue
+        for impl in version.impls:
+            out.append(_case(layer, f"{version.label} ({impl})", impl,
+                             lambda x, w, v=version.label, i=impl: conv_runner(v, i, x, w)))
+    for config in V5_CONFIGS[layer]:
+        label = "v5 tuned {}x{}x{} (cuda-c)".format(*config)
+        out.append(_case(layer, label, "cuda-c",
+                         lambda x, w, cfg=config: conv_runner("v5 tuned", "cuda-c", x, w, config=cfg)))
+    return out
+
+
+def layer_module(layer: str):
+    """A topic-like object for ``harness.run_topic``: the cases of one layer."""
+    return types.SimpleNamespace(__name__=f"{__name__}[{layer}]", REFERENCE=REFERENCE,
+                                 cases=lambda: cases(layer))
+
+
+# ------------------------------------------------------------------------------------------
+# Recorded results (simtlab/data/conv_gpu.json, written by benchmarks/conv_gpu.py)
+# ------------------------------------------------------------------------------------------
+def _results_path():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent / "data" / "conv_gpu.json"
+
+
+def recorded(path=None) -> dict:
+    """The figures benchmarks/conv_gpu.py recorded (``source``: 'recorded', or 'none')."""
+    import json
+
+    try:
+        with open(path or _results_path(), encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return {"source": "none", "message": "No convolution timings recorded yet: run benchmarks/conv_gpu.py on a GPU."}
+    return {**data, "source": "recorded"}
+
+
+def measure(layers=LAYERS, batches=(1000,), log=print) -> dict:
+    """Check and time every version on this GPU now (the chapter uses a batch of 1,000: quick)."""
+    from .harness import run_topic, stamp
+
+    out = {**stamp(), "source": "measured", "layers": {}}
+    for layer in layers:
+        for batch in batches:
+            log(f"Timing every version of LeNet {layer} at a batch of {batch:,} on this GPU ...")
+            res = run_topic(layer_module(layer), n=batch, sweep=None, check_n=CHECK_BATCH, log=log)
+            case = cases(layer)[0]
+            flops, nbytes = case.flops(batch), case.bytes_moved(batch)
+            for r in res["rows"]:
+                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
+            peaks = recorded().get("peaks", {"fp32_tflops": 66.9, "hbm_gbps": 3350.0})
+            res.update(layer=layer, batch=batch, flops=flops, bytes=nbytes,
+                       roofline_ms=max(flops / (peaks["fp32_tflops"] * 1e12), nbytes / (peaks["hbm_gbps"] * 1e9)) * 1e3)
+            out["layers"].setdefault(layer, {})[str(batch)] = res
+    return out
+
+
+def results(live: bool | None = None, log=print) -> dict:
+    """Live measurements at a batch of 1,000 on a GPU (``live=None``: when one is usable), else
+    the recorded ones (batches of 1,000 and 10,000)."""
+    from .. import backend
+
+    if live is None:
+        live = backend.gpu_available()
+    if live:
+        return measure(log=log)
+    res = recorded()
+    if res["source"] == "recorded":
+        log(f"No GPU here: showing the convolution timings recorded on {res.get('device')} on {res.get('date')}.")
+    else:
+        log(res["message"])
+    return res
+
+
+def summary_table(res: dict, layer: str, batch: int) -> str:
+    """Version, ms, TFLOP/s, ratio to cuDNN (above 1: faster), fastest first."""
+    if res.get("source") == "none":
+        return res["message"]
+    entry = res["layers"][layer][str(batch)]
+    lines = [f"LeNet {layer}, batch {batch:,}: {entry['flops'] / 1e9:.2f} GFLOP, {entry['bytes'] / 1e6:.0f} MB, "
+             f"roofline {entry['roofline_ms']:.3f} ms",
+             f"{'version':<34} {'ms':>8} {'TFLOP/s':>8} {'vs cuDNN':>9}"]
+    for r in sorted(entry["rows"], key=lambda r: r["median_ms"]):
+        lines.append(f"{r['name']:<34} {r['median_ms']:8.3f} {r['tflops']:8.2f} {r['ratio']:8.2f}x")
+    for e in entry.get("errors") or []:
+        lines.append(f"{e['name']:<34} FAILED: {e['error'][:60]}")
+    return "\n".join(lines)

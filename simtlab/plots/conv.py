@@ -1,0 +1,180 @@
+"""Chapter 7's pictures: the unrolled matrix and its copies (from the emulator's trace), the
+memory a layer needs with and without unrolling, per-layer FLOPs, and the GPU timings against
+cuDNN (measured or recorded)."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+
+from .style import PALETTE, label, new_figure
+
+__all__ = ["plot_unrolled_matrix", "plot_copies", "plot_unroll", "plot_traffic", "plot_layer_memory",
+           "plot_layer_flops", "plot_conv_timings", "seed_layers"]
+
+
+def seed_layers():
+    """The seeds' layers by name: ECE408's LeNet-5 C1 and C3, the electrode CNN's first two."""
+    from ..kernels import conv as K
+
+    return {"LeNet C1": K.LENET_C1, "LeNet C3": K.LENET_C3,
+            "electrode conv1": K.ELECTRODE_CONV1, "electrode conv2": K.ELECTRODE_CONV2}
+
+
+def _source_image(ax, trace):
+    b, c, h, w = trace.x_shape
+    src = trace.source.astype(float)
+    shown = np.where(src < 0, np.nan, src % (h * w) if c == 1 and b == 1 else src)
+    cmap = ListedColormap(["#f7f7f7"])
+    ax.imshow(np.zeros_like(src), cmap=cmap, aspect="auto", interpolation="nearest")
+    im = ax.imshow(shown, cmap="viridis", aspect="auto", interpolation="nearest")
+    if src.size <= 40 * 40:
+        for (r, col), v in np.ndenumerate(trace.source):
+            ax.text(col, r, "0" if v < 0 else str(v), ha="center", va="center", fontsize=6,
+                    color="black" if v < 0 else "white")
+    return im
+
+
+def plot_unrolled_matrix(trace, *, title: str | None = None):
+    """The input (each element numbered) beside the unrolled matrix, each entry showing the input
+    element it copies (0 where the window hangs over the padding)."""
+    b, c, h, w = trace.x_shape
+    k = trace.k
+    fig, (ax_in, ax_m) = new_figure(
+        title or f"im2col of a {h}x{w} input, {k}x{k} filter, stride {trace.stride}, pad {trace.pad}: "
+                 f"{trace.source.shape[0]} x {trace.source.shape[1]} matrix",
+        ncols=2, figsize=(11, 4.5), gridspec_kw={"width_ratios": [1, 2.4]})
+    idx = np.arange(b * c * h * w).reshape(trace.x_shape)[0, 0]
+    ax_in.imshow(idx, cmap="viridis", interpolation="nearest")
+    for (r, col), v in np.ndenumerate(idx):
+        ax_in.text(col, r, str(v), ha="center", va="center", fontsize=7, color="white")
+    label(ax_in, "input column ix", "input row iy", "x[0, 0]: element numbers")
+    _source_image(ax_m, trace)
+    label(ax_m, "output column n = (b, oy, ox)", "unrolled row (c, p, q)",
+          f"unrolled matrix: input element each entry copies ({trace.duplication:.1f} entries per input element)")
+    return fig
+
+
+def plot_copies(trace, *, title: str | None = None):
+    """How many times the unroll kernel read each input element (image 0, channel 0), from the trace."""
+    copies = trace.copies[0, 0]
+    fig, ax = new_figure(title or f"Copies of each input element: up to K x K = {trace.k * trace.k}",
+                         figsize=(5.5, 4.5))
+    im = ax.imshow(copies, cmap="magma", interpolation="nearest", vmin=0)
+    for (r, col), v in np.ndenumerate(copies):
+        ax.text(col, r, str(v), ha="center", va="center", fontsize=8,
+                color="white" if v < copies.max() * 0.6 else "black")
+    fig.colorbar(im, ax=ax, label="copies in the unrolled matrix (reads of x in the trace)")
+    label(ax, "input column ix", "input row iy")
+    return fig
+
+
+def plot_unroll(trace):
+    """One figure: the unrolled matrix and the copies per input element (for the widget)."""
+    b, c, h, w = trace.x_shape
+    fig, (ax_m, ax_c) = new_figure(
+        f"im2col: {h}x{w} input, {trace.k}x{trace.k} filter, stride {trace.stride}, pad {trace.pad} -> "
+        f"{trace.source.shape[0]} x {trace.source.shape[1]} unrolled matrix",
+        ncols=2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2.4, 1]})
+    _source_image(ax_m, trace)
+    label(ax_m, "output column n = (b, oy, ox)", "unrolled row (c, p, q)",
+          "entry = number of the input element it copies (0: padding)")
+    copies = trace.copies[0, 0]
+    im = ax_c.imshow(copies, cmap="magma", interpolation="nearest", vmin=0)
+    fig.colorbar(im, ax=ax_c, label="copies")
+    label(ax_c, "input column ix", "input row iy", "copies of each input element (from the trace)")
+    return fig
+
+
+def plot_traffic(traffic: list[dict], *, title: str | None = None):
+    """Bytes each version allocates, reads and writes in global memory (from emulator runs of
+    :func:`simtlab.analysis.unroll.global_traffic`)."""
+    fig, ax = new_figure(title or "Global memory per version, one small layer on the emulator")
+    kinds = ("allocated", "read", "written")
+    width = 0.8 / len(kinds)
+    xs = np.arange(len(traffic))
+    for i, kind in enumerate(kinds):
+        vals = [t[kind] / 1024 for t in traffic]
+        bars = ax.bar(xs + (i - 1) * width, vals, width, label=f"bytes {kind}", color=PALETTE[i])
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    ax.set_xticks(xs, [t["version"] for t in traffic])
+    ax.legend()
+    label(ax, "version", "global memory [KiB]")
+    return fig
+
+
+def plot_layer_memory(batch: int = 10_000, layers: dict | None = None, *, title: str | None = None):
+    """Per layer: the input, the unrolled matrix v2 writes and reads, and the output, in MB (log scale)."""
+    from ..kernels.conv import layer_numbers
+
+    layers = layers or seed_layers()
+    rows = {name: layer_numbers(batch, s["C"], s["H"], s["W"], s["M"], s["K"], padding=s.get("padding", "valid"))
+            for name, s in layers.items()}
+    fig, ax = new_figure(title or f"Memory of each layer at a batch of {batch:,}: the unrolled matrix vs the data")
+    xs = np.arange(len(rows))
+    series = [("input", "input_bytes", PALETTE[0]), ("unrolled matrix (v2 only)", "unrolled_bytes", PALETTE[5]),
+              ("output", None, PALETTE[2])]
+    width = 0.26
+    for i, (name, key, colour) in enumerate(series):
+        if key is None:
+            vals = [(r["bytes"] - r["input_bytes"]) / 1e6 for r in rows.values()]
+        else:
+            vals = [r[key] / 1e6 for r in rows.values()]
+        bars = ax.bar(xs + (i - 1) * width, vals, width, label=name, color=colour)
+        ax.bar_label(bars, fmt="%.0f", fontsize=7)
+    for x, r in zip(xs, rows.values()):
+        ax.text(x, r["unrolled_bytes"] / 1e6 * 1.8, f"x{r['duplication']:.0f}", ha="center", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xticks(xs, list(rows))
+    ax.legend(loc="upper left")
+    label(ax, "layer", "memory [MB] (log scale)")
+    return fig
+
+
+def plot_layer_flops(batch: int = 10_000, layers: dict | None = None, *, title: str | None = None):
+    """Per layer: GFLOPs (bars) and arithmetic intensity in FLOPs per byte of the fewest bytes (dots)."""
+    from ..kernels.conv import layer_numbers
+
+    layers = layers or seed_layers()
+    rows = {name: layer_numbers(batch, s["C"], s["H"], s["W"], s["M"], s["K"], padding=s.get("padding", "valid"))
+            for name, s in layers.items()}
+    fig, ax = new_figure(title or f"Work of each layer at a batch of {batch:,}")
+    xs = np.arange(len(rows))
+    bars = ax.bar(xs, [r["flops"] / 1e9 for r in rows.values()], color=PALETTE[0], label="GFLOP")
+    ax.bar_label(bars, fmt="%.1f", fontsize=8)
+    ax.set_xticks(xs, list(rows))
+    label(ax, "layer", "work [GFLOP]")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r["intensity"] for r in rows.values()], "o", color=PALETTE[5], label="FLOPs per byte")
+    ax2.set_ylabel("arithmetic intensity [FLOP/byte]")
+    ax2.set_ylim(bottom=0)
+    lines = [bars, ax2.lines[0]]
+    ax.legend(lines, ["GFLOP", "FLOPs per byte (input + weights + output once)"], loc="upper left")
+    return fig
+
+
+def plot_conv_timings(res: dict, layer: str = "C1", batch: int = 10_000, *, title: str | None = None):
+    """Horizontal bars: ms of each version for one layer and batch, labelled with the ratio to
+    cuDNN (above 1: faster), the roofline time as a line."""
+    if res.get("source") == "none":
+        fig, ax = new_figure(title or "no GPU timings yet")
+        ax.text(0.5, 0.5, res.get("message", "no timings"), ha="center", va="center", wrap=True)
+        ax.set_axis_off()
+        return fig
+    entry = res["layers"][layer][str(batch)]
+    rows = sorted(entry["rows"], key=lambda r: r["median_ms"], reverse=True)
+    where = f"{res.get('device') or 'GPU'}, {'measured here' if res.get('source') == 'measured' else 'recorded'} " \
+            f"{res.get('date') or ''}".strip()
+    fig, ax = new_figure(title or f"LeNet {layer}, batch {batch:,}: time per layer ({where})",
+                         figsize=(9, 1.2 + 0.36 * len(rows)))
+    colours = {"library": PALETTE[7], "cuda-c": PALETTE[0], "numba": PALETTE[1]}
+    ys = np.arange(len(rows))
+    ax.barh(ys, [r["median_ms"] for r in rows], color=[colours.get(r["impl"], PALETTE[3]) for r in rows])
+    for y, r in zip(ys, rows):
+        ax.text(r["median_ms"], y, f" {r['median_ms']:.2f} ms, {r['ratio']:.2f}x cuDNN", va="center", fontsize=8)
+    ax.axvline(entry["roofline_ms"], color=PALETTE[5], ls="--", label=f"roofline {entry['roofline_ms']:.2f} ms")
+    ax.set_yticks(ys, [r["name"] for r in rows])
+    ax.set_xscale("log")
+    ax.legend(loc="upper right")
+    label(ax, "time per layer [ms] (log scale)", "version")
+    return fig

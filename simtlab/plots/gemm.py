@@ -1,0 +1,167 @@
+"""Chapter 6's figures: what each GEMM version loads (from the emulator's trace), where it sits
+on the H100's roofline, how fast it runs against cuBLAS, and what its registers cost in
+occupancy. Every function returns a matplotlib Figure."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.colors import ListedColormap
+
+from ..hardware import H100_SXM, DeviceProperties, occupancy
+from .style import PALETTE, label, new_figure
+
+#: FP32 lanes per SM on Hopper (4 partitions x 32): one FMA (2 FLOPs) each per clock
+FP32_LANES_PER_SM = 128
+
+__all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
+           "plot_sweep", "plot_registers_occupancy", "FP32_LANES_PER_SM"]
+
+
+def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
+    """SMs x FP32 lanes x 2 FLOPs x clock: 66.9 TFLOP/s for the H100 SXM at 1980 MHz."""
+    return props.multiprocessors * FP32_LANES_PER_SM * 2 * props.clock_mhz * 1e6 / 1e12
+
+
+def plot_tile_phases(run, block: int = 0):
+    """A and B side by side for one block: each element coloured by the phase (step along K) in
+    which the block loaded it, grey where it never did; a number where it was loaded more
+    than once. ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
+    from ..analysis.gemm import loads_per_element, tile_map
+
+    fig, axes = new_figure(f"{run.kernel_name}: what block {block} loads, phase by phase", ncols=2,
+                           figsize=(9.0, 4.5))
+    phases_seen = 0
+    images = {}
+    for name in ("a", "b"):
+        images[name] = tile_map(run, name, block)
+        phases_seen = max(phases_seen, int(images[name].max()) + 1)
+    colours = ListedColormap(["#DDDDDD"] + [PALETTE[i % len(PALETTE)] for i in range(max(phases_seen, 1))])
+    for ax, name, title in zip(axes, ("a", "b"), ("A (M x K)", "B (K x N)")):
+        img = images[name]
+        ax.imshow(img + 1, cmap=colours, vmin=0, vmax=max(phases_seen, 1), interpolation="nearest")
+        counts = loads_per_element(run, name, block)
+        if counts.size <= 64 * 64:
+            for r, c in zip(*np.nonzero(counts > 1)):
+                ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
+        label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
+              f"{int(counts.sum())} loads")
+    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=colours(i + 1), label=f"phase {i}")
+               for i in range(phases_seen)]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(phases_seen, 8), fontsize="small")
+    return fig
+
+
+def plot_profiles(profiles: dict):
+    """Bars per version: reuse per loaded element, sectors per global request (A, B, C) and
+    shared wavefronts per request, from ``simtlab.analysis.gemm.profile``."""
+    names = list(profiles)
+    fig, axes = new_figure("What each version asks of memory (emulator trace)", ncols=3, figsize=(11.0, 4.0))
+    x = np.arange(len(names))
+    reuse = [profiles[n]["reuse"] for n in names]
+    axes[0].bar(x, reuse, color=PALETTE[0])
+    axes[0].set_yscale("log", base=2)
+    label(axes[0], "", "FMA operands per global load", "reuse per loaded element")
+    for i, key in enumerate(("sectors_a", "sectors_b", "sectors_c")):
+        axes[1].bar(x + (i - 1) * 0.27, [profiles[n][key] or 0 for n in names], 0.27, color=PALETTE[i + 1],
+                    label=key[-1].upper())
+    axes[1].legend(fontsize="small", title="matrix")
+    label(axes[1], "", "32-byte sectors per warp request", "global coalescing (4 = ideal for 32 floats)")
+    axes[2].bar(x, [profiles[n]["wavefronts_per_request"] or 0 for n in names], color=PALETTE[5])
+    label(axes[2], "", "wavefronts per shared request", "bank conflicts (1 = none)")
+    for ax in axes:
+        ax.set_xticks(x, [n.split()[0] for n in names])
+        ax.grid(True, axis="y", alpha=0.3)
+    return fig
+
+
+def plot_roofline(points: dict, props: DeviceProperties = H100_SXM, peak_tflops: float | None = None):
+    """The roofline of ``props`` (FP32 peak and HBM bandwidth) with each version placed at its
+    arithmetic intensity (FLOPs per byte it loads from global memory) and its TFLOP/s.
+
+    ``points``: label -> (flops_per_byte, tflops, source) where source says 'measured' or
+    'recorded on <device>'.
+    """
+    peak = peak_tflops or fp32_peak_tflops(props)
+    bw = props.memory_bandwidth_gbs / 1e3                    # TB/s
+    ridge = peak / bw
+    fig, ax = new_figure(f"Roofline of the {props.name}: FP32 {peak:.0f} TFLOP/s, HBM {bw:.2f} TB/s")
+    xs = np.logspace(-2, 4, 200)
+    ax.plot(xs, np.minimum(peak, bw * xs), color="black", lw=2, label="roof: min(peak, bandwidth x intensity)")
+    ax.axvline(ridge, color="0.5", ls=":", lw=1)
+    ax.annotate(f"ridge point {ridge:.0f} FLOP/byte", (ridge, peak * 0.02), rotation=90, fontsize="small",
+                ha="right", va="bottom")
+    for i, (name, (ai, tflops, source)) in enumerate(points.items()):
+        ax.scatter([ai], [tflops], s=50, color=PALETTE[i % len(PALETTE)], zorder=3, label=f"{name} ({source})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_ylim(0.05, peak * 2)
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize="x-small", loc="lower right")
+    label(ax, "arithmetic intensity (FLOPs per byte loaded from global memory)", "performance (TFLOP/s)")
+    return fig
+
+
+def _title_source(res: dict) -> str:
+    if res.get("source") == "recorded":
+        return f"recorded on {res.get('device')}, {res.get('date')}"
+    return f"measured on {res.get('device')}"
+
+
+def plot_versions(res: dict):
+    """TFLOP/s of every version at n^3 next to cuBLAS, with the ratio on each bar."""
+    rows = res["rows"]
+    ref = next(r for r in rows if r["reference"])
+    fig, ax = new_figure(f"SGEMM {res['n']}^3 FP32 against cuBLAS ({_title_source(res)})", figsize=(9.0, 5.0))
+    names = [r["name"] for r in rows]
+    colours = [PALETTE[0] if r["impl"] == "numba" else PALETTE[1] if r["impl"] == "cuda-c" else "0.3" for r in rows]
+    y = np.arange(len(rows))[::-1]
+    ax.barh(y, [r["tflops"] for r in rows], color=colours)
+    for yi, r in zip(y, rows):
+        ax.text(r["tflops"], yi, f" {r['tflops']:.1f} ({r['ratio']:.0%})", va="center", fontsize="small")
+    ax.axvline(ref["tflops"], color="0.3", ls="--", lw=1)
+    ax.set_yticks(y, names, fontsize="small")
+    ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.25)
+    label(ax, "TFLOP/s (2 n^3 FLOPs / median time)", "")
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=PALETTE[0], label="numba-cuda"), Patch(color=PALETTE[1], label="CUDA C"),
+                       Patch(color="0.3", label="cuBLAS")], fontsize="small", loc="lower right")
+    return fig
+
+
+def plot_sweep(res: dict):
+    """TFLOP/s against matrix size (odd sizes included) for the series the benchmark swept."""
+    sweep = res.get("sweep")
+    if not sweep:
+        raise ValueError("these results have no size sweep: run benchmarks/gpu_gemm.py without --no-sweep")
+    fig, ax = new_figure(f"SGEMM n x n x n: TFLOP/s against size ({_title_source(res)})")
+    for i, (name, values) in enumerate(sweep["tflops"].items()):
+        ax.plot(sweep["sizes"], values, "o-", color=PALETTE[i % len(PALETTE)], label=name)
+    ax.set_xticks(sweep["sizes"], [str(s) for s in sweep["sizes"]])
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    label(ax, "n (matrix side, elements)", "TFLOP/s")
+    return fig
+
+
+def plot_registers_occupancy(kernels: dict, props: DeviceProperties = H100_SXM):
+    """Occupancy against registers per thread for each block size the kernels use, with each
+    kernel placed on its curve. ``kernels``: label -> (registers, threads per block, shared
+    bytes per block)."""
+    fig, ax = new_figure(f"Registers per thread against occupancy on the {props.name}")
+    regs = np.arange(16, props.max_registers_per_thread + 1)
+    styles = {}
+    for threads, shared in sorted({(t, s) for _, t, s in kernels.values()}):
+        occ = [occupancy(threads, int(r), shared, props).occupancy * 100 for r in regs]
+        line, = ax.plot(regs, occ, lw=1.2, label=f"{threads} threads, {shared / 1024:.1f} KiB shared per block")
+        styles[(threads, shared)] = line.get_color()
+    for name, (r, t, s) in kernels.items():
+        o = occupancy(t, int(r), s, props)
+        ax.scatter([r], [o.occupancy * 100], color=styles[(t, s)], s=45, zorder=3, edgecolor="black")
+        ax.annotate(name, (r, o.occupancy * 100), xytext=(4, 4), textcoords="offset points", fontsize="x-small")
+    ax.set_ylim(0, 105)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="x-small", loc="upper right")
+    label(ax, "registers per thread", f"occupancy (% of {props.max_warps_per_sm} warps per SM)")
+    return fig

@@ -1,0 +1,54 @@
+"""The SIMT model's constants and encodings, in one place for the emulator, analyses and plots.
+
+Nothing here imports the rest of ``simtlab``: the emulator (which writes traces) and the
+analyses (which read them) both import this module, and never each other in that direction.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WARP_SIZE = 32
+FULL_MASK = 0xFFFFFFFF
+
+# memory spaces (column ``space`` of ``run.memory``)
+GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
+SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}
+SPACE_CODES = {name: code for code, name in SPACES.items()}
+
+# access kinds (column ``kind`` of ``run.memory``)
+READ, WRITE, ATOMIC = 0, 1, 2
+KINDS = {READ: "read", WRITE: "write", ATOMIC: "atomic"}
+
+# A source *site* is one line of one function (the kernel or a device function), as one int:
+# the function's code index in the launch (the kernel is 0) above the line number.
+SITE_SHIFT = 20
+LINE_MASK = (1 << SITE_SHIFT) - 1
+
+
+def make_site(code_index: int, line: int) -> int:
+    return code_index << SITE_SHIFT | line
+
+
+def site_line(site):
+    """The source line number of a site (works on ints and NumPy arrays)."""
+    return site & LINE_MASK
+
+
+def site_code(site):
+    """The code index of a site: which function of the launch the line belongs to."""
+    return site >> SITE_SHIFT
+
+
+def group_ids(*columns) -> tuple[np.ndarray, int]:
+    """Dense ids 0..n-1 for the distinct rows of several non-negative integer columns."""
+    if len(columns[0]) == 0:
+        return np.zeros(0, np.int64), 0
+    key = np.zeros(len(columns[0]), np.int64)
+    for c in columns:
+        c = np.asarray(c, np.int64)
+        _, dense = np.unique(c, return_inverse=True)
+        key = key * (int(dense.max()) + 1) + dense.reshape(-1)
+    _, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return inverse, int(inverse.max()) + 1

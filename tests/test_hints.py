@@ -1,0 +1,94 @@
+"""Progressive hints: hint(exercise) is a nudge, hint(exercise, 2) a stronger one; stubs give nothing away."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from simtlab.exercises import hint
+from simtlab.exercises.hints import Hint, course_hints
+
+REPO = Path(__file__).resolve().parent.parent
+CHAPTERS = REPO / "chapters"
+
+
+def answer_cells():
+    for path in sorted(CHAPTERS.glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            meta = cell["metadata"].get("simtlab") or {}
+            if meta.get("role") == "answer":
+                yield path.name, meta["id"], cell
+
+
+ANSWERS = list(answer_cells())
+#: the chapters whose masters give every exercise a first hint and a stronger one (issue 14)
+PROGRESSIVE = ("01_", "02_", "03_", "04_", "05_")
+
+
+def test_every_exercise_has_a_first_and_a_stronger_hint():
+    hints = course_hints(CHAPTERS)
+    graded = [a for a in ANSWERS if a[0].startswith(PROGRESSIVE)]
+    assert len(graded) >= 15
+    for _, exercise, _ in graded:
+        first, second = hints[exercise][:2]
+        assert first and second and first != second, exercise
+
+
+@pytest.mark.parametrize("name,exercise,cell", ANSWERS, ids=[a[1] for a in ANSWERS])
+def test_the_stub_gives_no_hint_away_and_names_hint(name, exercise, cell):
+    source = "".join(cell["source"])
+    for text in course_hints(CHAPTERS)[exercise]:
+        for fragment in re.split(r"[;:]", text):
+            fragment = fragment.strip()
+            if len(fragment) > 25:
+                assert fragment not in source, f"{name} {exercise}: the stub holds its hint: {fragment!r}"
+    if "NotWrittenYet(" in source:
+        assert source.startswith("from simtlab.student import NotWrittenYet, hint\n")
+        assert f'raise NotWrittenYet("{exercise}")' in source
+
+
+def test_first_hint_is_a_nudge_not_code():
+    # the first hint names ideas; code (calls, assignments, indexing with +=) waits for the second
+    code = re.compile(r"cuda\.\w+\(|\+=|\w+ = \w|\breturn\b")
+    hints = course_hints(CHAPTERS)
+    for _, exercise, _ in [a for a in ANSWERS if a[0].startswith(PROGRESSIVE)]:
+        assert not code.search(hints[exercise][0]), f"{exercise}: the first hint is code: {hints[exercise][0]!r}"
+
+
+def test_hint_levels():
+    h1 = hint("ch05.sequential", chapters=CHAPTERS)
+    h2 = hint("ch05.sequential", 2, chapters=CHAPTERS)
+    assert isinstance(h1, Hint) and (h1.level, h2.level) == (1, 2) and h1.levels == 2
+    assert h1.text == course_hints(CHAPTERS)["ch05.sequential"][0]
+    assert 'hint("ch05.sequential", 2) gives a stronger one' in str(h1)
+    assert "that was the last hint" in str(h2)
+    assert hint("ch05.sequential", 9, chapters=CHAPTERS) == h2        # past the last: the last
+    assert "<b>Hint 1 of 2 for exercise ch05.sequential</b>" in h1._repr_html_()
+
+
+def test_hint_errors_name_the_problem_and_the_fix():
+    with pytest.raises(KeyError, match="no hints for exercise 'ch05.nope'.*ch05.sequential"):
+        hint("ch05.nope", chapters=CHAPTERS)
+    with pytest.raises(ValueError, match="1 is the first hint"):
+        hint("ch05.sequential", 0, chapters=CHAPTERS)
+
+
+def test_hint_finds_the_course_chapters_by_itself():
+    # in a checkout: chapters/ beside the package (an installed wheel: simtlab/chapters, see test_wheel_install)
+    assert hint("ch01.first_kernel").text == course_hints(CHAPTERS)["ch01.first_kernel"][0]
+
+
+@pytest.mark.parametrize("name,exercise,cell", ANSWERS, ids=[a[1] for a in ANSWERS])
+def test_the_stub_import_passes_the_graders_answer_rules(name, exercise, cell):
+    # the line stays at the top of a finished answer: the grader must not refuse it
+    from simtlab.grading.vet import vet_answer
+
+    source = "".join(cell["source"])
+    assert vet_answer(source, chapter=name) == [], f"{name} {exercise}: the stub breaks the answer rules"
+    master = json.loads((REPO / "solutions" / name).read_text())
+    answer = next(c for c in master["cells"] if (c["metadata"].get("simtlab") or {}).get("id") == exercise)
+    finished = "from simtlab.student import NotWrittenYet, hint\n" + "".join(answer["source"])
+    assert vet_answer(finished, chapter=name) == [], f"{name} {exercise}: a finished answer keeping the line"

@@ -1,0 +1,187 @@
+"""Chapter 7's kernels on the emulator: every version against the CPU reference on odd shapes
+(batch, channels, every padding, stride 1 and 2); the reference itself against a plain loop;
+im2col's matrix against its definition; the seed's grid-stride bug; the napkin math."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import simtlab
+from simtlab.kernels import conv as K
+
+SHAPES = [
+    (2, 2, 7, 9, 3, 3, 1, "valid"),
+    (1, 3, 9, 9, 5, 3, 2, "same"),
+    (2, 1, 9, 9, 2, 4, 1, "same"),
+    (1, 2, 6, 7, 17, 3, 2, 1),
+]
+
+
+def _emulate(kernel, grid, block, *args):
+    simtlab.emulate(kernel, grid, block, *args, trace=False)
+
+
+def _inputs(shape, seed=0):
+    b, c, h, w, m, k = shape[:6]
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((b, c, h, w)).astype(np.float32),
+            rng.standard_normal((m, c, k, k)).astype(np.float32))
+
+
+def _loop_reference(x, w, stride, pad, ho, wo):
+    b, c, h, wd = x.shape
+    m, _, k, _ = w.shape
+    y = np.zeros((b, m, ho, wo))
+    for bi in range(b):
+        for mi in range(m):
+            for oy in range(ho):
+                for ox in range(wo):
+                    for ci in range(c):
+                        for p in range(k):
+                            for q in range(k):
+                                iy, ix = oy * stride + p - pad, ox * stride + q - pad
+                                if 0 <= iy < h and 0 <= ix < wd:
+                                    y[bi, mi, oy, ox] += x[bi, ci, iy, ix] * w[mi, ci, p, q]
+    return y
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_reference_matches_the_seven_loops(shape):
+    x, w = _inputs(shape)
+    stride, padding = shape[6], shape[7]
+    ho, wo, pad = K.conv_geometry(x.shape[2], x.shape[3], w.shape[2], stride, padding)
+    want = _loop_reference(x, w, stride, pad, ho, wo)
+    np.testing.assert_allclose(K.conv2d_cpu(x, w, stride, padding), want, rtol=1e-5, atol=1e-5)
+
+
+def test_geometry_of_the_seed_layers():
+    assert K.conv_geometry(86, 86, 7) == (80, 80, 0)                     # ECE408 C1
+    assert K.conv_geometry(40, 40, 7) == (34, 34, 0)                     # ECE408 C3
+    assert K.conv_geometry(100, 100, 5, stride=5) == (20, 20, 0)         # the lab report's layer
+    assert K.conv_geometry(56, 100, 8, padding="same") == (56, 100, 3)   # electrode CNN, 8x8 'same'
+    assert K.conv_geometry(9, 9, 3, stride=2, padding="same") == (5, 5, 1)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(h=5, w=5, k=7), "does not fit"),
+    (dict(h=9, w=9, k=3, stride=0), "stride"),
+    (dict(h=9, w=9, k=3, padding="full"), "padding must be"),
+    (dict(h=8, w=9, k=3, stride=2, padding="same"), "same padding|rows but"),
+])
+def test_geometry_errors_name_the_problem(bad, match):
+    with pytest.raises(ValueError, match=match):
+        K.conv_geometry(**bad)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_im2col_matrix_times_weights_is_the_convolution(shape):
+    x, w = _inputs(shape)
+    stride, padding = shape[6], shape[7]
+    cols = K.im2col_cpu(x, w.shape[2], stride, padding)
+    ho, wo, _ = K.conv_geometry(x.shape[2], x.shape[3], w.shape[2], stride, padding)
+    y = (w.reshape(w.shape[0], -1).astype(np.float64) @ cols).reshape(w.shape[0], x.shape[0], ho, wo)
+    np.testing.assert_allclose(y.transpose(1, 0, 2, 3), K.conv2d_cpu(x, w, stride, padding), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("version", [v for v in K.EMULATED if not v.startswith("v0")])
+def test_every_version_matches_the_reference_on_the_emulator(version, shape):
+    x, w = _inputs(shape)
+    stride, padding = shape[6], shape[7]
+    want = K.conv2d_cpu(x, w, stride, padding, relu=version.startswith("v1"))
+    got = K.conv_with(version, x, w, _emulate, stride, padding, max_blocks=3)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_unroll_kernel_writes_the_cpu_unrolled_matrix():
+    shape = SHAPES[1]
+    x, w = _inputs(shape)
+    cols = np.full((x.shape[1] * 9, 25), np.nan, np.float32)
+    K.conv_with("v2 im2col + GEMM", x, w, _emulate, 2, "same", cols=cols)
+    np.testing.assert_array_equal(cols, K.im2col_cpu(x, 3, 2, "same"))
+
+
+def test_seed_grid_stride_leaves_outputs_unwritten_and_v1_does_not():
+    x, w = _inputs((2, 2, 12, 12, 3, 3, 1, "valid"), seed=3)
+    x, w = np.abs(x), np.abs(w)                            # every true output > 0
+    want = K.conv2d_cpu(x, w, relu=True)
+    seed = K.conv_with("v0 seed grid-stride", x, w, _emulate, max_blocks=2)
+    fixed = K.conv_with("v1 direct", x, w, _emulate, max_blocks=2)
+    written = (seed != 0).ravel()
+    assert written[:2 * K.BLOCK].all() and not written[2 * K.BLOCK:].any()
+    np.testing.assert_allclose(fixed, want, rtol=1e-5)
+    # with one thread per output the bug hides: the seed's own launch had more threads than outputs
+    np.testing.assert_allclose(K.conv_with("v0 seed grid-stride", x, w, _emulate), want, rtol=1e-5)
+
+
+def test_const_weights_refuse_a_filter_larger_than_constant_memory():
+    with pytest.raises(ValueError, match="constant memory"):
+        K.make_conv_v4_const_weights(np.zeros((64, 64, 3, 3), np.float32))
+
+
+def test_napkin_math_of_lenet_c1():
+    n = K.layer_numbers(10_000, 1, 86, 86, 4, 7)
+    assert n["flops"] == 2 * 10_000 * 4 * 80 * 80 * 49
+    assert n["bytes"] == (10_000 * 86 * 86 + 4 * 49 + 10_000 * 4 * 80 * 80) * 4
+    assert n["unrolled_bytes"] == 49 * 10_000 * 80 * 80 * 4
+    assert n["duplication"] == pytest.approx(49 * 80 * 80 / (86 * 86))
+
+
+def test_unknown_version_is_named():
+    with pytest.raises(ValueError, match="the versions are"):
+        K.conv_with("v9", np.zeros((1, 1, 3, 3), np.float32), np.zeros((1, 1, 3, 3), np.float32), _emulate)
+
+
+def _cu_signatures():
+    """name -> list of parameter types of every extern "C" kernel in kernels/conv.cu (macros expanded
+    for the v5 instantiations)."""
+    import re
+
+    from simtlab.cuda_source import cu_path
+
+    src = cu_path("conv").read_text()
+    sigs = {}
+    for name, params in re.findall(r'extern "C" __global__ void\s+(\w+)\(([^)]*)\)', src):
+        sigs[name] = [" ".join(p.split()[:-1]) for p in params.replace("\n", " ").split(",")]
+    for c, m, k, tx, th, tw in re.findall(r"^CONV_V5\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
+        sigs[K.v5_name(int(c), int(m), int(k), (int(tx), int(th), int(tw)))] = \
+            ["const float* __restrict__", "float* __restrict__"] + ["int"] * 5
+    return sigs
+
+
+@pytest.mark.parametrize("version", [v.label for v in K.VERSIONS if v.cuda_c])
+@pytest.mark.parametrize("layer", [K.LENET_C1, K.LENET_C3])
+def test_cuda_c_launches_match_the_kernels_signatures(version, layer, monkeypatch):
+    """Without a GPU: every CUDA C launch of a plan names a kernel of conv.cu and passes arrays for
+    its pointers, np.int32 for its ints and np.int64 for its long longs, in order."""
+    from simtlab.versions import find
+
+    monkeypatch.setattr(K, "_const_weights_cuda_c", lambda w: None)      # needs a GPU
+    sigs = _cu_signatures()
+    x = np.zeros((3, layer["C"], layer["H"], layer["W"]), np.float32)
+    w = np.zeros((layer["M"], layer["C"], layer["K"], layer["K"]), np.float32)
+    launches, y = find(K.VERSIONS, version).launches("cuda-c", np, x, w)
+    for step in launches:
+        assert step.kernel in sigs, f"{step.kernel} is not a kernel of conv.cu"
+        params = sigs[step.kernel]
+        assert len(step.args) == len(params), f"{step.kernel}: {len(step.args)} arguments for {params}"
+        for arg, param in zip(step.args, params):
+            if "*" in param:
+                assert isinstance(arg, np.ndarray) and arg.dtype == np.float32, (step.kernel, param, arg)
+            elif param.endswith("long long"):
+                assert isinstance(arg, np.int64), (step.kernel, param, type(arg))
+            else:
+                assert param.endswith("int") and isinstance(arg, np.int32), (step.kernel, param, type(arg))
+
+
+def test_numba_launches_pass_no_numpy_sizes():
+    """numba kernels read sizes from shapes: a plan's numba launches carry no NumPy integers
+    (those would be dropped on the GPU and leave a kernel one argument short)."""
+    x = np.zeros((2, 2, 9, 9), np.float32)
+    w = np.zeros((3, 2, 3, 3), np.float32)
+    for v in K.VERSIONS:
+        if v.numba:
+            launches, _ = v.launches("numba", np, x, w, stride=2, padding="same")
+            for step in launches:
+                assert not any(isinstance(a, np.integer) for a in step.args), (v.label, step.kernel)
