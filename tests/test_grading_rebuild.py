@@ -328,3 +328,35 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     _write_atomic(target, "two\n")
     assert target.read_text() == "two\n"
     assert [p.name for p in target.parent.iterdir()] == ["gradebook.csv"]
+
+
+def _iso(passed: dict, complete=True, killed=False):
+    from simtlab.grading.isolated import IsolatedResult
+
+    return IsolatedResult(checks={cid: {"passed": ok, "message": "" if ok else "AssertionError: no", "timed_out": False}
+                                  for cid, ok in passed.items()}, complete=complete, killed=killed)
+
+
+def test_points_come_from_the_isolated_run_not_from_nbval(master):
+    """nbval's run says every cell passed (a kernel a student fooled); the isolated run decides."""
+    ok = [_cell("t.square.check"), _cell("t.square.negative"), _cell("t.mean.check")]
+    run = RunResult(cells=ok, started=True, ended=True)
+    iso = _iso({"t.square.check": True, "t.square.negative": False, "t.square.hidden": False, "t.mean.check": False})
+    s = score_chapter(master, rebuild(master, answered(GOOD_SQUARE, GOOD_MEAN)), run, GradeOptions(), iso=iso)
+    assert {e: i["points"] for e, i in s["exercises"].items()} == {"t.square": 1, "t.mean": 0}
+    assert not s["grader_error"]
+
+
+def test_lost_nbval_results_are_a_flag_not_a_grader_error(master):
+    """A results file deleted under nbval's run used to be a grader error on every run."""
+    run = RunResult(cells=[], started=False, ended=False, returncode=1)
+    iso = _iso({"t.square.check": True, "t.square.negative": True, "t.square.hidden": True, "t.mean.check": True})
+    s = score_chapter(master, rebuild(master, answered(GOOD_SQUARE, GOOD_MEAN)), run, GradeOptions(), iso=iso)
+    assert not s["grader_error"] and "feedback run lost" in s["flags"]
+    assert {e: i["points"] for e, i in s["exercises"].items()} == {"t.square": 4, "t.mean": 2}
+    # an incomplete isolated run (records missing, or not counted) scores what reported, and says so
+    partial = _iso({"t.square.check": True}, complete=False)
+    s = score_chapter(master, rebuild(master, answered(GOOD_SQUARE, GOOD_MEAN)),
+                      RunResult(cells=[], started=True, ended=True), GradeOptions(), iso=partial)
+    assert "check run incomplete" in s["flags"]
+    assert {e: i["points"] for e, i in s["exercises"].items()} == {"t.square": 1, "t.mean": 0}
