@@ -18,6 +18,7 @@ import csv
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -66,10 +67,13 @@ def main(argv=None) -> int:
         subs.mkdir()
         kinds = make_class(subs, args.students)
         load_before = os.getloadavg()
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "simtlab.cli", "grade", str(subs), "--out", str(out),
                                "--jobs", str(args.jobs)], capture_output=True, text=True)
         seconds = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
         load_after = os.getloadavg()
         with open(out / "gradebook.csv", newline="") as f:
             rows = {r["student"]: r for r in csv.DictReader(f)}
@@ -79,6 +83,11 @@ def main(argv=None) -> int:
     record = {
         "students": args.students, "jobs": args.jobs, "cpus": os.cpu_count(), "seconds": round(seconds, 1),
         "goal_seconds": 600, "met": seconds <= 600, "exit_code": proc.returncode,
+        # CPU time of the grader and everything it started: on a machine shared with other work
+        # the wall time stretches, the CPU time much less; cpu_seconds / jobs is the wall time
+        # on an idle machine with that many cores
+        "cpu_seconds": round(cpu, 1), "cpu_seconds_per_student": round(cpu / args.students, 2),
+        "idle_machine_estimate_seconds": round(cpu / args.jobs, 1),
         "totals_by_kind": {k: sorted(v) for k, v in totals.items()},
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in load_after],

@@ -76,6 +76,11 @@ ATTACKS = {
     "IPython history": ("x = _ih", 1, "`_ih`"),
     "SystemExit": ("def f():\n    raise SystemExit(0)", 2, "`SystemExit`"),
     "a relative import": ("from . import x", 1, "import from `.`"),
+    "numba's CPU compiler (no bounds checks)": ("import numba\n@numba.njit\ndef peek(a, i):\n    return a[i]", 2,
+                                                "`.njit`"),
+    "numba.jit": ("import numba as nb\n@nb.jit\ndef peek(a, i):\n    return a[i]", 2, "`numba.jit`"),
+    "from numba import jit": ("from numba import jit", 1, "`numba.jit`"),
+    "numba's extension API": ("from numba.extending import intrinsic", 1, "`.extending`"),
 }
 
 
