@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
 from ..hardware import H100_SXM, DeviceProperties, occupancy
 from .style import PALETTE, label, new_figure
@@ -45,8 +46,7 @@ def plot_tile_phases(run, block: int = 0):
                 ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
         label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
               f"{int(counts.sum())} loads")
-    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=colours(i + 1), label=f"phase {i}")
-               for i in range(phases_seen)]
+    handles = [Patch(color=colours(i + 1), label=f"phase {i}") for i in range(phases_seen)]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(phases_seen, 8), fontsize="small")
     return fig
 
@@ -123,8 +123,6 @@ def plot_versions(res: dict):
     ax.set_yticks(y, names, fontsize="small")
     ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.25)
     label(ax, "TFLOP/s (2 n^3 FLOPs / median time)", "")
-    from matplotlib.patches import Patch
-
     ax.legend(handles=[Patch(color=PALETTE[0], label="numba-cuda"), Patch(color=PALETTE[1], label="CUDA C"),
                        Patch(color="0.3", label="cuBLAS")], fontsize="small", loc="lower right")
     return fig
