@@ -82,3 +82,14 @@ def test_gemm_widget_switches_versions_and_blocks():
     assert len(w.controls["block"].options) == 4
     w.controls["block"].value = 3
     assert w.figure.value[:8] == b"\x89PNG\r\n\x1a\n" and w.figure.value != first
+
+
+def test_roofline_and_occupancy_points_from_the_recorded_results():
+    res = gpubench.recorded("gemm")
+    points = P.roofline_points(res)
+    # v3 loads 1/16 of a float per FLOP: 4 FLOPs per byte; v1/v2 one float per FLOP: 1/4
+    assert points["v3 shared tiles (CUDA C)"][0] == pytest.approx(4.0, rel=0.01)
+    assert points["v1 naive (numba)"][0] == pytest.approx(0.25) or points["v1 naive (CUDA C)"][0] == pytest.approx(0.25)
+    assert all(tf < P.fp32_peak_tflops() for _, tf, _ in points.values())
+    occ = P.occupancy_points(res)
+    assert occ["v5 numba"][0] == 156 and occ["v5 numba"][1] == 256
