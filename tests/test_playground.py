@@ -319,11 +319,15 @@ def test_controls_rerun_and_cache():
     assert "<table" in _html(_drawn(pg)["compare"])
     pg.controls["size"].value = 512
     assert pg.run.array("x").shape == (512,) and pg.size == 512
+    x512 = pg.outputs["x"].copy()
     pg.controls["size"].value = 256
     cached = pg.run
     pg.controls["size"].value = 512
+    assert np.array_equal(pg.outputs["x"], x512), "the inputs of a size are made once"
     pg.controls["size"].value = 256
     assert pg.run is cached, "a setting seen before is not emulated again"
+    # grid 1 x block 128 since the grid change: the first 128 elements, from these inputs
+    assert np.array_equal(pg.outputs["out"][:128], 3 * pg.inputs[0][:128]), "the cached run belongs to these inputs"
 
 
 def test_resize_changes_a_length_parameter_too():

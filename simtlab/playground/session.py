@@ -72,6 +72,7 @@ class Playground:
         self.outputs: dict = {}
         self._gpu_cache: dict = {}
         self._cache: dict = {}
+        self._inputs_by_size: dict = {}
         self._build_widget()
         self._launch(first=True)
 
@@ -138,6 +139,8 @@ class Playground:
             self.inputs[i] = value.copy() if isinstance(value, np.ndarray) else value
         if args:
             self._cache.clear()
+            self._gpu_cache.clear()
+            self._inputs_by_size.clear()
             self.size = main_length(self.inputs)
         self._sync_controls()
         self._launch(key=None if args else self._key())
@@ -147,7 +150,11 @@ class Playground:
         """Run again with input size ``n`` (see ``inputs.resize`` for what changes)."""
         if self.size is None:
             raise ValueError(f"{self.kernel_name} has no 1-D array argument whose size could change")
-        self.inputs, self.recipes = resize(self.inputs, self.recipes, self.size, int(n), self.rng)
+        # the inputs of each size are made once: a cached run of that size was made from them
+        self._inputs_by_size.setdefault(self.size, (self.inputs, self.recipes))
+        if int(n) not in self._inputs_by_size:
+            self._inputs_by_size[int(n)] = resize(self.inputs, self.recipes, self.size, int(n), self.rng)
+        self.inputs, self.recipes = self._inputs_by_size[int(n)]
         self.size = int(n)
         self._sync_controls()
         self._launch(key=self._key())
