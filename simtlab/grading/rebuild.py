@@ -347,7 +347,6 @@ def _tampering(master: Master, sub_cells, by_sid, out: Rebuilt) -> list[str]:
     """Flags for the changes a student made outside the answer cells (they are all undone)."""
     flags = []
     edited, deleted, other_edited, other_deleted = [], [], [], []
-    order = []
     for tcell in master.student.cells:
         meta = _meta(tcell)
         sid, role = meta.get("id"), meta.get("role")
@@ -368,7 +367,6 @@ def _tampering(master: Master, sub_cells, by_sid, out: Rebuilt) -> list[str]:
         sid = _meta(tcell).get("id")
         if sid in by_sid:
             positions.append((by_sid[sid][0], sid))
-            order.append(sid)
     reordered = [sid for (p, sid), (q, _) in zip(positions[1:], positions[:-1]) if p < q]
     if edited:
         flags.append("check edited: " + ", ".join(edited))
