@@ -79,8 +79,8 @@ def shared_module_constant(a):
 def shared_constant_also_in_an_item_assignment(a):
     # `s[0 // TILE] = ...` reads TILE; it does not make TILE a variable
     s = cuda.shared.array(TILE, float32)
-    s[0 // TILE] = 1.0
-    a[0] = s[0]
+    s[0 // TILE] = a[1]
+    a[0] = s[0] + 1.0 - a[1]
 
 
 @cuda.jit
