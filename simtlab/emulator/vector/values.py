@@ -46,11 +46,18 @@ def weak(a):
     return Weak(a)
 
 
+_PY_NUMBERS = (int, float, bool)
+
+
 def _unify(a, b):
     """Operands with NumPy's scalar promotion: a weak vector takes the strong side's type."""
     wa, wb = a.__class__ is Weak, b.__class__ is Weak
     if wa and wb:
         return a.a, b.a, True
+    if wa and b.__class__ in _PY_NUMBERS:
+        return a.a, b, True
+    if wb and a.__class__ in _PY_NUMBERS:
+        return a, b.a, True
     if wa:
         return _weak_as(a.a, b), b, False
     if wb:
