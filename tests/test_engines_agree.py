@@ -287,3 +287,14 @@ def test_the_kernel_and_exercise_tests_pass_with_both_engines_compared(tmp_path)
             expected = "greenlet" if name in RACY else "vector"
             assert expected in engines[name], (name, engines[name])
     assert sum(engine == "vector" for _, engine, _ in rows) > 300
+
+
+def test_the_environment_picks_the_default_engine(monkeypatch):
+    x = np.zeros(32, np.float32)
+    monkeypatch.setenv("SIMTLAB_ENGINE", "greenlet")
+    assert simtlab.emulate(out_of_bounds, 1, 31, x).engine == "greenlet"
+    monkeypatch.setenv("SIMTLAB_ENGINE", "vector")
+    assert simtlab.emulate(out_of_bounds, 1, 31, x).engine == "vector"
+    monkeypatch.setenv("SIMTLAB_ENGINE", "turbo")
+    with pytest.raises(ValueError, match="SIMTLAB_ENGINE"):
+        simtlab.emulate(out_of_bounds, 1, 31, x)
