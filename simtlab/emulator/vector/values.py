@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from ..conversions import store_converter
+from ..conversions import float_to_int, store_converter
 
 
 class Fallback(Exception):
@@ -180,11 +180,7 @@ def convert_for_store(values, dtype):
         conv = store_converter(dtype)
         return dtype.type(a if conv is None else conv(a))
     if dtype.kind in "iu" and a.dtype.kind == "f":
-        info = np.iinfo(dtype)
-        with np.errstate(invalid="ignore"):
-            t = np.trunc(np.nan_to_num(a, nan=0.0, posinf=float(info.max), neginf=float(info.min)))
-            t = np.clip(t, info.min, info.max)
-        return t.astype(dtype)
+        return float_to_int(a, dtype)
     return a.astype(dtype)
 
 
