@@ -158,6 +158,7 @@ def test_every_numba_version_has_a_cuda_c_twin_with_one_comment_line():
         assert f"void {name}(" in text or f"\n{name}(" in text, name
     # the launch plan's thread counts are the ones the CUDA C kernels were built for
     assert "#define V7_THREADS %d" % G.THREADS7 in text and "__launch_bounds__(%d)" % G.THREADS6 in text
+    assert re.search(r"#define V7_MIN_BLOCKS 2\b", text)      # the tuned default (simtlab/data/gpu_gemm.json)
     with pytest.raises(ValueError, match="only in CUDA C"):
         G.kernel_of("v6 float4 loads")
 

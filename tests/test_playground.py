@@ -298,6 +298,19 @@ def test_progress_bar_appears_only_after_a_second():
     assert quick.updates == 0 and bar.layout.display == "none"
 
 
+def test_a_long_run_fills_the_progress_bar_block_by_block(monkeypatch):
+    import simtlab.playground.progress as progress
+    monkeypatch.setattr(progress, "SHOW_AFTER_S", 0.0)       # as if every block took a second
+    seen = []
+    monkeypatch.setattr(progress.Progress, "__call__",
+                        lambda self, d, t, call=progress.Progress.__call__: (seen.append((d, t)), call(self, d, t)))
+    x = np.ones(16 * 64, np.float32)
+    pg = playground(scale_1d, 16, 64, x, np.zeros_like(x), max_traced_threads=256)   # sampled
+    assert seen[-1] == (16, 16) and len(seen) == 16
+    assert pg.progress_bar.max == 16 and pg.progress_bar.value == 16
+    assert pg.progress_bar.layout.display == "none", "hidden again once the run is over"
+
+
 def test_controls_rerun_and_cache():
     x = np.arange(256, dtype=np.float32)
     pg = playground(scale_1d, 2, 128, x, np.zeros_like(x))
@@ -349,3 +362,16 @@ def test_gpu_tab_with_a_fake_gpu_compares_and_times(monkeypatch):
     assert "0.0 GB/s" in html or "GB/s" in html
     result, _ = pg.gpu_result()
     assert result["gbps"] == pytest.approx(8 * 1024 / 0.5e-3 / 1e9)
+
+
+def test_latency_benchmark_times_a_tab():
+    """benchmarks/playground_latency.py runs (its figures are measured there, not here)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "playground_latency.py"
+    spec = importlib.util.spec_from_file_location("playground_latency", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    kernel, args = bench.kernels()["vector_add"]
+    row = bench.time_tab(kernel, args, tab=5, repeat=1)
+    assert row["tab"] == "source" and row["cold_ms"]["median"] > 0 and row["cached_ms"]["n"] >= 2

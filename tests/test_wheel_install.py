@@ -161,7 +161,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
              "from simtlab.source import show_source\n"
              "print(simtlab.__file__)\n"
              "print(sorted(p.name for p in cu_files()))\n"
-             "print(simtlab.hint('ch03.transpose', 2).levels)\n"
+             "from simtlab.student import hint\nprint(hint('ch03.transpose', 2).levels)\n"
              "print(show_source('scan.cu', 'scan_v2_blelloch').data)\n")
     out = _run([py, "-c", probe], cwd=student, env=env, timeout=120).stdout.splitlines()
     assert out[0].startswith(str(venv)), f"simtlab imported from {out[0]}, not the fresh venv"

@@ -77,6 +77,12 @@ def _module_allowed(module: str, rules: AnswerRules) -> bool:
     return any(module == m or module.startswith(m + ".") for m in rules.allowed_imports)
 
 
+def _allowed_text(rules: AnswerRules) -> str:
+    """'numpy, math, numba and simtlab.kernels': the modules an answer may import."""
+    names = list(rules.allowed_imports)
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def course_names(sources: list[str]) -> tuple[set[str], dict[str, str]]:
     """Names the course's own cells (setup and checks) use or bind, and the modules they import.
 
@@ -239,7 +245,7 @@ class _Vetter(ast.NodeVisitor):
     def visit_Import(self, node):
         for a in node.names:
             if not _module_allowed(a.name, self.rules):
-                self.bad(node, f"import of `{a.name}` (only numpy, math, numba and simtlab.kernels)")
+                self.bad(node, f"import of `{a.name}` (only {_allowed_text(self.rules)})")
             elif "." in a.name and not a.asname:
                 self.bad(node, f"`import {a.name}` binds `{a.name.split('.')[0]}`: write "
                                f"`from {a.name.rsplit('.', 1)[0]} import {a.name.rsplit('.', 1)[1]}`")
@@ -252,7 +258,7 @@ class _Vetter(ast.NodeVisitor):
         module = node.module or ""
         if node.level or not _module_allowed(module, self.rules) and not (
                 module == "simtlab" and all(a.name == "kernels" for a in node.names)):
-            self.bad(node, f"import from `{'.' * node.level}{module}` (only numpy, math, numba and simtlab.kernels)")
+            self.bad(node, f"import from `{'.' * node.level}{module}` (only {_allowed_text(self.rules)})")
             return
         for part in module.split(".")[1:]:
             self._attribute(node, part)

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import backend
 from ..emulator import EmulationError, emulate
+from ..emulator import vector
 from ..emulator.binding import plain_function
 from ..emulator.limits import as_dim3
 from .controls import block_options, grid_options, size_options
@@ -89,12 +90,16 @@ class Playground:
             self.run, self.error, self.outputs, self.elapsed = self._cache[key]
             self._after_run()
             return
-        progress = Progress(self.progress_bar, f"emulating {self.kernel_name}")
+        trace_blocks = self._trace_blocks(self.griddim, self.blockdim)
+        # A progress report (like a sampled trace) makes the emulator run block by block on its
+        # greenlet engine; a kernel the vector engine runs needs none: it is done in a blink.
+        slow = trace_blocks is not None or vector.why_not(plain_function(self.kernel)) is not None
+        progress = Progress(self.progress_bar, f"emulating {self.kernel_name}", standalone=first)
         t0 = time.perf_counter()
         error, run = None, None
         try:
             run = emulate(self.kernel, self.griddim, self.blockdim, *args, shared_bytes=self.shared_bytes,
-                          trace_blocks=self._trace_blocks(self.griddim, self.blockdim), progress=progress)
+                          trace_blocks=trace_blocks, progress=progress if slow else None)
         except EmulationError as exc:
             error, run = exc, getattr(exc, "run", None)
         finally:

@@ -23,8 +23,12 @@ DPI = 80
 
 
 def _png(fig) -> bytes:
-    from ..widgets.figure_image import figure_to_png
-    return figure_to_png(fig, dpi=DPI)
+    """The figure as PNG bytes, compressed lightly (zlib level 1: the image travels to the
+    browser once, and level 6, the default, costs more time than it saves bytes)."""
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
 
 
 def _note(text: str) -> widgets.HTML:
@@ -239,7 +243,8 @@ class SourceTab(Tab):
         if not _has_trace(pg.run):
             self.box.children = [_note("no trace: the launch did not start")]
             return
-        self.box.children = [widgets.HTML(source_view_html(pg.run, error=pg.error))]
+        run, error = pg.run, pg.error
+        self.box.children = [widgets.HTML(self.memo(run, (id(error),), lambda: source_view_html(run, error=error)))]
 
 
 class GpuTab(Tab):
