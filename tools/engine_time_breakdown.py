@@ -2,11 +2,13 @@
 
     python tools/engine_time_breakdown.py
 """
-import sys, time
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks"))
-import simtlab
-from simtlab.emulator import launch as L, vector
-from simtlab.emulator.run import Run
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import simtlab  # noqa: E402
+from simtlab.emulator import vector
 from emulator_vs_simulator import make_case
 for name in ("reduction", "gemm64", "conv", "shuffle"):
     k, g, b, args, check, _ = make_case(name)
