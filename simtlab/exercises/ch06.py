@@ -50,12 +50,10 @@ def _reference(a, b):
 
 def _compare(c, a, b, context):
     k = a.shape[1]
-    try:
+    with failing_in(context, "On sizes that are not multiples of the tile, threads whose row or column lies "
+                    "outside A or B must load 0 into the tile (not skip the load: the tile would keep the previous "
+                    "phase's values) and must not store."):
         compare_arrays(c, _reference(a, b), "c", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
-    except CheckFailed as e:
-        raise CheckFailed(f"{context}\n{e}\nOn sizes that are not multiples of the tile, threads whose row or "
-                          "column lies outside A or B must load 0 into the tile (not skip the load: the "
-                          "tile would keep the previous phase's values) and must not store.") from None
 
 
 def _global(run, position: int) -> str:
@@ -172,13 +170,14 @@ def check_bias_epilogue(gemm_bias_act) -> None:
             with failing_in(context):
                 run = run_student_kernel(gemm_bias_act, grid, (TILE, TILE), w, x, p, bias, use_bias, act)
             want = dense_layer_cpu(w, x, bias if use_bias else None, act_name)
-            try:
+            def lost_bias(_, p=p, use_bias=use_bias):
+                if use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k):
+                    return ("That is the layer without its bias: the seed's bug. The value stored must be the "
+                            "one after the bias (and the activation).")
+                return None
+
+            with failing_in(context, lost_bias):
                 compare_arrays(p, want, "p", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
-            except CheckFailed as e:
-                lost = use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k)
-                extra = ("\nThat is the layer without its bias: the seed's bug. The value stored must be the "
-                         "one after the bias (and the activation)." if lost else "")
-                raise CheckFailed(f"{context}\n{e}{extra}") from None
             stores = len(run.accesses(_global(run, 2), "write"))
             if stores != m * n:
                 raise CheckFailed(f"{context}\nThe values are right, but the kernel made {stores} stores to p for "
