@@ -181,22 +181,35 @@ def plot_sweep(res: dict):
 
 
 def plot_registers_occupancy(kernels: dict, props: DeviceProperties = H100_SXM):
-    """Occupancy against registers per thread for each block size the kernels use, with each
-    kernel placed on its curve. ``kernels``: label -> (registers, threads per block, shared
-    bytes per block)."""
+    """Occupancy against registers per thread, one curve per block size the kernels use (with
+    the most shared memory any of them asks), each kernel placed at its own registers and shared
+    memory. ``kernels``: label -> (registers, threads per block, shared bytes per block)."""
     fig, ax = new_figure(f"Registers per thread against occupancy on the {props.name}")
     regs = np.arange(16, props.max_registers_per_thread + 1)
-    styles = {}
-    for threads, shared in sorted({(t, s) for _, t, s in kernels.values()}):
+    colours = {}
+    for i, threads in enumerate(sorted({t for _, t, _ in kernels.values()})):
+        shared = max(s for _, t, s in kernels.values() if t == threads)
         occ = [occupancy(threads, int(r), shared, props).occupancy * 100 for r in regs]
-        line, = ax.plot(regs, occ, lw=1.2, label=f"{threads} threads, {shared / 1024:.1f} KiB shared per block")
-        styles[(threads, shared)] = line.get_color()
-    for name, (r, t, s) in kernels.items():
+        colours[threads] = PALETTE[i % len(PALETTE)]
+        ax.plot(regs, occ, lw=1.5, color=colours[threads],
+                label=f"blocks of {threads} threads ({shared / 1024:.1f} KiB shared)")
+    crowded = []                 # kernels with few registers sit on one spot: one label for them
+    for k, (name, (r, t, s)) in enumerate(sorted(kernels.items(), key=lambda kv: kv[1][0])):
         o = occupancy(t, int(r), s, props)
-        ax.scatter([r], [o.occupancy * 100], color=styles[(t, s)], s=45, zorder=3, edgecolor="black")
-        ax.annotate(name, (r, o.occupancy * 100), xytext=(4, 4), textcoords="offset points", fontsize="x-small")
-    ax.set_ylim(0, 105)
+        ax.scatter([r], [o.occupancy * 100], color=colours[t], s=45, zorder=3, edgecolor="black")
+        if r < 40:
+            crowded.append((name, r, o.occupancy * 100))
+            continue
+        ax.annotate(f"{name} ({r})", (r, o.occupancy * 100), xytext=(6, 6 + 11 * (k % 3)), textcoords="offset points",
+                    fontsize="x-small", arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"})
+    if crowded:
+        regs_seen = [r for _, r, _ in crowded]
+        ax.annotate(f"{', '.join(sorted({n.split()[0] for n, _, _ in crowded}))}: {min(regs_seen)}-{max(regs_seen)} registers",
+                    (crowded[0][1], crowded[0][2]), xytext=(10, -22), textcoords="offset points", fontsize="x-small")
+    ax.set_ylim(0, 115)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper right")
     label(ax, "registers per thread", f"occupancy (% of {props.max_warps_per_sm} warps per SM)")
     return fig
+
+
