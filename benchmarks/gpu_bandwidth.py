@@ -5,7 +5,8 @@
 
 For each topic (``simtlab/gpubench/<topic>.py``) every version is first checked against the
 CPU reference at an odd size, then timed at n = 2^28 float32 elements with CUDA events
-(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28). The
+(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28) timed
+L2-cold (4x the L2 of junk written before each timed run). The
 bandwidth is the version's napkin-math bytes over its median time (TFLOP/s its FLOPs, where the topic's table gives them); the ratio is against the
 library reference timed in the same run (``cupy.sum`` = CUB DeviceReduce, ``cupy.cumsum`` =
 CUB DeviceScan, a device-to-device copy).

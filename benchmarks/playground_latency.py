@@ -12,7 +12,9 @@ observer has re-run and redrawn, as in the kernel when the front end sends a cha
 The breakdown of one cold update is measured in the same run, stage by stage: the traced
 emulation (``emulate``), the analyses (``run.metrics``), the tab's drawing; and the untraced
 emulation (``trace=False``) as the reference for what tracing adds. The goal is 200 ms
-(issue 12). This box may be shared: the load average at the start and end is recorded.
+(issue 12). This box may be shared: the load average at the start and end is recorded, and
+chapter 1's mapping widget (one figure redrawn per change, the course's simplest widget) is
+timed in the same run as a reference: ``ratio_to_reference`` is what a box's load cancels.
 """
 
 from __future__ import annotations
@@ -117,10 +119,25 @@ def breakdown(kernel, args, repeat: int) -> dict:
     return {k: _ms(statistics.median(v)) for k, v in stages.items()}
 
 
+def reference(repeat: int) -> float:
+    """Median time of one change of chapter 1's mapping widget (block_x), figure not cached."""
+    from simtlab.widgets import mapping_widget
+
+    times = []
+    for _ in range(repeat):
+        w = mapping_widget()                       # a fresh widget: its drawings are not cached
+        for v in (8, 2, 16):
+            t0 = time.perf_counter()
+            w.controls["block_x"].value = v
+            times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def run(repeat: int = 3) -> dict:
     from simtlab.playground.tabs import TITLES
 
     load_start = os.getloadavg()
+    ref_before = reference(repeat)
     rows, parts = [], {}
     for name, (kernel, args) in kernels().items():
         parts[name] = breakdown(kernel, args, repeat)
@@ -131,7 +148,13 @@ def run(repeat: int = 3) -> dict:
             print(f"{name:11s} {row['tab']:15s} cold {row['cold_ms']['median']:7.1f} ms "
                   f"(max {row['cold_ms']['max']:.1f}), cached {row['cached_ms']['median']:7.1f} ms", flush=True)
         print(f"{name}: one update, stage by stage (ms): {parts[name]}", flush=True)
+    ref = statistics.median([ref_before, reference(repeat)])
+    for row in rows:
+        row["cold_ratio_to_reference"] = round(row["cold_ms"]["median"] / (ref * 1e3), 2)
+    print(f"reference: chapter 1's mapping widget, one change: {ref * 1e3:.1f} ms", flush=True)
     return {
+        "reference": "chapter 1 mapping_widget, one block_x change (median, ms)",
+        "reference_ms": _ms(ref),
         "date": datetime.date.today().isoformat(), "python": platform.python_version(),
         "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
         "load_average_start": [round(x, 2) for x in load_start],

@@ -7,7 +7,6 @@ access; ``simtlab.launch`` runs it on the GPU when one is usable, else on the em
 from .emulator import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
                        UntracedSourceWarning, WarpCollectiveError, emulate)
-from .exercises import NotWrittenYet, hint  # what a student answer cell's stub imports
 
 __version__ = "0.1.0"
 
@@ -54,5 +53,4 @@ _register_magic_in_notebook()
 
 __all__ = ["playground", "load_ipython_extension", "emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
-           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "NotWrittenYet", "hint",
-           "__version__"]
+           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__"]

@@ -298,6 +298,19 @@ def test_progress_bar_appears_only_after_a_second():
     assert quick.updates == 0 and bar.layout.display == "none"
 
 
+def test_a_long_run_fills_the_progress_bar_block_by_block(monkeypatch):
+    import simtlab.playground.progress as progress
+    monkeypatch.setattr(progress, "SHOW_AFTER_S", 0.0)       # as if every block took a second
+    seen = []
+    monkeypatch.setattr(progress.Progress, "__call__",
+                        lambda self, d, t, call=progress.Progress.__call__: (seen.append((d, t)), call(self, d, t)))
+    x = np.ones(16 * 64, np.float32)
+    pg = playground(scale_1d, 16, 64, x, np.zeros_like(x), max_traced_threads=256)   # sampled
+    assert seen[-1] == (16, 16) and len(seen) == 16
+    assert pg.progress_bar.max == 16 and pg.progress_bar.value == 16
+    assert pg.progress_bar.layout.display == "none", "hidden again once the run is over"
+
+
 def test_controls_rerun_and_cache():
     x = np.arange(256, dtype=np.float32)
     pg = playground(scale_1d, 2, 128, x, np.zeros_like(x))
@@ -306,11 +319,15 @@ def test_controls_rerun_and_cache():
     assert "<table" in _html(_drawn(pg)["compare"])
     pg.controls["size"].value = 512
     assert pg.run.array("x").shape == (512,) and pg.size == 512
+    x512 = pg.outputs["x"].copy()
     pg.controls["size"].value = 256
     cached = pg.run
     pg.controls["size"].value = 512
+    assert np.array_equal(pg.outputs["x"], x512), "the inputs of a size are made once"
     pg.controls["size"].value = 256
     assert pg.run is cached, "a setting seen before is not emulated again"
+    # grid 1 x block 128 since the grid change: the first 128 elements, from these inputs
+    assert np.array_equal(pg.outputs["out"][:128], 3 * pg.inputs[0][:128]), "the cached run belongs to these inputs"
 
 
 def test_resize_changes_a_length_parameter_too():
@@ -349,3 +366,48 @@ def test_gpu_tab_with_a_fake_gpu_compares_and_times(monkeypatch):
     assert "0.0 GB/s" in html or "GB/s" in html
     result, _ = pg.gpu_result()
     assert result["gbps"] == pytest.approx(8 * 1024 / 0.5e-3 / 1e9)
+
+
+def test_latency_benchmark_times_a_tab():
+    """benchmarks/playground_latency.py runs (its figures are measured there, not here)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "playground_latency.py"
+    spec = importlib.util.spec_from_file_location("playground_latency", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    kernel, args = bench.kernels()["vector_add"]
+    row = bench.time_tab(kernel, args, tab=5, repeat=1)
+    assert row["tab"] == "source" and row["cold_ms"]["median"] > 0 and row["cached_ms"]["n"] >= 2
+
+
+def test_prefetch_makes_the_neighbouring_launches_cache_hits():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True).wait_for_prefetch(120)
+    size = 512
+    expected = {((4, 1, 1), (96, 1, 1), size), ((4, 1, 1), (256, 1, 1), size),
+                ((2, 1, 1), (128, 1, 1), size), ((8, 1, 1), (128, 1, 1), size)}
+    assert expected <= set(pg._cache), sorted(pg._cache)
+    prefetched = pg._cache[((4, 1, 1), (256, 1, 1), size)][0]
+    pg.controls["block"].value = 256
+    assert pg.run is prefetched and pg.run.blockdim == (256, 1, 1)
+    assert np.array_equal(pg.outputs["out"], 3 * x)
+    assert (id(prefetched), "x", "read", "block") in pg._tabs[0]._memo, "its mapping was drawn ahead"
+    assert bytes(pg.figure.value).startswith(PNG)
+
+
+def test_a_change_during_prefetch_wins():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True)
+    pg.controls["grid"].value = 2            # while the prefetch of the first run may still go on
+    pg.relaunch(x=np.ones(512, np.float32))
+    pg.wait_for_prefetch(120)
+    assert pg.run.griddim == (2, 1, 1)
+    assert np.array_equal(pg.outputs["out"][:256], np.full(256, 3, np.float32))
+    for run, error, outputs, _ in pg._cache.values():
+        assert np.array_equal(outputs["x"], np.ones(512, np.float32)), "no run of the old input was kept"
+
+
+def test_prefetch_is_off_outside_a_jupyter_kernel():
+    pg = playground(scale_1d, 1, 32, np.ones(32, np.float32), np.zeros(32, np.float32))
+    assert pg.prefetch is False and pg._prefetch_thread is None

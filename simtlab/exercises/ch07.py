@@ -16,20 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import cdiv, rng, with_context
-from .report import CheckFailed, compare_arrays, passed, poison, run_student_kernel
+from ._common import cdiv, rng
+from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 
 __all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "BLOCK", "TILE"]
 
 BLOCK = 128
 TILE = 16
-
-
-def _call(fn, *args):
-    try:
-        return fn(*args)
-    except NotImplementedError as e:
-        raise CheckFailed(f"You have not written this exercise yet: {e}") from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -44,7 +37,7 @@ def check_layer_numbers(conv_output_size, layer_flops) -> None:
               for _ in range(20)]
     for n, k, s, p in cases:
         want = (n + 2 * p - k) // s + 1
-        got = _call(conv_output_size, n, k, s, p)
+        got = call_student(conv_output_size, "conv_output_size", n, k, s, p)
         if got != want:
             hint = ""
             if got == (n + 2 * p - k) // s:
@@ -60,7 +53,7 @@ def check_layer_numbers(conv_output_size, layer_flops) -> None:
                 int(r.integers(1, 8)), int(r.integers(1, 40)), int(r.integers(1, 40))) for _ in range(10)]
     for name, b, c, m, k, ho, wo in layers:
         want = 2 * b * m * ho * wo * c * k * k
-        got = _call(layer_flops, b, c, m, k, ho, wo)
+        got = call_student(layer_flops, "layer_flops", b, c, m, k, ho, wo)
         if got != want:
             hint = ""
             if got * 2 == want:
@@ -100,19 +93,12 @@ def check_unroll(unroll) -> None:
         grid = cdiv(cols.size, BLOCK)
         context = (f"Input x of shape {shape} (B, C, H, W), {k}x{k} filter, stride {stride}, pad {pad}: "
                    f"cols is {cols.shape[0]} x {cols.shape[1]}; launch of {grid} blocks of {BLOCK} threads.")
-        try:
+        with failing_in(context, "Read x only where 0 <= iy < H and 0 <= ix < W; write 0 elsewhere."):
             run = run_student_kernel(unroll, grid, BLOCK, x, cols, k, wo, stride, pad)
-        except CheckFailed as e:
-            if str(e).startswith("You have not written"):
-                raise
-            raise with_context(e, context, "Read x only where 0 <= iy < H and 0 <= ix < W; write 0 elsewhere.") from None
-        try:
+        with failing_in(context, "Row r = (c, p, q): c = r // (K*K), p = (r % (K*K)) // K, q = r % K. "
+                                 "Column n = (b, oy, ox): b = n // (Ho*Wo), oy = (n % (Ho*Wo)) // Wo, ox = n % Wo."):
             compare_arrays(cols, im2col_cpu(x, k, stride, padding), "cols", rtol=0, atol=0,
                            index_names=("row (c, p, q)", "column (b, oy, ox)"))
-        except CheckFailed as e:
-            raise with_context(e, context, "Row r = (c, p, q): c = r // (K*K), p = (r % (K*K)) // K, q = r % K. "
-                                           "Column n = (b, oy, ox): b = n // (Ho*Wo), oy = (n % (Ho*Wo)) // Wo, "
-                                           "ox = n % Wo.") from None
         writes = run.accesses("cols", "write")
         per_entry = np.bincount(writes.index.astype(np.int64), minlength=cols.size)
         if per_entry.max() > 1:
@@ -145,19 +131,13 @@ def check_implicit_gemm(conv_implicit) -> None:
         context = (f"Input {shape} (B, C, H, W), {m} filters of {k}x{k}, stride {stride}, pad {pad}: "
                    f"grid {grid} of {TILE}x{TILE} threads; the unrolled matrix would be "
                    f"{c * k * k} x {b * ho * wo}.")
-        try:
+        with failing_in(context, "Every thread must store its sb entry in every phase (0.0 outside x "
+                                 "or past the last row), before the barrier."):
             run = run_student_kernel(conv_implicit, grid, (TILE, TILE), x, w, y, stride, pad)
-        except CheckFailed as e:
-            if str(e).startswith("You have not written"):
-                raise
-            raise with_context(e, context, "Every thread must store its sb entry in every phase (0.0 outside x "
-                                           "or past the last row), before the barrier.") from None
-        try:
+        with failing_in(context, "The thread (tx, ty) gathers row r = t*TILE + tx of the unrolled "
+                                 "matrix for column nl = blockIdx.x*TILE + ty, into sb[tx, ty]."):
             compare_arrays(y, conv2d_cpu(x, w, stride, padding), "y", rtol=1e-4, atol=1e-4,
                            index_names=("b", "m", "oy", "ox"))
-        except CheckFailed as e:
-            raise with_context(e, context, "The thread (tx, ty) gathers row r = t*TILE + tx of the unrolled "
-                                           "matrix for column nl = blockIdx.x*TILE + ty, into sb[tx, ty].") from None
         mem = run.memory
         globals_written = {info.name for info in run.arrays if info.space == "global"
                            and ((mem.array == info.id) & (mem.kind == 1) & (mem.space == 0)).any()}

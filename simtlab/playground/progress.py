@@ -12,10 +12,14 @@ class Progress:
     """``progress(done, total)`` callback for ``emulate``: fills ``bar`` (an ipywidgets
     IntProgress, hidden until the run has taken ``SHOW_AFTER_S``); ``close()`` hides it."""
 
-    def __init__(self, bar, description: str = "", show_after: float = SHOW_AFTER_S):
+    def __init__(self, bar, description: str = "", show_after: float | None = None,
+                 standalone: bool = False):
         self.bar = bar
+        # the first run happens before the playground's widget is on the page: the bar is then
+        # shown in the cell's output on its own (inside IPython)
+        self.standalone = standalone
         self.description = description
-        self.show_after = show_after
+        self.show_after = SHOW_AFTER_S if show_after is None else show_after
         self.t0 = time.perf_counter()
         self.shown = False
         self.updates = 0
@@ -28,9 +32,21 @@ class Progress:
             self.shown = True
             self.bar.max = total
             self.bar.layout.display = ""
+            if self.standalone:
+                _display(self.bar)
         self.bar.value = done
         self.bar.description = f"{done}/{total} blocks"
         self.bar.tooltip = self.description
 
     def close(self) -> None:
         self.bar.layout.display = "none"
+
+
+def _display(widget) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        display(widget)

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from ..analysis import bank_conflicts, coalescing
-from ..emulator.memory import KINDS
+from ..simt import KINDS, site_line
 from .style import PALETTE, label, new_figure
 
 SECTOR = 32
@@ -46,7 +46,7 @@ def request_table(run) -> list[dict]:
         keys = np.unique(np.stack([glob.site, glob.array, glob.kind]), axis=1).T
         for site, array, kind in keys:
             pick = (glob.site == site) & (glob.array == array) & (glob.kind == kind)
-            out.append({"space": "global", "line": int(site) & 0xFFFFF, "site": int(site),
+            out.append({"space": "global", "line": int(site_line(site)), "site": int(site),
                         "array": names[int(array)], "kind": KINDS[int(kind)],
                         "requests": int(pick.sum()), "lanes": float(glob.lanes[pick].mean()),
                         "sectors": float(glob.sectors[pick].mean()),
@@ -59,7 +59,7 @@ def request_table(run) -> list[dict]:
         for site, array, kind in keys:
             pick = (shared.site == site) & (shared.array == array) & (shared.kind == kind)
             extra = shared.wavefronts[pick] - shared.ideal[pick]
-            out.append({"space": "shared", "line": int(site) & 0xFFFFF, "site": int(site),
+            out.append({"space": "shared", "line": int(site_line(site)), "site": int(site),
                         "array": names[int(array)], "kind": KINDS[int(kind)],
                         "requests": int(pick.sum()), "lanes": float(shared.lanes[pick].mean()),
                         "wavefronts": float(shared.wavefronts[pick].mean()),

@@ -15,8 +15,7 @@ COMPARED = (("threads", "threads", None), ("blocks", "blocks", None), ("warps", 
             ("shared_requests", "shared warp requests", False),
             ("shared_wavefronts_per_request", "wavefronts per shared request", False),
             ("shared_bank_conflicts", "bank conflicts", False),
-            ("simt_efficiency", "SIMT efficiency", True), ("races", "races", False),
-            ("elapsed_s", "emulator time (s)", None))
+            ("simt_efficiency", "SIMT efficiency", True), ("races", "races", False))
 
 
 def _esc(value) -> str:

@@ -17,9 +17,8 @@ import numpy as np
 
 from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
+from ..simt import WARP_SIZE, make_site, site_code, site_line
 
-WARP_SIZE = 32
-LINE_MASK = 0xFFFFF
 
 #: columns of the source view: (key in a profile row, header, format)
 COLUMNS = (("lane_executions", "thread-lines", "{:,}"),
@@ -33,7 +32,7 @@ COLUMNS = (("lane_executions", "thread-lines", "{:,}"),
 
 
 def _empty_row(site: int) -> dict:
-    return {"site": site, "line": site & LINE_MASK, "lane_executions": 0, "warp_instructions": 0,
+    return {"site": site, "line": int(site_line(site)), "lane_executions": 0, "warp_instructions": 0,
             "simt_efficiency": None, "global_requests": 0, "sectors_per_request": None,
             "shared_requests": 0, "wavefronts_per_request": None, "bank_conflicts": 0,
             "races": 0}
@@ -83,7 +82,7 @@ def line_profile(run) -> dict:
     # a Race names line numbers only: count it on every site of the line it names
     by_line = defaultdict(list)
     for site in rows:
-        by_line[site & LINE_MASK].append(site)
+        by_line[int(site_line(site))].append(site)
     for race in run.races:
         for line in set(race.lines):
             for site in by_line.get(line, []):
@@ -96,7 +95,7 @@ def _function_sources(run, sites) -> list:
     the kernel first; a function whose source cannot be read shows its executed lines only."""
     codes = run._codes
     out = []
-    indices = sorted({s >> 20 for s in sites} | {0}, key=lambda i: (i != 0, i))
+    indices = sorted({int(site_code(s)) for s in sites} | {0}, key=lambda i: (i != 0, i))
     for index in indices:
         code = codes[index] if index < len(codes) else None
         if code is None:
@@ -104,9 +103,9 @@ def _function_sources(run, sites) -> list:
         try:
             lines, first = inspect.getsourcelines(code)
         except (OSError, TypeError):
-            executed = sorted(s & LINE_MASK for s in sites if s >> 20 == index)
+            executed = sorted(int(site_line(s)) for s in sites if site_code(s) == index)
             lines, first = None, None
-            out.append((code.co_name, executed, [run.source(line, site=index << 20 | line)
+            out.append((code.co_name, executed, [run.source(line, site=make_site(index, line))
                                                  for line in executed], index))
             continue
         out.append((code.co_name, list(range(first, first + len(lines))),
@@ -135,7 +134,7 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
         parts.append(f"<tr><td colspan='{len(COLUMNS) + 2}' style='background:#eeeeee'>"
                      f"<i>{html.escape(name)}()</i></td></tr>")
         for number, text in zip(numbers, texts):
-            r = profile.get(index << 20 | number)
+            r = profile.get(make_site(index, number))
             cells = []
             for key, _, fmt in COLUMNS:
                 value = r.get(key) if r else None
