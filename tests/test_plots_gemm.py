@@ -93,3 +93,11 @@ def test_roofline_and_occupancy_points_from_the_recorded_results():
     assert all(tf < P.fp32_peak_tflops() for _, tf, _ in points.values())
     occ = P.occupancy_points(res)
     assert occ["v5 numba"][0] == 156 and occ["v5 numba"][1] == 256
+
+
+def test_sweep_from_gpu_bandwidth_results_in_gb_per_s():
+    # gpu_bandwidth.py's sweep has GB/s of 12 n^2 bytes; 2 n^3 FLOPs in the same time
+    res = {"source": "recorded", "device": "H100 test", "date": "2026-11-24",
+           "sweep": {"sizes": [600, 1200], "gbps": {"v7": [100.0, 50.0]}}}
+    fig = P.plot_sweep(res)
+    assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([10.0, 10.0])

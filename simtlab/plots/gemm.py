@@ -170,8 +170,12 @@ def plot_sweep(res: dict):
     sweep = res.get("sweep")
     if not sweep:
         raise ValueError("these results have no size sweep: run benchmarks/gpu_gemm.py without --no-sweep")
+    series = sweep.get("tflops")
+    if series is None:          # benchmarks/gpu_bandwidth.py records GB/s of 12 n^2 bytes: 2 n^3 FLOPs in the same time
+        series = {name: [g * 1e9 * (2 * s**3) / (12 * s**2) / 1e12 for g, s in zip(values, sweep["sizes"])]
+                  for name, values in sweep["gbps"].items()}
     fig, ax = new_figure(f"SGEMM n x n x n: TFLOP/s against size ({_title_source(res)})")
-    for i, (name, values) in enumerate(sweep["tflops"].items()):
+    for i, (name, values) in enumerate(series.items()):
         ax.plot(sweep["sizes"], values, "o-", color=PALETTE[i % len(PALETTE)], label=name)
     ax.set_xticks(sweep["sizes"], [str(s) for s in sweep["sizes"]])
     ax.grid(True, alpha=0.3)
