@@ -60,14 +60,15 @@ def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
     return props.multiprocessors * FP32_LANES_PER_SM * 2 * props.clock_mhz * 1e6 / 1e12
 
 
-def plot_tile_phases(run, block: int = 0):
+def plot_tile_phases(run, block: int = 0, thread: int | None = None):
     """A and B side by side for one block: each element coloured by the phase (step along K) in
     which the block loaded it, grey where it never did; a number where it was loaded more
-    than once. ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
+    than once; black dots on the elements ``thread`` (its index in the block) loaded itself.
+    ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
     from ..analysis.gemm import loads_per_element, tile_map
 
-    fig, axes = new_figure(f"{run.kernel_name}: what block {block} loads, phase by phase", ncols=2,
-                           figsize=(9.0, 4.5))
+    who = f"block {block}" + (f" (dots: thread {thread})" if thread is not None else "")
+    fig, axes = new_figure(f"{run.kernel_name}: what {who} loads, phase by phase", ncols=2, figsize=(9.0, 4.5))
     phases_seen = 0
     images = {}
     for name in ("a", "b"):
@@ -81,9 +82,14 @@ def plot_tile_phases(run, block: int = 0):
         if counts.size <= 64 * 64:
             for r, c in zip(*np.nonzero(counts > 1)):
                 ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
+        if thread is not None:
+            rr, cc = np.nonzero(loads_per_element(run, name, block, thread))
+            ax.scatter(cc, rr, s=14, color="black", zorder=3, label=f"loaded by thread {thread}")
         label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
               f"{int(counts.sum())} loads")
     handles = [Patch(color=colours(i + 1), label=f"phase {i}") for i in range(phases_seen)]
+    if thread is not None:
+        handles.append(axes[0].collections[-1])
     fig.legend(handles=handles, loc="outside lower center", ncols=min(phases_seen, 8), fontsize="small")
     return fig
 
