@@ -21,7 +21,7 @@ import numpy as np
 from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
+__all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
 
 TILE = 16
 #: exercise 6.2: a BM x BN tile of C per block, TM outputs per thread -> BM * BN / TM threads
@@ -87,10 +87,25 @@ def _loads_once_per_block(run, m, n, k, bm, bn, context):
 # ------------------------------------------------------------------------------------------
 # Exercise 6.1: tiled GEMM on odd sizes
 # ------------------------------------------------------------------------------------------
-def check_tiled_gemm(gemm_tiled) -> None:
-    """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads."""
-    r = rng()
-    m, n, k = _odd_shape(r)
+#: the hidden check's shapes (M, N, K): one element, exactly one tile, K a multiple of the tile,
+#: a matrix thinner than a tile, and a long K
+HIDDEN_TILED_SHAPES = [(1, 1, 1), (16, 16, 16), (15, 33, 64), (70, 3, 5), (18, 17, 131)]
+
+
+def check_tiled_gemm(gemm_tiled, shapes=None, seed=None) -> None:
+    """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads
+    (one random odd shape, or each of ``shapes``)."""
+    r = rng() if seed is None else np.random.default_rng(seed)
+    for m, n, k in shapes or [_odd_shape(r)]:
+        _check_tiled_once(gemm_tiled, r, m, n, k)
+
+
+def hidden_check_tiled_gemm(gemm_tiled) -> None:
+    """The graded twin of :func:`check_tiled_gemm`: edge shapes the visible check never draws."""
+    check_tiled_gemm(gemm_tiled, shapes=HIDDEN_TILED_SHAPES, seed=14_06)
+
+
+def _check_tiled_once(gemm_tiled, r, m, n, k) -> None:
     a, b = _matrices(r, m, n, k)
     c = poison((m, n))
     grid = (cdiv(n, TILE), cdiv(m, TILE))
