@@ -144,6 +144,9 @@ def cases(layer: str = "C1") -> list[Case]:
         label = "v6 image per block tw{} nt{} (cuda-c)".format(*tile)
         out.append(_case(layer, label, "cuda-c",
                          lambda x, w, t=tile: conv_runner("v6 image per block", "cuda-c", x, w, config=t)))
+    first = V6_TILES[(s["C"], s["M"], s["K"])][0]
+    out.append(_case(layer, "v6 image per block tw{} nt{} (numba)".format(*first), "numba",
+                     lambda x, w, t=first: conv_runner("v6 image per block", "numba", x, w, config=t)))
     return out
 
 
