@@ -5,7 +5,8 @@
 
 For each topic (``simtlab/gpubench/<topic>.py``) every version is first checked against the
 CPU reference at an odd size, then timed at n = 2^28 float32 elements with CUDA events
-(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28). The
+(warm-up, batches of launches, median of 15), and over a size sweep (2^16 .. 2^28) timed
+L2-cold (4x the L2 of junk written before each timed run). The
 bandwidth is the version's napkin-math bytes over its median time (TFLOP/s its FLOPs, where the topic's table gives them); the ratio is against the
 library reference timed in the same run (``cupy.sum`` = CUB DeviceReduce, ``cupy.cumsum`` =
 CUB DeviceScan, a device-to-device copy).
@@ -31,7 +32,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--topics", nargs="+", default=list(gpubench.TOPICS), choices=gpubench.TOPICS)
-    p.add_argument("--n", type=int, default=gpubench.DEFAULT_N)
+    p.add_argument("--n", type=int, default=None, help="size (default: each topic's, gpubench.sizes)")
     p.add_argument("--no-sweep", action="store_true")
     p.add_argument("--only", nargs="+", help="time only versions whose name contains one of these")
     p.add_argument("--out", type=Path, default=gpubench.RESULTS_PATH)
@@ -44,15 +45,16 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for topic in args.topics:
         print(f"== {topic} ==", flush=True)
-        res = gpubench.run_topic(gpubench.topic_module(topic), n=args.n,
-                                 sweep=None if args.no_sweep else gpubench.SWEEP_SIZES, only=args.only,
+        size = gpubench.sizes(topic)
+        res = gpubench.run_topic(gpubench.topic_module(topic), n=args.n or size["n"], check_n=size["check_n"],
+                                 sweep=None if args.no_sweep else size["sweep"], only=args.only,
                                  log=lambda s: print(s, flush=True))
         data.setdefault("topics", {})[topic] = {**res, **where}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")      # after each topic: keep partial work
     print(f"\n{where['device']}, {where['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
     for topic in args.topics:
-        print(f"\n{topic} (n = {args.n:,}, reference: {data['topics'][topic]['reference']})")
+        print(f"\n{topic} (n = {data['topics'][topic]['n']:,}, reference: {data['topics'][topic]['reference']})")
         print(gpubench.summary_table({**data["topics"][topic], "source": "recorded"}))
     return 0
 

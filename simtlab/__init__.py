@@ -7,7 +7,6 @@ access; ``simtlab.launch`` runs it on the GPU when one is usable, else on the em
 from .emulator import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
                        UntracedSourceWarning, WarpCollectiveError, emulate)
-from .exercises import NotWrittenYet, hint  # what a student answer cell's stub imports
 
 __version__ = "0.1.0"
 
@@ -18,13 +17,40 @@ def __getattr__(name):
     if name in ("gpu_available", "active_backend", "launch", "backend_banner", "show_backend"):
         from . import backend
         return getattr(backend, name)
+    if name == "playground":
+        # the package is callable: simtlab.playground(kernel, ...). Not `from . import`: that
+        # asks this module for the attribute first, which would land here again.
+        import importlib
+        return importlib.import_module(".playground", __name__)
     if name == "show_source":
         from .source import show_source
         return show_source
     raise AttributeError(f"module 'simtlab' has no attribute {name!r}")
 
 
-__all__ = ["emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
+def load_ipython_extension(ipython):
+    """``%load_ext simtlab``: registers the ``%%simt`` cell magic (the kernel playground)."""
+    from .playground.magic import register
+    register(ipython)
+
+
+def _register_magic_in_notebook():
+    # Inside IPython (a notebook), `import simtlab` is enough for %%simt; IPython is not
+    # imported here when it is not already loaded, so plain scripts stay light.
+    import sys
+    if "IPython" not in sys.modules:
+        return
+    try:
+        from IPython import get_ipython
+        ip = get_ipython()
+        if ip is not None and "simt" not in ip.magics_manager.magics["cell"]:
+            load_ipython_extension(ip)
+    except Exception:                  # noqa: BLE001 - a failed registration must not break the import
+        pass
+
+
+_register_magic_in_notebook()
+
+__all__ = ["playground", "load_ipython_extension", "emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
-           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "NotWrittenYet", "hint",
-           "__version__"]
+           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__"]

@@ -201,21 +201,6 @@ class GpuRun:
         return x * y * z
 
 
-class _TaggedRun:
-    """Wraps an emulator Run that will not take a new attribute, adding ``backend``."""
-
-    backend = "emulator"
-
-    def __init__(self, run):
-        object.__setattr__(self, "_run", run)
-
-    def __getattr__(self, name):
-        return getattr(self._run, name)
-
-    def __repr__(self):
-        return f"<emulator {self._run!r}>"
-
-
 def _launch_gpu(kernel, griddim, blockdim, args, options) -> GpuRun:
     import numpy as np
     from numba import cuda
@@ -258,15 +243,10 @@ def launch(kernel, griddim, blockdim, *args, **emulator_options):
     """
     if gpu_available():
         return _launch_gpu(kernel, griddim, blockdim, args, emulator_options)
-    try:
-        from simtlab import emulate
-    except ImportError:
-        from simtlab.emulator import emulate
+    from simtlab.emulator import emulate
+
     run = emulate(kernel, griddim, blockdim, *args, **emulator_options)
-    try:
-        run.backend = "emulator"
-    except (AttributeError, TypeError):
-        run = _TaggedRun(run)
+    run.backend = "emulator"
     return run
 
 

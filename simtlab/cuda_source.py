@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["KERNELS_DIR", "CompileResult", "cu_path", "cu_files", "find_nvcc", "compile_cu",
-           "raw_module", "cu_kernel", "NVRTC_OPTIONS"]
+           "raw_module", "cu_kernel", "source_kernel", "NVRTC_OPTIONS"]
 
 from .paths import KERNELS_DIR  # kernels/ in a checkout, simtlab/kernels/ in a wheel
 #: the options every .cu file is compiled with (NVRTC picks the GPU's own architecture)
@@ -134,3 +134,12 @@ def raw_module(topic: str):
 def cu_kernel(topic: str, name: str):
     """One ``extern "C" __global__`` kernel of ``kernels/<topic>.cu`` as a ``cupy.RawKernel``."""
     return raw_module(topic).get_function(name)
+
+
+@functools.lru_cache(maxsize=32)
+def source_kernel(code: str, name: str):
+    """``extern "C" __global__ void name(...)`` of a CUDA C string (a notebook cell) as a
+    ``cupy.RawKernel``, compiled by NVRTC through ``cupy.RawModule`` once per distinct source."""
+    import cupy
+
+    return cupy.RawModule(code=code, options=NVRTC_OPTIONS).get_function(name)

@@ -155,17 +155,6 @@ def test_launch_passes_emulator_options_and_is_exported(monkeypatch):
     assert run.metrics["global_requests"] is None  # no trace was taken
 
 
-def test_tagged_run_forwards_attributes():
-    class Frozen:
-        __slots__ = ("griddim",)
-
-        def __init__(self):
-            self.griddim = (1, 1, 1)
-
-    tagged = backend._TaggedRun(Frozen())
-    assert tagged.backend == "emulator" and tagged.griddim == (1, 1, 1)
-
-
 def test_launch_shapes():
     assert backend._dim3(4) == (4, 1, 1)
     assert backend._dim3((2, 3)) == (2, 3, 1)

@@ -195,3 +195,50 @@ def test_a_run_that_never_finishes_is_reported_with_the_stuck_cell(lab, browser)
         page.close()
         lab.shutdown_kernels()
         (lab.work / "stuck.ipynb").unlink(missing_ok=True)
+
+
+PLAYGROUND = REPO / "solutions" / "00_playground.ipynb"
+#: what each tab of the playground shows once drawn: an image, or HTML holding this text
+PLAYGROUND_TABS = {"mapping": "img", "memory": "img", "divergence": "img", "races & errors": "race",
+                   "barriers": "img", "source": "scale()", "GPU": "GPU", "compare": "previous run"}
+
+
+@pytest.mark.slow
+def test_playground_tabs_render_in_the_browser(lab, browser):
+    """Chapter 0's main playground: click every tab, each one must show its content (drawn by the
+    kernel when the tab is picked); a screenshot of each goes to artifacts/browser/."""
+    nb = nbformat.read(PLAYGROUND, as_version=4)
+    main = _main_widget_cell(nb)
+    page = browser.new_page(viewport=VIEWPORT)
+    console_errors = []
+    page.on("pageerror", lambda e: console_errors.append(str(e)))
+    try:
+        notebook = NotebookPage(page, lab, PLAYGROUND.name)
+        notebook.open(expected_cells=len(nb.cells) + 1)
+        notebook.run_all()
+        widget = notebook.cells.nth(main)
+        widget.scroll_into_view_if_needed()
+        tab_widget = widget.locator(".widget-tab").first
+        titles = tab_widget.locator(".lm-TabBar-tab")
+        names = [t.strip() for t in titles.all_inner_texts()]
+        assert names == list(PLAYGROUND_TABS), f"the playground's tabs are {names}"
+        problems = []
+        for i, (name, expect) in enumerate(PLAYGROUND_TABS.items()):
+            titles.nth(i).click()
+            shown = tab_widget.locator(".widget-tab-contents > .widget-box:not(.lm-mod-hidden)").first
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if expect == "img":
+                    if shown.locator(".widget-image").count() and notebook.image_hash(shown.locator(".widget-image").first):
+                        break
+                elif expect in shown.inner_text():
+                    break
+                page.wait_for_timeout(100)
+            else:
+                problems.append(f"tab {name!r} showed no {expect!r}: {shown.inner_text()[:200]!r}")
+            notebook.element_screenshot(widget, ARTIFACTS / f"00_playground.tab-{i}.png")
+        assert not problems, "\n".join(problems)
+        assert not console_errors, f"JavaScript errors in the page: {console_errors}"
+    finally:
+        page.close()
+        lab.shutdown_kernels()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from numba import cuda, float32
 
@@ -87,14 +89,112 @@ def test_sequential_rejects_the_interleaved_tree():
     assert "(lanes 0, 2, 4, ..., 30)" in msg
 
 
-def test_sequential_rejects_wrong_padding_and_missing_barrier_and_serial_sum():
+def test_sequential_rejects_wrong_padding_and_serial_sum():
     with pytest.raises(CheckFailed, match=r"(?s)partial: .*element \(block=\d+\)"):
         ch05.check_sequential_tree(tree_no_padding)
-    with pytest.raises(CheckFailed) as e:
-        ch05.check_sequential_tree(R.reduce_v3_missing_barrier)
-    assert "elements have the wrong value" in str(e.value) or "races" in str(e.value)
     with pytest.raises(CheckFailed, match="Do not let one thread add everything"):
         ch05.check_sequential_tree(tree_one_thread)
+
+
+# ---------------------------------------- broken answers: races before values, guard bugs as guard bugs
+@cuda.jit
+def tree_guard_skips_slot(x, partial):
+    # the guard skips the load past the end of x, so those slots are never written
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    if i < x.size:
+        s[t] = x[i]
+    cuda.syncthreads()
+    step = BLOCK // 2
+    while step > 0:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
+@cuda.jit
+def tree_guard_off_by_one(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    s[t] = x[i] if i <= x.size else 0.0
+    cuda.syncthreads()
+    step = BLOCK // 2
+    while step > 0:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        partial[cuda.blockIdx.x] = s[0]
+
+
+@cuda.jit
+def shuffle_no_barrier_after_load(x, partial):
+    s = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    s[t] = x[i] if i < x.size else 0.0
+    step = BLOCK // 2                        # no syncthreads() between the load and the first level
+    while step > 32:
+        if t < step:
+            s[t] += s[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t < 32:
+        v = s[t] + s[t + 32]
+        for offset in (16, 8, 4, 2, 1):
+            v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        if t == 0:
+            partial[cuda.blockIdx.x] = v
+
+
+def test_missing_barrier_in_the_tree_is_reported_as_the_race_not_as_wrong_sums():
+    with pytest.raises(CheckFailed) as e:
+        ch05.check_sequential_tree(R.reduce_v3_missing_barrier)
+    msg = str(e.value)
+    assert msg.startswith("Launch: n = ")
+    assert "Data race on shared array s[" in msg
+    # the two threads and the source line of both accesses
+    assert re.search(r"thread \d+ of block 0 reads it at line \d+ `s\[t\] \+= s\[t \+ step\]` and thread \d+ "
+                     r"writes it at line \d+ `s\[t\] \+= s\[t \+ step\]`", msg), msg
+    assert "end every level with cuda.syncthreads()" in msg
+    assert "wrong value" not in msg and "partial sums" not in msg
+
+
+def test_missing_barrier_after_the_load_is_a_race_naming_reader_and_writer():
+    with pytest.raises(CheckFailed) as e:
+        ch05.check_warp_shuffle(shuffle_no_barrier_after_load)
+    msg = str(e.value)
+    assert "A race: thread 0 of block 0 read s[128] at line" in msg
+    assert "before thread 128 of the block wrote it in the load" in msg
+    assert "uninitialised" not in msg
+
+
+def test_a_guard_that_skips_the_slot_is_a_bounds_check_bug_not_a_barrier_bug():
+    with pytest.raises(CheckFailed) as e:
+        ch05.check_sequential_tree(tree_guard_skips_slot)
+    msg = str(e.value)
+    n = int(re.search(r"n = (\d+) elements", msg).group(1))
+    assert "A bounds-check bug (not a missing barrier)" in msg
+    element = int(re.search(r"It belongs to element x\[(\d+)\], past the end of x \(n = (\d+)\)", msg).group(1))
+    assert element >= n
+    assert "s[t] = x[i] if i < x.size else 0.0" in msg
+    # not the emulator's generic advice to add a barrier
+    assert "uninitialised" not in msg and "put cuda.syncthreads() between" not in msg
+
+
+def test_an_off_by_one_guard_is_a_bounds_check_bug_naming_the_thread():
+    with pytest.raises(CheckFailed) as e:
+        ch05.check_sequential_tree(tree_guard_off_by_one)
+    msg = str(e.value)
+    n = int(re.search(r"n = (\d+) elements", msg).group(1))
+    assert f"reads x[{n}]" in msg                                   # the emulator's own line
+    assert f"A bounds-check bug: thread {n} went out of bounds (n = {n})" in msg
 
 
 # ------------------------------------------------------------------ exercise 2: warp shuffle
@@ -211,6 +311,26 @@ def test_vecmat_rejects_the_seed():
     msg = str(e.value)
     assert "elements of w were never read, the first w[0, 512]" in msg
     assert "k += gridDim.x * blockDim.x" in msg
+
+
+@cuda.jit
+def vecmat_every_thread_writes(v, w, block_out):
+    row = cuda.blockIdx.y
+    k = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    acc = float32(0.0)
+    while k < v.size:
+        acc += w[row, k] * v[k]
+        k += cuda.gridDim.x * cuda.blockDim.x
+    total = block_sum(acc)
+    block_out[row, cuda.blockIdx.x] = total          # every thread writes, not only thread 0
+
+
+def test_vecmat_every_thread_writing_is_reported_as_a_race():
+    with pytest.raises(CheckFailed) as e:
+        ch05.check_vecmat(vecmat_every_thread_writes)
+    msg = str(e.value)
+    assert "Data race on global array block_out[" in msg
+    assert "only thread 0 writes it" in msg and "wrong value" not in msg
 
 
 def test_vecmat_unwritten_partial():

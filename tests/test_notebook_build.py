@@ -67,7 +67,7 @@ def standard_master():
 # stubs
 
 
-IMPORT = "from simtlab import NotWrittenYet, hint\n"
+IMPORT = "from simtlab.student import NotWrittenYet, hint\n"
 
 
 def test_python_region_becomes_a_typed_stub_that_gives_nothing_away():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import group_ids
+from ..simt import WARP_SIZE, group_ids
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -62,3 +62,76 @@ def by_line(mem, space: int = 0) -> dict:
     """Mean sectors per request for each source line: which line is uncoalesced."""
     r = requests(mem, space)
     return {int(line): float(r.sectors[r.line == line].mean()) for line in np.unique(r.line)}
+
+
+# ---------------------------------------------------------------------------------------------
+# one warp request, from its lanes' addresses (the memory-access figure and widget)
+
+
+def strided_addresses(stride: int = 1, size: int = 4, offset: int = 0, base: int = 0) -> np.ndarray:
+    """Byte addresses of ``a[offset + lane*stride]`` for lanes 0..31 (``a`` at ``base``)."""
+    if stride < 0 or size < 1 or offset < 0:
+        raise ValueError("stride and offset must be >= 0 and size >= 1")
+    return base + (offset + np.arange(WARP_SIZE, dtype=np.int64) * stride) * size
+
+
+def _lane_addresses(addresses) -> np.ma.MaskedArray:
+    """Lane addresses as a 32-long masked int array.
+
+    A lane made no access where its entry is masked, ``None`` or negative (-1 is the
+    marker ``request_addresses_from_run`` users may write by hand).
+    """
+    if isinstance(addresses, np.ma.MaskedArray):
+        data = np.ma.getdata(addresses).astype(np.int64)
+        mask = np.ma.getmaskarray(addresses).copy()
+    else:
+        items = list(addresses)
+        mask = np.array([a is None for a in items], dtype=bool)
+        data = np.array([0 if a is None else a for a in items], dtype=np.int64)
+    if len(data) > WARP_SIZE:
+        raise ValueError(f"a warp has {WARP_SIZE} lanes, got {len(data)} addresses")
+    mask |= data < 0
+    pad = WARP_SIZE - len(data)
+    data = np.concatenate([data, np.zeros(pad, dtype=np.int64)])
+    mask = np.concatenate([mask, np.ones(pad, dtype=bool)])
+    return np.ma.array(data, mask=mask)
+
+
+def warp_request_summary(addresses, size: int = 4) -> dict:
+    """Sectors, lines and bytes of one warp request.
+
+    ``addresses``: up to 32 byte addresses, lane 0 first; a masked, ``None`` or negative
+    entry is a lane that made no access. ``size``: bytes each lane reads or writes.
+
+    Returns counts -- ``lanes`` (active lanes), ``sectors`` (distinct 32-byte sectors),
+    ``lines`` (distinct 128-byte lines), ``bytes_requested`` (lanes x size), ``bytes_used``
+    (distinct bytes: lanes reading the same word share it), ``bytes_moved`` (sectors x 32),
+    ``efficiency`` (used / moved), ``min_sectors`` (the fewest sectors that could hold the
+    bytes used: 1 for a broadcast) -- and per lane / per id arrays: ``addresses`` (masked,
+    32 lanes), ``active`` (bool per lane), ``lane_sector``/``lane_line`` (sector / line of
+    each lane's first byte, -1 when inactive), ``sector_ids``/``line_ids`` (sorted ids).
+    """
+    size = int(size)
+    if size < 1:
+        raise ValueError(f"size must be a positive number of bytes, got {size}")
+    addr = _lane_addresses(addresses)
+    active = ~np.ma.getmaskarray(addr)
+    a = np.ma.getdata(addr)[active]
+    # A misaligned access may straddle two sectors: count every sector it covers (as requests() does).
+    first = a // SECTOR_BYTES
+    sector_ids = np.unique(_spans(a, size, SECTOR_BYTES)[1])
+    line_ids = np.unique(_spans(a, size, LINE_BYTES)[1])
+    used = len(np.unique((a[:, None] + np.arange(size)).ravel())) if len(a) else 0
+    moved = len(sector_ids) * SECTOR_BYTES
+    lane_sector = np.full(WARP_SIZE, -1, dtype=np.int64)
+    lane_sector[active] = first
+    lane_line = np.full(WARP_SIZE, -1, dtype=np.int64)
+    lane_line[active] = a // LINE_BYTES
+    return {
+        "lanes": int(active.sum()), "sectors": int(len(sector_ids)), "lines": int(len(line_ids)),
+        "bytes_requested": int(active.sum()) * size, "bytes_used": int(used),
+        "bytes_moved": int(moved), "efficiency": used / moved if moved else 1.0,
+        "min_sectors": -(-int(used) // SECTOR_BYTES), "size": size,
+        "addresses": addr, "active": active, "lane_sector": lane_sector, "lane_line": lane_line,
+        "sector_ids": sector_ids.astype(np.int64), "line_ids": line_ids.astype(np.int64),
+    }

@@ -58,6 +58,8 @@ class OutOfBoundsError(EmulationError):
     """An index outside the array, negative indices included."""
 
     title = "out-of-bounds access"
+    array: str | None = None      # the array's name and the index, when an access (not a launch) failed
+    index = None
 
 
 class BarrierError(EmulationError):
@@ -74,9 +76,11 @@ class WarpCollectiveError(EmulationError):
 
 
 class UninitializedReadError(EmulationError):
-    """A read of shared memory that no thread wrote."""
+    """A read of shared memory that no thread wrote (``array``: its name, ``index``: the element)."""
 
     title = "read of uninitialised shared memory"
+    array: str | None = None
+    index = None
 
 
 class RunawayKernelError(EmulationError):

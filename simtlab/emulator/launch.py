@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .binding import plain_function
-from .errors import LaunchError
+from .errors import EmulationError, LaunchError
 from .launch_spec import MAX_TRACE, Launch
 from .limits import as_dim3, check_launch
 from .run import Run
@@ -16,7 +18,7 @@ from . import vector
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
             max_steps: int = 1_000_000, max_trace: int = MAX_TRACE, checks: bool = True,
-            engine: str = "auto") -> Run:
+            engine: str | None = None, trace_blocks: int | None = None, progress=None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
@@ -27,13 +29,22 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     the end, but negative indices wrap and reads of unwritten shared memory go unnoticed.
     ``engine``: "greenlet" runs each thread as a greenlet (the reference); "vector" runs the
     lanes of whole blocks as NumPy vectors (much faster; kernels within its subset);
-    "auto" (default) picks vector when it can and says why not in ``run.engine_reason``.
+    "auto" picks vector when it can and says why not in ``run.engine_reason``. The default
+    is "auto", or the environment variable SIMTLAB_ENGINE when it is set (for example
+    SIMTLAB_ENGINE=greenlet to run a whole course or test session on the reference engine).
     Either way, any launch the vector engine cannot finish exactly as the greenlet engine
     would (an error, a race, a construct outside its subset) runs again on the greenlet
     engine from the original inputs, so results, traces and error messages are the same.
+    ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with every
+    check, unrecorded: a sample of a large launch; ``run.traced_blocks`` says how many).
+    ``progress(done, total)`` is called after each block. When the kernel fails, the
+    ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
     """
+    if engine is None:
+        engine = os.environ.get("SIMTLAB_ENGINE", "auto")
     if engine not in ("auto", "vector", "greenlet"):
-        raise ValueError("engine must be 'auto', 'vector' or 'greenlet'")
+        raise ValueError(f"engine must be 'auto', 'vector' or 'greenlet', not {engine!r} "
+                         "(from engine= or the environment variable SIMTLAB_ENGINE)")
     if not checks and trace:
         raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
     func = plain_function(kernel)
@@ -62,7 +73,7 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     launch = Launch(func, griddim, blockdim, tuple(kernel_args), tuple(names),
                     shared_bytes=int(shared_bytes), trace=bool(trace), order=order, seed=seed,
                     time_limit=time_limit, max_steps=max_steps, max_trace=max_trace,
-                    checks=checks)
+                    checks=checks, trace_blocks=trace_blocks, progress=progress)
     try:
         trace_ = _run_engines(launch, engine)
     finally:
@@ -75,6 +86,9 @@ def _run_engines(launch: Launch, engine: str):
     reason = None
     if engine == "greenlet":
         reason = "engine='greenlet' was asked for"
+    elif launch.trace_blocks is not None or launch.progress is not None:
+        reason = "a sampled trace (trace_blocks) and progress reports run block by block on " \
+                 "the greenlet engine"
     elif launch.order == "random":
         reason = "order='random' shuffles threads one at a time, which only the greenlet " \
                  "engine does"
@@ -95,7 +109,12 @@ def _run_engines(launch: Launch, engine: str):
             reason = f"the vector engine stopped ({stop}); the greenlet engine reports it"
         for array, saved in inputs:          # start again from the launch's inputs
             array[...] = saved
-    trace_ = Scheduler(launch).run()
+    sched = Scheduler(launch)
+    try:
+        trace_ = sched.run()
+    except EmulationError as exc:
+        exc.run = Run(sched.trace(), launch.func.__name__)   # the trace up to the fault
+        raise
     trace_.engine_reason = reason
     return trace_
 

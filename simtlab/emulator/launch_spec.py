@@ -29,6 +29,8 @@ class Launch:
     max_steps: int = 1_000_000
     max_trace: int = MAX_TRACE
     checks: bool = True
+    trace_blocks: int | None = None   # trace only blocks with a linear id below this (a sample)
+    progress: object = None           # progress(blocks done, blocks) after each block, or None
 
     def __post_init__(self):
         if self.order not in ("in_order", "random"):

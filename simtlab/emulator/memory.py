@@ -238,7 +238,9 @@ class TracedArray:
         else:
             fix = "guard the access with a bounds check such as `if i < " \
                   f"{self.name}.shape[0]:`; the grid has more threads than elements"
-        return self._st.error(OutOfBoundsError, what, frame, fix=fix)
+        err = self._st.error(OutOfBoundsError, what, frame, fix=fix)
+        err.array, err.index = self.name, idx     # for the exercise checks: which array, which element
+        return err
 
     def _bad_index(self, idx, frame):
         return self._st.error(
@@ -246,12 +248,14 @@ class TracedArray:
             frame, fix="indices must be integers: use // for integer division, or int(...)")
 
     def _uninitialised(self, idx, frame):
-        return self._st.error(
+        err = self._st.error(
             UninitializedReadError,
             f"reads {self._describe_index(idx)} of shared array {self.name!r}, which no thread "
             "of this block has written yet", frame,
             fix="if another thread writes this element, put cuda.syncthreads() between that "
                 "write and this read; otherwise initialise the shared array first")
+        err.array, err.index = self.name, idx     # for the exercise checks: whose slot was it?
+        return err
 
 
 def _safe_int(v):

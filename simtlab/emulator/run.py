@@ -26,6 +26,10 @@ class Run:
         self.arrays = list(trace.arrays)
         self.traced = trace.memory_records is not None
         self.lines_traced = trace.line_records is not None
+        # blocks 0..traced_blocks-1 are in the trace (all of them unless emulate(trace_blocks=))
+        tb = launch.trace_blocks
+        self.traced_blocks = 0 if not self.traced else (
+            launch.num_blocks if tb is None else min(launch.num_blocks, int(tb)))
         self.elapsed_s = trace.elapsed_s          # wall time: not a fact about the kernel
         self.engine = trace.engine
         self.engine_reason = trace.engine_reason

@@ -130,6 +130,9 @@ class Scheduler:
         self.time_limit = launch.time_limit
         self.max_steps = launch.max_steps
         self.max_trace = launch.max_trace
+        self.trace_blocks = launch.trace_blocks   # trace only blocks below this linear id (None: all)
+        self.progress = launch.progress           # progress(blocks done, blocks) after each block
+        self._block_traced = True
 
         self.cur: ThreadState | None = None
         self.blockIdx = Dim3(0, 0, 0)
@@ -304,8 +307,10 @@ class Scheduler:
             if self.rng is not None:
                 order = self.rng.permutation(self.nblocks)
             try:
-                for b in order:
+                for done, b in enumerate(order, 1):
                     self._run_block(int(b))
+                    if self.progress is not None:
+                        self.progress(done, self.nblocks)
             except _Stop:
                 # delivered while the scheduler itself was running, between two threads
                 th = self.cur
@@ -326,7 +331,7 @@ class Scheduler:
         except BaseException as exc:          # noqa: BLE001 - reported by the scheduler
             th.exc = exc
         th.status = DONE
-        if self.trace_lines:
+        if self.trace_lines and self._block_traced:
             self.finished_threads.append((th.gtid, th.lines, th.barriers))
 
     def _make_threads(self, b):
@@ -354,6 +359,11 @@ class Scheduler:
         return threads, warps
 
     def _run_block(self, b):
+        if self.trace_blocks is not None:
+            # a sampled launch: blocks past the sample run with every check, unrecorded
+            self._block_traced = b < self.trace_blocks
+            self.rec = (self.memory_records.append if self.trace_memory and self._block_traced
+                        else None)
         threads, warps = self._make_threads(b)
         while True:
             order = warps

@@ -278,8 +278,8 @@ def _variable_locals(fdef: ast.FunctionDef, params: set) -> dict:
 
 
 def _names(target) -> list[str]:
-    """The names an assignment target binds: ``a``, ``a, b``; not the names inside a subscript
-    or attribute target (``s[i * m] = v`` stores into ``s`` and binds neither ``i`` nor ``m``)."""
+    """The names an assignment target binds: ``a``, ``a, b``; not the names an item
+    assignment only reads (``s[i // TILE] = ...`` binds nothing)."""
     if isinstance(target, ast.Name):
         return [target.id]
     if isinstance(target, (ast.Tuple, ast.List)):

@@ -8,9 +8,10 @@ from ..simt import WARP_SIZE
 from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
 
-def rng() -> np.random.Generator:
-    """A generator seeded from the OS: every check call gets new inputs."""
-    return np.random.default_rng()
+def rng(seed: int | None = None) -> np.random.Generator:
+    """A generator seeded from the OS (every check call gets new inputs), or from ``seed``
+    (the hidden checks: the same inputs for every submission)."""
+    return np.random.default_rng(seed)
 
 
 def cdiv(a: int, b: int) -> int:
@@ -52,6 +53,17 @@ def run_1d(kernel, griddim: int, blockdim: int, *args, context: str, oob_hint: s
 
     with failing_in(context, hint):
         return run_student_kernel(kernel, griddim, blockdim, *args, **opts)
+
+
+def race_message(run, race) -> str:
+    """One data race as a student reads it: the element, the two threads, their lines, and how many."""
+    (b1, t1), (b2, t2) = race.threads
+    idx = ", ".join(str(i) for i in race.index)
+    block = f" of block {b1[0]}" if b1 == b2 else ""
+    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]}{block} {race.kinds[0]}s it at "
+            f"line {race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at "
+            f"line {race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
+            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
 
 
 def worst_warp(run):

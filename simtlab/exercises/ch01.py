@@ -20,7 +20,7 @@ import numpy as np
 from ._common import cdiv, describe_launch, plural, rng, run_1d
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_first_kernel", "check_grid_stride", "check_linear_id", "conv2d_relu_reference"]
+__all__ = ["check_first_kernel", "hidden_check_first_kernel", "check_grid_stride", "check_linear_id", "conv2d_relu_reference"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -38,10 +38,13 @@ def _first_kernel_launches(r: np.random.Generator) -> list[tuple[int, int, int]]
     ]
 
 
-def check_first_kernel(scale_add) -> None:
-    """``scale_add(a, b, out, alpha)`` must set ``out[i] = alpha * a[i] + b[i]`` with one thread per element."""
-    r = rng()
-    for n, grid, block in _first_kernel_launches(r):
+def check_first_kernel(scale_add, launches=None, seed: int | None = None) -> None:
+    """``scale_add(a, b, out, alpha)`` must set ``out[i] = alpha * a[i] + b[i]`` with one thread per element.
+
+    ``launches``: (n, blocks, threads per block) to test instead of the usual three.
+    """
+    r = rng(seed)
+    for n, grid, block in launches or _first_kernel_launches(r):
         a = r.standard_normal(n).astype(np.float32)
         b = r.standard_normal(n).astype(np.float32)
         alpha = np.float32(r.uniform(0.5, 3.0) * r.choice([-1, 1]))
@@ -75,6 +78,16 @@ def _first_kernel_hint(out, expected, a, b, alpha, block) -> str | None:
     if not written.any():
         return f"No element of the {n} was written: does the kernel store into out[i]?"
     return None
+
+
+#: the hidden check's launches: one element, blocks that are no multiple of a warp, a block of 1024
+#: threads for 257 elements, a grid of tiny blocks
+HIDDEN_FIRST_KERNEL_LAUNCHES = [(1, 1, 32), (999, 8, 125), (257, 1, 1024), (33, 3, 16)]
+
+
+def hidden_check_first_kernel(scale_add) -> None:
+    """The graded twin of :func:`check_first_kernel`: odd sizes and block sizes, a fixed seed."""
+    check_first_kernel(scale_add, launches=HIDDEN_FIRST_KERNEL_LAUNCHES, seed=14_01)
 
 
 # ------------------------------------------------------------------------------------------

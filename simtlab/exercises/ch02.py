@@ -20,7 +20,7 @@ import numpy as np
 from ._common import describe_launch, divergence_report, plural, rng, run_1d
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_no_divergence", "check_balanced_loops", "check_occupancy", "balanced_threshold"]
+__all__ = ["check_no_divergence", "check_balanced_loops", "check_occupancy", "hidden_check_occupancy", "balanced_threshold"]
 
 #: how far (in efficiency) a balanced triangle_sum may stay below the sorted assignment
 BALANCED_SLACK = 0.05
@@ -173,11 +173,17 @@ def _explain(block_size: int, regs: int) -> str:
     return "\n".join(lines)
 
 
-def check_occupancy(warps_per_sm) -> None:
-    """``warps_per_sm(block_size, registers_per_thread)``: resident warps per H100 SM (no shared memory)."""
+def check_occupancy(warps_per_sm, cases=None, seed: int | None = None) -> None:
+    """``warps_per_sm(block_size, registers_per_thread)``: resident warps per H100 SM (no shared memory).
+
+    ``cases``: (block size, registers per thread) pairs to test instead of the usual ones.
+    """
     from simtlab.hardware import occupancy
 
-    r = rng()
+    r = rng(seed)
+    if cases is not None:
+        _compare_occupancy(warps_per_sm, cases, occupancy)
+        return
     # One limit at a time first, so the message says which rule is missing.
     cases = [
         (256, 32),    # nothing binds below the 64-warp maximum: 8 blocks, 64 warps
@@ -191,6 +197,10 @@ def check_occupancy(warps_per_sm) -> None:
     ]
     for _ in range(60):
         cases.append((int(r.integers(1, 33)) * 32, int(r.integers(16, 129))))
+    _compare_occupancy(warps_per_sm, cases, occupancy)
+
+
+def _compare_occupancy(warps_per_sm, cases, occupancy) -> None:
     for block_size, regs in cases:
         got = call_student(warps_per_sm, "warps_per_sm", block_size, regs)
         want = occupancy(block_size, regs).warps_per_sm
@@ -202,3 +212,12 @@ def check_occupancy(warps_per_sm) -> None:
                               + _explain(block_size, regs))
     passed(f"warps_per_sm agrees with the occupancy calculator on {len(cases)} cases: threads, warps, blocks and "
            "registers per SM each cap the number of whole blocks, and the smallest cap wins")
+
+
+def hidden_check_occupancy(warps_per_sm) -> None:
+    """The graded twin of :func:`check_occupancy`: block sizes that are no multiple of 32 (a partial
+    warp still takes a whole warp), a fixed seed."""
+    r = rng(14_02)
+    cases = [(33, 32), (1, 255), (100, 40), (1000, 24), (65, 64), (992, 33), (640, 72)]
+    cases += [(int(r.integers(1, 1025)), int(r.integers(16, 256))) for _ in range(40)]
+    check_occupancy(warps_per_sm, cases=cases)

@@ -19,7 +19,7 @@ import numpy as np
 from ._common import cdiv, plural, rng
 from .report import CheckFailed, by_error_type, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_scale_rows", "check_stencil_shared", "check_transpose", "worst_global_request",
+__all__ = ["check_scale_rows", "hidden_check_scale_rows", "check_stencil_shared", "check_transpose", "worst_global_request",
            "worst_shared_request"]
 
 MAX_SECTORS = 4          # 32 lanes x 4 bytes = 128 bytes = 4 sectors of 32 bytes
@@ -117,11 +117,14 @@ def _scale_grid(shape):
     return (cdiv(cols, SCALE_BLOCK[0]), cdiv(rows, SCALE_BLOCK[1]))
 
 
-def check_scale_rows(scale_rows) -> None:
-    """``scale_rows(a, s, out)``: out[r, c] = a[r, c] * s[r]; blocks of 32 x 8, grid over (cols, rows)."""
-    r = rng()
-    shapes = [(int(r.integers(20, 60)), int(r.integers(33, 90))), (1, 1), (9, 31), (7, 33),
-              (int(r.integers(10, 30)), 64)]
+def check_scale_rows(scale_rows, shapes=None, seed: int | None = None) -> None:
+    """``scale_rows(a, s, out)``: out[r, c] = a[r, c] * s[r]; blocks of 32 x 8, grid over (cols, rows).
+
+    ``shapes``: (rows, cols) of ``a`` to test instead of the usual five.
+    """
+    r = rng(seed)
+    shapes = shapes or [(int(r.integers(20, 60)), int(r.integers(33, 90))), (1, 1), (9, 31), (7, 33),
+                        (int(r.integers(10, 30)), 64)]
     for shape in shapes:
         a, s = _random(shape, r), _random(shape[0], r)
         out = poison(shape, np.float32)
@@ -142,6 +145,15 @@ def check_scale_rows(scale_rows) -> None:
                     "the column: `col, row = cuda.grid(2)`.")
     passed("scale_rows is right on every shape, and each warp reads and writes 128 contiguous bytes "
            f"(at most {MAX_SECTORS} sectors per request)")
+
+
+#: the hidden check's shapes: one long row, one long column, odd squares, whole warps of columns
+HIDDEN_SCALE_SHAPES = [(1, 257), (257, 1), (33, 33), (8, 96), (17, 65)]
+
+
+def hidden_check_scale_rows(scale_rows) -> None:
+    """The graded twin of :func:`check_scale_rows`: other odd shapes, a fixed seed."""
+    check_scale_rows(scale_rows, shapes=HIDDEN_SCALE_SHAPES, seed=14_03)
 
 
 # ------------------------------------------------------------------------------------------

@@ -15,25 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import WARP_SIZE as WARP
-from ._common import describe_launch, rng, run_1d
+from ._common import describe_launch, race_message, rng, run_1d
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison
 
-__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix"]
+__all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix", "hidden_check_add_block_prefix"]
 
 
 def _small_ints(r, n):
     """Integer-valued float32 in -9..9 without 0: sums are exact, a skipped element shows."""
     v = r.integers(1, 10, n) * r.choice([-1, 1], n)
     return v.astype(np.float32)
-
-
-def _race_message(run, race) -> str:
-    (_, t1), (_, t2) = race.threads
-    idx = ", ".join(str(i) for i in race.index)
-    return (f"Data race on {race.space} array {race.array}[{idx}]: thread {t1[0]} {race.kinds[0]}s it at line "
-            f"{race.lines[0]} `{run.source(race.lines[0]).strip()}` and thread {t2[0]} {race.kinds[1]}s it at line "
-            f"{race.lines[1]} `{run.source(race.lines[1]).strip()}`, with no barrier between them "
-            f"({len(run.races)} racy element{'s' if len(run.races) != 1 else ''} in all).")
 
 
 # ------------------------------------------------------------------------------------------
@@ -56,7 +47,7 @@ def check_race_free_scan(hillis_steele_scan) -> None:
                          shared_bytes=2 * n * 4, order=order, seed=int(r.integers(1 << 30)))
             if run.races:
                 raise CheckFailed(
-                    f"{context}\n{_race_message(run, run.races[0])}\n"
+                    f"{context}\n{race_message(run, run.races[0])}\n"
                     "In one step, thread t reads temp[t - d] while thread t - d writes temp[t - d]: which "
                     "happens first depends on the schedule. Read the neighbour into a local variable, call "
                     "cuda.syncthreads(), then write temp[t] (and sync again before the next step reads), or "
@@ -123,14 +114,14 @@ def check_warp_exclusive_max(warp_exclusive_max) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the add-back step of a scan of any length
 # ------------------------------------------------------------------------------------------
-def check_add_block_prefix(add_block_prefix) -> None:
+def check_add_block_prefix(add_block_prefix, blocks=(32, 64, 128), seed: int | None = None) -> None:
     """``add_block_prefix(out, scanned_sums)``: one thread per element; block b > 0 adds scanned_sums[b - 1].
 
     Before: out holds each block's own inclusive scan, scanned_sums the inclusive scan of the
-    block totals. After: out is the scan of the whole array.
+    block totals. After: out is the scan of the whole array. ``blocks``: the block sizes tested.
     """
-    r = rng()
-    for block in (32, 64, 128):
+    r = rng(seed)
+    for block in blocks:
         nblocks = int(r.integers(3, 7))
         n = (nblocks - 1) * block + int(r.integers(1, block))      # the last block is partial
         x = _small_ints(r, n)
@@ -168,3 +159,9 @@ def check_add_block_prefix(add_block_prefix) -> None:
                               "One thread per element, one write each: every extra write is 4 more bytes of "
                               "memory traffic.")
     passed("add_block_prefix turns per-block scans into the scan of the whole array, one write per element")
+
+
+def hidden_check_add_block_prefix(add_block_prefix) -> None:
+    """The graded twin of :func:`check_add_block_prefix`: blocks of 96 (no power of two), 256 and
+    33 threads (no multiple of a warp), a fixed seed."""
+    check_add_block_prefix(add_block_prefix, blocks=(96, 256, 33), seed=14_04)

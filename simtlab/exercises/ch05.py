@@ -9,7 +9,10 @@
 - ``check_vecmat(vecmat)``: the seed's vector-matrix product fixed: ``block_out[row, b]`` holds
   block b's partial of row ``row``, every element of ``w`` is read exactly once.
 
-Every check draws new random inputs on each call.
+Every check draws new random inputs on each call (``hidden_check_sequential_tree``: fixed odd
+sizes and seed). Races are reported before wrong values: a missing barrier shows as the race
+(threads and lines), not as wrong sums; a read of a slot the guard skipped, or past the end
+of x, is reported as the bounds-check bug it is, not as a missing barrier.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..simt import WARP_SIZE
-from ._common import cdiv, describe_launch, format_lanes, rng, run_1d
+from ._common import cdiv, describe_launch, format_lanes, global_thread, race_message, rng
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
+__all__ = ["check_sequential_tree", "hidden_check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
 
 BLOCK = 256
 #: tree levels whose every warp instruction must use all 32 lanes (steps 128, 64, 32)
@@ -41,21 +44,64 @@ def _shared_name(run) -> str:
     return max(shared, key=lambda a: int(np.prod(a.shape))).name
 
 
+def _unwritten_slot(failure, n: int) -> str | None:
+    """A read of a tree slot no thread wrote, explained by whose slot it is (else None).
+
+    Slot ``s[k]`` of block b holds element ``b * BLOCK + k``, loaded by thread k. When that
+    element is past the end of x the guard skipped the slot instead of writing 0: a bounds-check
+    bug, which no barrier fixes. Otherwise thread k had not loaded it yet: a missing barrier.
+    """
+    from ..emulator.errors import UninitializedReadError
+
+    err = getattr(failure, "original", None)
+    if not (isinstance(err, UninitializedReadError) and isinstance(err.index, int) and err.block is not None):
+        return None
+    b, t, k = int(err.block[0]), int(err.thread[0]), err.index
+    element = b * BLOCK + k
+    where = f"line {err.line} `{(err.source or '').strip()}`"
+    if element >= n:
+        return (f"A bounds-check bug (not a missing barrier): thread {t} of block {b} read {err.array}[{k}] at "
+                f"{where}, a slot no thread wrote. It belongs to element x[{element}], past the end of x "
+                f"(n = {n}), and your guard skipped its load. Threads past the end must still fill their slot, "
+                f"with 0 (`{err.array}[t] = x[i] if i < x.size else 0.0`), so that the tree adds 0 for them.")
+    return (f"A race: thread {t} of block {b} read {err.array}[{k}] at {where} before thread {k} of the block "
+            f"wrote it in the load (its element x[{element}] is inside x): there is no cuda.syncthreads() "
+            "between the load and the first level that reads it.")
+
+
+def _oob_hint(failure, n: int) -> str | None:
+    from ..emulator.errors import OutOfBoundsError
+
+    err = getattr(failure, "original", None)
+    if not isinstance(err, OutOfBoundsError) or err.array != "x":
+        return None
+    gid = global_thread(err, BLOCK)
+    return (f"A bounds-check bug: thread {gid if gid is not None else '?'} went out of bounds (n = {n}). "
+            "A thread whose element i = blockIdx.x * blockDim.x + threadIdx.x is not < x.size adds 0: it "
+            "must not read x.")
+
+
 def _check_partials(kernel, x, grid, context, hint, **opts):
+    """Run the student's tree; report races first, then wrong partial sums (with ``hint``)."""
     partial = poison(grid, np.float32)
-    oob = "Thread {thread} went out of bounds: threads past the end of x must add 0, not read x."
-    run = run_1d(kernel, grid, BLOCK, x, partial, context=context, oob_hint=oob, **opts)
+    with failing_in(context, hint=lambda f: _oob_hint(f, x.size), instead=lambda f: _unwritten_slot(f, x.size)):
+        run = run_student_kernel(kernel, grid, BLOCK, x, partial, **opts)
+    _race_report(run, context)
     with failing_in(context, hint):
         compare_arrays(partial, _block_sums(x, BLOCK), "partial", rtol=1e-5, atol=1e-4, index_names=("block",))
     return run, partial
 
 
-def _race_report(run, context):
-    if run.metrics["races"]:
-        raise CheckFailed(f"{context}\nThe sums are right here, but only by luck of the schedule: the emulator "
-                          f"found {run.metrics['races']} races, first: {run.races[0]}.\n"
-                          "Each level reads what the previous level wrote: put cuda.syncthreads() after every "
-                          "level, outside the `if`, so that all threads of the block reach it.")
+#: how to fix a race in a tree in shared memory
+TREE_RACE_FIX = ("Each level reads what the level before wrote: end every level with cuda.syncthreads(), outside "
+                 "the `if`, so that all threads of the block reach it (and put one between the load and the first "
+                 "level).")
+
+
+def _race_report(run, context, fix=TREE_RACE_FIX):
+    """Races come before values: a missing barrier shows as the race it causes, whatever the sums."""
+    if run.races:
+        raise CheckFailed(f"{context}\n{race_message(run, run.races[0])}\n{fix}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -69,13 +115,14 @@ def _first_partial_warp(lines, epoch_rows):
     return bad[0] if len(bad) else None
 
 
-def check_sequential_tree(reduce_sequential) -> None:
+def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None) -> None:
     """``reduce_sequential(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
-    elements, and the first three tree levels free of divergence."""
+    elements, and the first three tree levels free of divergence. ``sizes``: the lengths of x tested."""
     from ..analysis.levels import levels
 
-    r = rng()
-    sizes = [BLOCK * int(r.integers(2, 5)), BLOCK * 2 + int(r.integers(1, BLOCK)), int(r.integers(1, BLOCK))]
+    r = rng(seed)
+    sizes = sizes or [BLOCK * int(r.integers(2, 5)), BLOCK * 2 + int(r.integers(1, BLOCK)),
+                      int(r.integers(1, BLOCK))]
     for n in sizes:
         x = (r.random(n) * 2 - 0.5).astype(np.float32)
         grid = cdiv(n, BLOCK)
@@ -109,6 +156,15 @@ def check_sequential_tree(reduce_sequential) -> None:
                     "to s[t]: then whole warps work or whole warps skip, until step < 32.")
     passed("reduce_sequential sums every block right, and its first 3 tree levels (steps 128, 64, 32) run "
            "with all 32 lanes of every warp that works: no divergence")
+
+
+#: the hidden check's lengths: one element, one short of a block, one past a block, 7 blocks and 3
+HIDDEN_TREE_SIZES = [1, BLOCK - 1, BLOCK + 1, 7 * BLOCK + 3]
+
+
+def hidden_check_sequential_tree(reduce_sequential) -> None:
+    """The graded twin of :func:`check_sequential_tree`: other odd lengths, a fixed seed."""
+    check_sequential_tree(reduce_sequential, sizes=HIDDEN_TREE_SIZES, seed=14_05)
 
 
 # ------------------------------------------------------------------------------------------
@@ -175,6 +231,8 @@ def check_vecmat(vecmat) -> None:
                    f"{BLOCK} threads: {per_row} blocks per row, {per_row * BLOCK} threads per row.")
         with failing_in(context):
             run = run_student_kernel(vecmat, (per_row, rows), BLOCK, v, w, block_out)
+        _race_report(run, context, "block_sum leaves the block's total in thread 0: only thread 0 writes it to "
+                     "block_out; each thread's running sum lives in a register, not in a shared or global array.")
         reads = run.accesses("w", "read")
         count = np.bincount(reads.index, minlength=rows * n).reshape(rows, n)
         if (count == 0).any():

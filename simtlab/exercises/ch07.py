@@ -131,11 +131,11 @@ def check_implicit_gemm(conv_implicit) -> None:
         context = (f"Input {shape} (B, C, H, W), {m} filters of {k}x{k}, stride {stride}, pad {pad}: "
                    f"grid {grid} of {TILE}x{TILE} threads; the unrolled matrix would be "
                    f"{c * k * k} x {b * ho * wo}.")
-        with failing_in(context, "Every thread must store its sb entry in every phase (0.0 outside x or past "
-                                 "the last row), before the barrier."):
+        with failing_in(context, "Every thread must store its sb entry in every phase (0.0 outside x "
+                                 "or past the last row), before the barrier."):
             run = run_student_kernel(conv_implicit, grid, (TILE, TILE), x, w, y, stride, pad)
-        with failing_in(context, "The thread (tx, ty) gathers row r = t*TILE + tx of the unrolled matrix for "
-                                 "column nl = blockIdx.x*TILE + ty, into sb[tx, ty]."):
+        with failing_in(context, "The thread (tx, ty) gathers row r = t*TILE + tx of the unrolled "
+                                 "matrix for column nl = blockIdx.x*TILE + ty, into sb[tx, ty]."):
             compare_arrays(y, conv2d_cpu(x, w, stride, padding), "y", rtol=1e-4, atol=1e-4,
                            index_names=("b", "m", "oy", "ox"))
         mem = run.memory

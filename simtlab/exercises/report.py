@@ -332,14 +332,16 @@ def call_student(fn, name: str, *args):
 
 
 @contextmanager
-def failing_in(context: str, hint=None):
+def failing_in(context: str, hint=None, instead=None):
     """The skeleton of every check step: a :class:`CheckFailed` raised inside gets the launch or
     input ``context`` first and ``hint`` last.
 
     ``hint`` is a string, or a function of the failure returning one (or None), so that the
     hint can depend on what went wrong (``failure.original`` is the emulator's error, when
-    there is one). :class:`ExerciseNotWritten` passes through unchanged: there is nothing to
-    add to "not written yet"::
+    there is one). ``instead``, a function of the failure, may return a message that replaces
+    the failure's own (when the check knows the cause better than the emulator's generic
+    advice); None keeps it. :class:`ExerciseNotWritten` passes through unchanged: there is
+    nothing to add to "not written yet"::
 
         with failing_in(f"Launch: {grid} blocks of {block}", hint="out[i] = 2 * x[i]"):
             run_student_kernel(kernel, grid, block, x, out)
@@ -350,6 +352,11 @@ def failing_in(context: str, hint=None):
     except ExerciseNotWritten:
         raise
     except CheckFailed as e:
+        better = instead(e) if instead is not None else None
+        if better is not None:
+            replaced = CheckFailed(better)
+            replaced.original = getattr(e, "original", None)
+            e = replaced
         text = hint(e) if callable(hint) else hint
         raise with_context(e, context, text) from None
 

@@ -28,12 +28,16 @@ def grid_blocks() -> int:
 
 
 def plan_options(version) -> dict:
-    """The plan's sizes on this GPU: a full grid of grid-stride blocks; for the vector-matrix
-    product, enough blocks per row that all rows together fill the GPU."""
+    """The plan's sizes on this GPU: one full wave of grid-stride blocks (BLOCKS_PER_SM per SM:
+    8 x 256 threads fit, 18 registers per thread measured for vecmat v2). For the vector-matrix
+    product the rows share that wave: ``grid_blocks() // ROWS`` blocks per row, rounded *down*.
+    Rounded up (106 x 10 = 1060 blocks for 1056 slots on an H100) the last 4 blocks ran as a
+    second wave, each with a full block's share of the work: 0.90 ms instead of 0.50 ms
+    (benchmarks/results/issue14_h100.log)."""
     from ..kernels import reduction as R
 
     if version.group == "vecmat":
-        return {"blocks_per_row": max(1, R.cdiv(grid_blocks(), R.ROWS))}
+        return {"blocks_per_row": max(1, grid_blocks() // R.ROWS)}
     return {} if hasattr(version.plan, "elements_per_thread") else {"max_blocks": grid_blocks()}
 
 

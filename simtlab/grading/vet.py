@@ -52,6 +52,7 @@ class AnswerRules:
     forbidden_names: frozenset[str]
     forbidden_attributes: frozenset[str]
     mutating: frozenset[str]
+    numba_only: frozenset[str]
     chapters: dict  # chapter prefix ("03") -> frozenset of forbidden course kernels
 
     def course_kernels(self, chapter: str) -> frozenset[str]:
@@ -69,12 +70,19 @@ def load_rules(path: str | Path = RULES_FILE) -> AnswerRules:
         forbidden_names=frozenset(data["names"]["forbidden"]),
         forbidden_attributes=frozenset(data["attributes"]["forbidden"]),
         mutating=frozenset(data["attributes"]["mutating_through_modules"]),
+        numba_only=frozenset(data["attributes"].get("numba_only", [])),
         chapters={k: frozenset(v.get("forbidden", [])) for k, v in data.get("chapters", {}).items()},
     )
 
 
 def _module_allowed(module: str, rules: AnswerRules) -> bool:
     return any(module == m or module.startswith(m + ".") for m in rules.allowed_imports)
+
+
+def _allowed_text(rules: AnswerRules) -> str:
+    """'numpy, math, numba and simtlab.kernels': the modules an answer may import."""
+    names = list(rules.allowed_imports)
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
 
 
 def course_names(sources: list[str]) -> tuple[set[str], dict[str, str]]:
@@ -119,6 +127,8 @@ class _Vetter(ast.NodeVisitor):
         self.own = own  # names the master's own answer binds: the student must bind them
         self.out: list[Rejection] = []
         self.depth = 0  # function nesting
+        # names bound to the numba module itself (`numba.jit` is refused, `cuda.jit` is not)
+        self.numba_names = {n for n, m in self.course_imports.items() if m == "numba"}
 
     def bad(self, node, construct: str) -> None:
         self.out.append(Rejection(getattr(node, "lineno", 0), construct))
@@ -239,7 +249,7 @@ class _Vetter(ast.NodeVisitor):
     def visit_Import(self, node):
         for a in node.names:
             if not _module_allowed(a.name, self.rules):
-                self.bad(node, f"import of `{a.name}` (only numpy, math, numba and simtlab.kernels)")
+                self.bad(node, f"import of `{a.name}` (only {_allowed_text(self.rules)})")
             elif "." in a.name and not a.asname:
                 self.bad(node, f"`import {a.name}` binds `{a.name.split('.')[0]}`: write "
                                f"`from {a.name.rsplit('.', 1)[0]} import {a.name.rsplit('.', 1)[1]}`")
@@ -247,12 +257,14 @@ class _Vetter(ast.NodeVisitor):
                 for part in a.name.split(".")[1:]:
                     self._attribute(node, part)
                 self._bind(node, a.asname or a.name, a.name)
+                if a.name == "numba":
+                    self.numba_names.add(a.asname or a.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
         if node.level or not _module_allowed(module, self.rules) and not (
                 module == "simtlab" and all(a.name == "kernels" for a in node.names)):
-            self.bad(node, f"import from `{'.' * node.level}{module}` (only numpy, math, numba and simtlab.kernels)")
+            self.bad(node, f"import from `{'.' * node.level}{module}` (only {_allowed_text(self.rules)})")
             return
         for part in module.split(".")[1:]:
             self._attribute(node, part)
@@ -261,6 +273,8 @@ class _Vetter(ast.NodeVisitor):
                 self.bad(node, f"`from {module} import *`")
                 continue
             self._attribute(node, a.name)
+            if module == "numba" and a.name in self.rules.numba_only:
+                self.bad(node, f"`numba.{a.name}` compiles for the CPU without bounds checks: write `cuda.jit` kernels")
             bound = a.asname or a.name
             self._bind(node, bound, f"{module}.{a.name}")
 
@@ -286,6 +300,9 @@ class _Vetter(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         self._attribute(node, node.attr)
+        if node.attr in self.rules.numba_only and isinstance(node.value, ast.Name) \
+                and node.value.id in self.numba_names:
+            self.bad(node, f"`numba.{node.attr}` compiles for the CPU without bounds checks: write `cuda.jit` kernels")
         self.visit(node.value)
 
     def visit_Call(self, node):

@@ -22,7 +22,7 @@ and whose answer cells hold the solution between two marker lines::
 
 In the student notebook the region becomes ``raise NotWrittenYet("2.3")`` at the
 indentation of the region's code, and the cell gets the line
-``from simtlab import NotWrittenYet, hint`` at its top. The stub gives
+``from simtlab.student import NotWrittenYet, hint`` at its top. The stub gives
 nothing away: the hints go to the answer cell's metadata (``simtlab_hints``, weakest
 first), where ``hint("2.3")`` and ``hint("2.3", 2)`` find them.  Inside CUDA C source
 (a string literal), the markers are written as C comments, ``// ### BEGIN SOLUTION``
@@ -82,7 +82,7 @@ CHECK_ROLES = ("check", "hidden-check")
 
 C_STUB = "/* YOUR CODE HERE */"
 #: the first line of a student answer cell holding a Python stub
-STUB_IMPORT = "from simtlab import NotWrittenYet, hint"
+STUB_IMPORT = "from simtlab.student import NotWrittenYet, hint"
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -524,7 +524,7 @@ def student_work(path: str | Path, generated: nbformat.NotebookNode) -> list[str
 # (with the hint in the message), so that a template from an older build is no edit.
 _PY_STUB_LINE = re.compile(r'^([ \t]*)raise (NotWrittenYet\(".*"\)|NotImplementedError\("Exercise .*"\))[ \t]*$')
 _C_STUB_LINE = re.compile(r"^([ \t]*)/\* YOUR CODE HERE(: .*)? \*/[ \t]*$")
-_STUB_IMPORT_LINE = re.compile(r"^from simtlab(\.exercises)? import NotWrittenYet, hint[ \t]*$")
+_STUB_IMPORT_LINE = re.compile(r"^from simtlab(\.exercises|\.student)? import NotWrittenYet, hint[ \t]*$")
 
 
 def _without_hints(source: str) -> str:

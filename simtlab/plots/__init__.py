@@ -1,4 +1,6 @@
-"""Functions that return matplotlib Figures (never pyplot state), one module per picture.
+"""Functions that return matplotlib Figures (never pyplot state), one module per picture; the
+playground's text tabs (source view, request tables, error card, races, comparisons) are HTML
+strings built here too, from a ``Run`` like the figures.
 
 Inside IPython, a Figure returned by the last line of a cell is shown as a PNG even when the
 inline backend is not active: the formatter is registered here, once, on import.

@@ -106,17 +106,27 @@ def thread_mapping(shape, blockdim, griddim=None, layout: str = "2d") -> dict:
     return out
 
 
-def mapping_from_run(run, array_name: str) -> dict:
+#: the trace's access kinds a mapping can be read from (kind codes of ``run.memory``)
+ACCESS_KINDS = {"write": (1,), "read": (0,), "atomic": (2,), "any": (0, 1, 2)}
+
+
+def mapping_from_run(run, array_name: str, kind: str = "write", shape=None) -> dict:
     """``thread_mapping``'s dict read off a trace: the thread that wrote each element.
 
     Uses the rows of ``run.memory`` that write (kind 1) ``array_name``; when an element is
     written more than once, the last writer (the one whose value stays) is kept. Elements
     nobody wrote are -1; ``idle`` counts launched threads that wrote no element.
+    ``kind``: "write" (default), "read", "atomic" or "any" access instead, the last one kept.
+    ``shape``: view the array with another shape of the same size (a 3-D array as 2-D).
     """
+    if kind not in ACCESS_KINDS:
+        raise ValueError(f"kind must be one of {sorted(ACCESS_KINDS)}, got {kind!r}")
     info = run.array(array_name)
-    shape = _shape(info.shape)
+    shape = _shape(info.shape if shape is None else shape)
+    if int(np.prod(shape)) != int(np.prod(info.shape)):
+        raise ValueError(f"shape {shape} does not hold the {int(np.prod(info.shape))} elements of {array_name}")
     mem = run.memory
-    rows = mem[(mem["array"] == info.id) & (mem["kind"] == 1)]
+    rows = mem[(mem["array"] == info.id) & np.isin(mem["kind"], ACCESS_KINDS[kind])]
     n = int(np.prod(shape))
     bdim = tuple(int(d) for d in run.blockdim)
     gdim = tuple(int(d) for d in run.griddim)
@@ -240,10 +250,11 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
 
     # Thin cell borders where cells are big enough to see, thick borders between blocks.
     if rows * cols <= 4096:
-        ax.set_xticks(np.arange(cols + 1), minor=True)
-        ax.set_yticks(np.arange(rows + 1), minor=True)
-        ax.grid(which="minor", color="white", linewidth=0.5)
-        ax.tick_params(which="minor", length=0)
+        # one LineCollection, not minor-tick gridlines: a tick is an artist of its own, and a
+        # 128 x 32 array would take half a second to render its 160 of them
+        cell_lines = ([[(c, 0), (c, rows)] for c in range(1, cols)]
+                      + [[(0, r), (cols, r)] for r in range(1, rows)])
+        ax.add_collection(LineCollection(cell_lines, colors="white", linewidths=0.5))
     ax.add_collection(LineCollection(_block_edges(grid["block"]), colors="black", linewidths=2.5))
 
     if annotate == "auto":
@@ -287,4 +298,39 @@ def _ticks(axis, n: int):
     axis.set_ticklabels([str(p) for p in pos])
 
 
-__all__ = ["thread_mapping", "mapping_from_run", "plot_thread_mapping", "COLOR_BY"]
+#: a 1-D array longer than this is drawn in rows of ``WRAP`` elements (one warp's worth each)
+WRAP_ABOVE = 64
+WRAP = 32
+
+
+def plot_run_mapping(run, array_name: str, kind: str = "write", color_by: str = "block"):
+    """Who touched each element of ``array_name`` in a run, as ``plot_thread_mapping`` draws it.
+
+    ``kind``: "write", "read", "atomic" or "any" (the last thread to do so is shown). A 1-D
+    array of more than 64 elements is wrapped in rows of 32 (element ``i`` at row ``i // 32``,
+    column ``i % 32``); a 3-D array is drawn as 2-D (its first two axes merged).
+    """
+    info = run.array(array_name)
+    shape = tuple(int(s) for s in info.shape) or (1,)
+    n = int(np.prod(shape))
+    wrapped = len(shape) == 1 and n > WRAP_ABOVE
+    view = (int(np.prod(shape[:-1])), shape[-1]) if len(shape) > 2 else shape
+    m = mapping_from_run(run, array_name, kind=kind, shape=view)
+    if wrapped:
+        rows = -(-n // WRAP)
+        for key in ID_KEYS:
+            m[key] = np.concatenate([m[key], np.full(rows * WRAP - n, -1, np.int64)]).reshape(rows, WRAP)
+    fig = plot_thread_mapping(color_by=color_by, mapping=m)
+    ax = fig.axes[0]
+    verb = {"write": "wrote", "read": "read", "atomic": "updated atomically", "any": "touched"}[kind]
+    fig.suptitle(f"{run.kernel_name}: which {color_by} last {verb} each element of {array_name} "
+                 f"{'x'.join(str(s) for s in shape)}\n{fig.get_suptitle()}", fontsize=10)
+    if wrapped:
+        label(ax, f"i mod {WRAP} (element)", f"i // {WRAP} (row of {WRAP} elements)")
+    elif len(shape) > 2:
+        label(ax, f"axis 2 (element)", "axes 0 and 1, merged (element)")
+    return fig
+
+
+__all__ = ["thread_mapping", "mapping_from_run", "plot_thread_mapping", "plot_run_mapping", "COLOR_BY",
+           "ACCESS_KINDS"]

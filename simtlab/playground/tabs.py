@@ -1,0 +1,299 @@
+"""The playground's tabs: each one is an ipywidgets box whose content comes from a function
+in ``simtlab.plots`` that takes the run. A tab is drawn when it is shown (the first tab at
+once), so a re-run costs one emulation and one tab, not eight.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..plots.barrier_timeline import plot_barrier_timeline
+from ..plots.divergence import plot_lane_activity
+from ..plots.mapping import COLOR_BY, plot_run_mapping
+from ..plots.memory_access import plot_warp_access, request_addresses_from_run
+from ..plots.memory_requests import plot_bank_access, plot_request_costs, request_table_html, worst_request
+from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
+from ..plots.source_profile import source_view_html
+from ..widgets.figure_image import FigureImage
+
+#: every playground drawing holds this lock: the playground's prefetch draws in a thread of its
+#: own, and one matplotlib figure at a time is drawn by the playground, whichever thread asks
+DRAW_LOCK = threading.RLock()
+
+TITLES = ("mapping", "memory", "divergence", "races & errors", "barriers", "source", "GPU", "compare")
+# a playground figure is looked at on screen, not printed: 80 dpi keeps a redraw quick
+DPI = 80
+
+
+def _png(fig) -> bytes:
+    """The figure as PNG bytes, compressed lightly (zlib level 1: the image travels to the
+    browser once, and level 6, the default, costs more time than it saves bytes)."""
+    import io
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    return buf.getvalue()
+
+
+KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
+
+
+def _note(text: str) -> widgets.HTML:
+    return widgets.HTML(f"<p style='color:#555555'>{text}</p>")
+
+
+def _has_trace(run) -> bool:
+    return run is not None and run.traced and run.traced_blocks > 0
+
+
+def _has_lines(run) -> bool:
+    # no line trace when the kernel's source cannot be read (a function made by exec())
+    return _has_trace(run) and run.lines_traced and len(run.lines) > 0
+
+
+NO_LINES = ("no line trace: the launch did not start, or the kernel's source could not be read "
+            "(define it in a cell or a file, not with exec())")
+
+
+class Tab:
+    """One tab: ``box`` (what the Tab shows) and ``draw(pg)`` (fill it from the playground)."""
+
+    title = ""
+
+    def __init__(self):
+        self.box = widgets.VBox()
+        # what was drawn, by (run, settings): the playground keeps the runs of settings seen
+        # before, so going back to one redraws nothing
+        self._memo: dict = {}
+
+    def memo(self, run, key, make):
+        full = (id(run),) + tuple(key)
+        found = self._memo.get(full)
+        if found is None:
+            with DRAW_LOCK:
+                found = self._memo.get(full)
+                if found is None:
+                    if len(self._memo) > 256:
+                        self._memo.clear()
+                    found = self._memo[full] = make()
+        return found
+
+    def draw(self, pg) -> None:
+        raise NotImplementedError
+
+
+class MappingTab(Tab):
+    title = "mapping"
+
+    def __init__(self):
+        super().__init__()
+        narrow = dict(layout=widgets.Layout(width="210px"), style={"description_width": "60px"})
+        self.array = widgets.Dropdown(description="array", **narrow)
+        self.kind = widgets.Dropdown(options=["write", "read", "atomic", "any"], value="write",
+                                     description="access", **narrow)
+        self.color_by = widgets.Dropdown(options=list(COLOR_BY), value="block", description="colour", **narrow)
+        self.figure = FigureImage()
+        self.summary = widgets.HTML()
+        self.pg = None
+        for c in (self.array, self.kind, self.color_by):
+            c.observe(self._redraw, names="value")
+        self.box.children = [widgets.HBox([self.array, self.kind, self.color_by]), self.summary, self.figure]
+
+    def draw(self, pg):
+        self.pg = pg
+        run = pg.run
+        if not _has_trace(run):
+            self.box.children = [_note("no trace to map: the launch did not start")]
+            return
+        names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
+        current = self.array.value
+        self.array.unobserve(self._redraw, names="value")
+        self.array.options = names
+        self.array.value = current if current in names else names[0]
+        self.array.observe(self._redraw, names="value")
+        # a fresh kind: the first one this array was accessed with, writes first
+        self._redraw()
+        self.box.children = [widgets.HBox([self.array, self.kind, self.color_by]), self.summary, self.figure]
+
+    def settings(self, run) -> tuple:
+        """(array, kind, colour) this tab shows for ``run``: the array picked (or the first), and
+        the access kind picked when the array has such accesses (else writes, else the first)."""
+        names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
+        array = self.array.value if self.array.value in names else names[0]
+        kind = self.kind.value
+        present = [KIND_NAMES[k] for k in sorted(set(run.accesses(array).kind.tolist()))]
+        if kind != "any" and kind not in present and present:
+            kind = "write" if "write" in present else present[0]
+        return array, kind, self.color_by.value
+
+    def picture(self, run, settings) -> bytes:
+        array, kind, color_by = settings
+        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by)))
+
+    def _redraw(self, *_):
+        run = self.pg.run if self.pg else None
+        if not _has_trace(run) or self.array.value is None:
+            return
+        settings = self.settings(run)
+        if self.kind.value != settings[1]:
+            self.kind.unobserve(self._redraw, names="value")
+            self.kind.value = settings[1]
+            self.kind.observe(self._redraw, names="value")
+        rows = run.accesses(self.array.value)
+        self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
+                              f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in KIND_NAMES.items())})")
+        self.figure.value = self.picture(run, settings)
+
+
+class MemoryTab(Tab):
+    title = "memory"
+
+    def draw(self, pg):
+        run = pg.run
+        if not _has_trace(run):
+            self.box.children = [_note("no memory trace: the launch did not start")]
+            return
+        self.box.children = self.memo(run, (), lambda: self._children(run))
+
+    def _children(self, run):
+        children = [widgets.HTML(request_table_html(run)), FigureImage(value=_png(plot_request_costs(run)))]
+        worst = worst_request(run, "global")
+        if worst is not None:
+            name, line, gwarp, seq = worst
+            addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
+            children.append(_note(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
+            children.append(FigureImage(value=_png(plot_warp_access(addresses, size=run.array(name).itemsize,
+                                                                    title=f"{name}, line {line}, global warp {gwarp}"))))
+        worst = worst_request(run, "shared")
+        if worst is not None:
+            name, line, gwarp, seq = worst
+            children.append(_note(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
+            children.append(FigureImage(value=_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq))))
+        return children
+
+
+class DivergenceTab(Tab):
+    title = "divergence"
+
+    def __init__(self):
+        super().__init__()
+        self.warp = widgets.Dropdown(description="warp", layout=widgets.Layout(width="320px"))
+        self.figure = FigureImage()
+        self.summary = widgets.HTML()
+        self.pg = None
+        self.warp.observe(self._redraw, names="value")
+
+    def draw(self, pg):
+        self.pg = pg
+        run = pg.run
+        if not _has_lines(run):
+            self.box.children = [_note(NO_LINES)]
+            return
+        from ..analysis.divergence import instructions
+        ins = instructions(run.lines)
+        gwarps = np.unique(ins.gwarp)
+        # warps with the least efficient instruction first: where divergence is
+        lanes = {int(g): int(ins.lanes[ins.gwarp == g].sum()) / (32 * int((ins.gwarp == g).sum())) for g in gwarps}
+        order = sorted(lanes, key=lambda g: (lanes[g], g))[:64]
+        wpb = run.warps_per_block
+        self.warp.unobserve(self._redraw, names="value")
+        self.warp.options = [(f"block {g // wpb}, warp {g % wpb}: {lanes[g]:.0%}", g) for g in order]
+        self.warp.value = order[0]
+        self.warp.observe(self._redraw, names="value")
+        eff = run.metrics["simt_efficiency"]
+        self.summary.value = (f"SIMT efficiency of the whole run: <b>{eff:.1%}</b> (lanes busy per warp "
+                              "instruction / 32); warps listed least efficient first")
+        self._redraw()
+        self.box.children = [self.summary, self.warp, self.figure]
+
+    def _redraw(self, *_):
+        if self.pg is None or self.warp.value is None:
+            return
+        run = self.pg.run
+        self.figure.value = self.memo(run, (self.warp.value,), lambda: _png(plot_lane_activity(run, self.warp.value)))
+
+
+class RacesTab(Tab):
+    title = "races & errors"
+
+    def draw(self, pg):
+        children = []
+        if pg.error is not None:
+            children.append(widgets.HTML(error_card_html(pg.error)))
+            if _has_trace(pg.run):
+                children.append(widgets.HTML(source_view_html(pg.run, error=pg.error,
+                                                              title="the trace up to the fault")))
+        if _has_trace(pg.run):
+            children.append(widgets.HTML(races_html(pg.run)))
+        self.box.children = children or [_note("nothing to report")]
+
+
+class BarriersTab(Tab):
+    title = "barriers"
+
+    def __init__(self):
+        super().__init__()
+        self.block = widgets.Dropdown(description="block", layout=widgets.Layout(width="200px"))
+        self.figure = FigureImage()
+        self.pg = None
+        self.block.observe(self._redraw, names="value")
+
+    def draw(self, pg):
+        self.pg = pg
+        run = pg.run
+        if not _has_lines(run):
+            self.box.children = [_note(NO_LINES)]
+            return
+        blocks = sorted(set(run.lines.block.tolist()))[:64]
+        self.block.unobserve(self._redraw, names="value")
+        self.block.options = blocks
+        self.block.value = blocks[0]
+        self.block.observe(self._redraw, names="value")
+        self._redraw()
+        self.box.children = [self.block, self.figure]
+
+    def _redraw(self, *_):
+        if self.pg is not None and self.block.value is not None:
+            run = self.pg.run
+            self.figure.value = self.memo(run, (self.block.value,),
+                                          lambda: _png(plot_barrier_timeline(run, self.block.value)))
+
+
+class SourceTab(Tab):
+    title = "source"
+
+    def draw(self, pg):
+        if not _has_trace(pg.run):
+            self.box.children = [_note("no trace: the launch did not start")]
+            return
+        run, error = pg.run, pg.error
+        self.box.children = [widgets.HTML(self.memo(run, (id(error),), lambda: source_view_html(run, error=error)))]
+
+
+class GpuTab(Tab):
+    title = "GPU"
+
+    def draw(self, pg):
+        result, reason = pg.gpu_result()
+        self.box.children = [widgets.HTML(gpu_report_html(result, reason))]
+
+
+class CompareTab(Tab):
+    title = "compare"
+
+    def draw(self, pg):
+        if pg.previous is None or pg.run is None:
+            self.box.children = [_note("change the launch or the input size above: the previous run stays "
+                                       "here, side by side with the new one")]
+            return
+        self.box.children = [widgets.HTML(compare_html(pg.previous, pg.run))]
+
+
+def make_tabs() -> list[Tab]:
+    return [MappingTab(), MemoryTab(), DivergenceTab(), RacesTab(), BarriersTab(), SourceTab(), GpuTab(),
+            CompareTab()]
+
+
+__all__ = ["TITLES", "make_tabs"]
