@@ -31,8 +31,8 @@ CHECK_BATCH = 7
 
 #: v5 (CUDA C only): the tile shapes (TX, TH, TW) the benchmark tries per layer (kernels/conv.cu has them)
 V5_CONFIGS = {
-    "C1": [(32, 8, 1), (16, 8, 2), (16, 16, 4), (32, 8, 4), (16, 8, 5)],
-    "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
+    "C1": [(32, 8, 1), (16, 8, 2), (16, 8, 5)],
+    "C3": [(16, 8, 2), (8, 16, 4), (16, 8, 4)],
 }
 
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
