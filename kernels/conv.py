@@ -23,6 +23,10 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.versions import Launch, Version
+
+TOPIC = "conv"
+
 TILE = 16                     # the GEMM tile of v2/v3: TILE x TILE outputs per block, K-slices of TILE
 BLOCK = 128                   # threads per block of the 1-D kernels (v0, v1, im2col)
 
@@ -293,19 +297,182 @@ def make_conv_v4_const_weights(w):
 
 
 # ------------------------------------------------------------------------------------------
-# Launch plans: one per version, used by the emulator, the GPU tests and the benchmark
+# Launch plans and the table of versions: the emulator, the GPU tests and the benchmark all
+# run a version through its plan (simtlab.versions)
 # ------------------------------------------------------------------------------------------
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-VERSIONS = ("v0 seed grid-stride", "v1 direct", "v2 im2col + GEMM", "v3 implicit GEMM",
-            "v4 constant weights")
+#: v5's tile shape (TX, TH, TW) per layer shape (C, M, K), the fastest in benchmarks/conv_gpu.py
+V5_TILES = {(1, 4, 7): (16, 8, 2), (4, 16, 7): (16, 8, 4)}
 
 
-def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_blocks=None,
-              cols=None):
-    """The convolution of ``x`` by ``w`` with one version; every launch goes through
+def v5_name(c: int, m: int, k: int, tile) -> str:
+    """The CUDA C name of v5 for one layer shape and tile (TX, TH, TW), as instantiated in conv.cu."""
+    return "conv_v5_c{}m{}k{}_{}x{}x{}".format(c, m, k, *tile)
+
+
+def _layer(xp, x, w, stride, padding):
+    bsz, c, h, wd = map(int, x.shape)
+    m, c_w, k, k2 = map(int, w.shape)
+    if c_w != c or k != k2:
+        raise ValueError(f"need x (B, C, H, W) and w (M, C, K, K) with the same C; got x {x.shape}, w {w.shape}")
+    ho, wo, pad = conv_geometry(h, wd, k, stride, padding)
+    y = xp.zeros((bsz, m, ho, wo), np.float32)
+    sizes = tuple(np.int32(v) for v in (bsz, c, h, wd, m, k, ho, wo, stride, pad))
+    return (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes
+
+
+def _grid_1d(n: int, max_blocks):
+    g = cdiv(n, BLOCK)
+    return min(g, max_blocks) if max_blocks else g
+
+
+def plan_direct(version, impl, xp, x, w, stride=1, padding="valid", max_blocks=None, **_):
+    """v0/v1: one 1-D grid-stride launch, ``max_blocks`` caps the grid (to see the loop at work)."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    args = (x, w, y, *sizes) if impl == "cuda-c" else (x, w, y, stride, pad)
+    return [Launch(version.kernel(impl), _grid_1d(y.size, max_blocks), BLOCK, args)], y
+
+
+def plan_im2col(version, impl, xp, x, w, stride=1, padding="valid", max_blocks=None, cols=None, **_):
+    """v2: the unroll kernel, then the GEMM. ``cols``: an array to receive the unrolled matrix."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    depth, n_cols = c * k * k, bsz * ho * wo
+    if cols is None:
+        cols = xp.empty((depth, n_cols), np.float32)
+    elif tuple(cols.shape) != (depth, n_cols):
+        raise ValueError(f"cols must be {(depth, n_cols)}, got {tuple(cols.shape)}")
+    w2 = w.reshape(m, depth)
+    grid_cols = _grid_1d(depth * n_cols, max_blocks)
+    grid_gemm = (cdiv(n_cols, TILE), cdiv(m, TILE))
+    if impl == "cuda-c":
+        unroll_args = (x, cols, *sizes[:4], sizes[5], *sizes[6:])
+        gemm_args = (w2, cols, y, np.int32(m), np.int32(depth), np.int64(n_cols), np.int32(ho * wo))
+    else:
+        unroll_args = (x, cols, k, wo, stride, pad)
+        gemm_args = (w2, cols, y.reshape(bsz, m, ho * wo))
+    return [Launch("im2col", grid_cols, BLOCK, unroll_args),
+            Launch("gemm_tiled_nchw", grid_gemm, (TILE, TILE), gemm_args)], y
+
+
+def plan_implicit(version, impl, xp, x, w, stride=1, padding="valid", **_):
+    """v3: one launch, TILE x TILE blocks on a (column tiles, filter tiles) grid."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    args = (x, w, y, *sizes) if impl == "cuda-c" else (x, w, y, stride, pad)
+    return [Launch(version.kernel(impl), (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE)), (TILE, TILE), args)], y
+
+
+def _const_weights_cuda_c(w):
+    """Copy the weights into conv.cu's ``__constant__ c_weights`` (GPU, CuPy)."""
+    import cupy
+
+    from simtlab.cuda_source import raw_module
+
+    if w.nbytes > CONST_BYTES:
+        raise ValueError(f"the weights take {w.nbytes:,} bytes; constant memory holds {CONST_BYTES:,}")
+    dst = cupy.ndarray((w.size,), cupy.float32, raw_module("conv").get_global("c_weights"))
+    dst[...] = w.ravel()
+
+
+def _check_batch(bsz, version):
+    if bsz > 65535:
+        raise ValueError(f"{version.label} puts the batch in gridDim.z, at most 65,535; got a batch of {bsz:,}: "
+                         "split the batch into several launches")
+
+
+def plan_const(version, impl, xp, x, w, stride=1, padding="valid", **_):
+    """v4: grid (column tiles, row tiles x M, B); numba compiles a kernel for these weights,
+    CUDA C copies them into constant memory first."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    _check_batch(bsz, version)
+    grid = (cdiv(wo, TILE), cdiv(ho, TILE) * m, bsz)
+    if impl == "cuda-c":
+        _const_weights_cuda_c(w)
+        return [Launch(version.kernel(impl), grid, (TILE, TILE), (x, y, *sizes))], y
+    host_w = w.get() if hasattr(w, "get") else w
+    return [Launch(make_conv_v4_const_weights(host_w), grid, (TILE, TILE), (x, y, stride, pad))], y
+
+
+def plan_tuned(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **_):
+    """v5 (CUDA C): the kernel instantiated for this layer shape, ``tile`` (TX, TH, TW) or the best."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    version.kernel(impl)
+    _check_batch(bsz, version)
+    if stride != 1:
+        raise ValueError("v5 is written for stride 1: use v3 for strided layers")
+    if tile is None:
+        if (c, m, k) not in V5_TILES:
+            raise ValueError(f"v5 is instantiated for (C, M, K) in {sorted(V5_TILES)}, not {(c, m, k)}: "
+                             "add a CONV_V5 line to kernels/conv.cu, or use v3")
+        tile = V5_TILES[(c, m, k)]
+    tx, th, tw = tile
+    _const_weights_cuda_c(w)
+    grid = (cdiv(wo, tx * tw), cdiv(ho, th), bsz)
+    args = (x, y, *(np.int32(v) for v in (h, wd, ho, wo, pad)))
+    return [Launch(v5_name(c, m, k, tile), grid, (tx, th), args)], y
+
+
+#: v6's instantiations per layer shape (C, M, K): (TW, NT, IH, IWP), the first is the default
+V6_TILES = {(1, 4, 7): [(5, 256, 86, 86), (4, 320, 86, 86)],
+            (4, 16, 7): [(4, 160, 40, 42), (4, 320, 40, 42), (2, 320, 40, 40)]}
+#: v6's grid: at most this many blocks, each looping over images
+V6_MAX_BLOCKS = 2048
+
+
+def v6_name(c: int, m: int, k: int, tile) -> str:
+    """The CUDA C name of v6 for one layer shape and (TW, NT, IH, IWP), as instantiated in conv.cu."""
+    return "conv_v6_c{}m{}k{}_tw{}_nt{}_{}x{}".format(c, m, k, *tile)
+
+
+def plan_image(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **_):
+    """v6 (CUDA C): blocks loop over the images; the padded image must fit the instantiation."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    version.kernel(impl)
+    if stride != 1:
+        raise ValueError("v6 is written for stride 1: use v3 for strided layers")
+    if tile is None:
+        if (c, m, k) not in V6_TILES:
+            raise ValueError(f"v6 is instantiated for (C, M, K) in {sorted(V6_TILES)}, not {(c, m, k)}: "
+                             "add a CONV_V6 line to kernels/conv.cu, or use v3")
+        tile = V6_TILES[(c, m, k)][0]
+    tw, nt, ih, iwp = tile
+    if ho + k - 1 > ih or cdiv(wo, tw) * tw + k - 1 > iwp:
+        raise ValueError(f"a {h}x{wd} input with padding {pad} needs a {ho + k - 1}x{cdiv(wo, tw) * tw + k - 1} "
+                         f"tile; this v6 holds {ih}x{iwp}: instantiate a larger one in kernels/conv.cu")
+    args = (x, w, y, *(np.int32(v) for v in (bsz, h, wd, ho, wo, pad)))
+    return [Launch(v6_name(c, m, k, tile), min(bsz, V6_MAX_BLOCKS), nt, args)], y
+
+
+def _c1_bytes(n):
+    """Napkin bytes of ECE408's C1 at a batch of n (the table's size is the batch of that layer)."""
+    return conv_bytes(n, 1, 86, 86, 4, 7, 80, 80)
+
+
+def _c1_flops(n):
+    return conv_flops(n, 1, 4, 7, 80, 80)
+
+
+#: the table of versions: label, numba kernel, CUDA C kernel, launch plan, bytes, FLOPs
+VERSIONS = (
+    Version("v0 seed grid-stride", "conv_v0_seed", "conv_v0_seed", plan_direct, _c1_bytes, _c1_flops),
+    Version("v1 direct", "conv_v1_direct", "conv_v1_direct", plan_direct, _c1_bytes, _c1_flops),
+    Version("v2 im2col + GEMM", "im2col", "im2col", plan_im2col, _c1_bytes, _c1_flops),
+    Version("v3 implicit GEMM", "conv_v3_implicit_gemm", "conv_v3_implicit_gemm", plan_implicit,
+            _c1_bytes, _c1_flops),
+    Version("v4 constant weights", "conv_v4_const_weights", "conv_v4_const_weights", plan_const,
+            _c1_bytes, _c1_flops),
+    Version("v5 tuned", None, v5_name(1, 4, 7, V5_TILES[(1, 4, 7)]), plan_tuned, _c1_bytes, _c1_flops),
+    Version("v6 image per block", None, v6_name(1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image, _c1_bytes,
+            _c1_flops),
+)
+#: the versions that run on the emulator (numba)
+EMULATED = tuple(v.label for v in VERSIONS if v.numba)
+
+
+def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_blocks=None, cols=None):
+    """The convolution of ``x`` by ``w`` with one version's plan; every launch goes through
     ``launch(kernel, grid, block, *args)`` (the emulator, or a GPU copying arrays back).
 
     v0/v1 are conv + ReLU (the seed's layer); the others are the plain convolution.
@@ -313,37 +480,15 @@ def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_
     ``cols``: an array that receives the unrolled matrix of v2 (to draw it).
     Returns y (B, M, Ho, Wo) float32.
     """
+    from simtlab.versions import find, run_plan
+
+    v = find(VERSIONS, version)
+    if v.numba is None:
+        raise ValueError(f"{v.label} exists in CUDA C only: it has no numba kernel to emulate")
     x = np.ascontiguousarray(x, np.float32)
     w = np.ascontiguousarray(w, np.float32)
-    bsz, c, h, wd = x.shape
-    m, _, k, _ = w.shape
-    ho, wo, pad = conv_geometry(h, wd, k, stride, padding)
-    y = np.zeros((bsz, m, ho, wo), np.float32)
-
-    def grid_1d(n):
-        g = cdiv(n, BLOCK)
-        return min(g, max_blocks) if max_blocks else g
-
-    if version in ("v0 seed grid-stride", "v1 direct"):
-        kernel = conv_v0_seed if version.startswith("v0") else conv_v1_direct
-        launch(kernel, grid_1d(y.size), BLOCK, x, w, y, stride, pad)
-    elif version == "v2 im2col + GEMM":
-        n_cols = bsz * ho * wo
-        unrolled = np.zeros((c * k * k, n_cols), np.float32) if cols is None else cols
-        if unrolled.shape != (c * k * k, n_cols):
-            raise ValueError(f"cols must be {(c * k * k, n_cols)}, got {unrolled.shape}")
-        launch(im2col, grid_1d(unrolled.size), BLOCK, x, unrolled, k, wo, stride, pad)
-        y3 = y.reshape(bsz, m, ho * wo)
-        launch(gemm_tiled_nchw, (cdiv(n_cols, TILE), cdiv(m, TILE)), (TILE, TILE),
-               w.reshape(m, c * k * k), unrolled, y3)
-    elif version == "v3 implicit GEMM":
-        launch(conv_v3_implicit_gemm, (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE)), (TILE, TILE),
-               x, w, y, stride, pad)
-    elif version == "v4 constant weights":
-        kernel = make_conv_v4_const_weights(w)
-        launch(kernel, (cdiv(wo, TILE), cdiv(ho, TILE) * m, bsz), (TILE, TILE), x, y, stride, pad)
-    else:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
+    launches, y = v.launches("numba", np, x, w, stride=stride, padding=padding, max_blocks=max_blocks, cols=cols)
+    run_plan(TOPIC, launches, launch)
     return y
 
 
@@ -380,5 +525,6 @@ def layer_numbers(b, c, h, w, m, k, stride=1, padding="valid"):
 __all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTRODE_CONV2",
            "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
            "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
-           "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "conv_with", "cdiv",
+           "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "EMULATED", "conv_with", "cdiv",
+           "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
            "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]

@@ -37,7 +37,8 @@ class Launch:
     """One kernel launch of a plan: ``kernel<<<grid, block, shared>>>(*args)``, after zeroing
     the arrays in ``zero`` (atomic targets, look-back flags)."""
 
-    kernel: str                    # name in kernels/<topic>.py and kernels/<topic>.cu
+    kernel: str                    # name in kernels/<topic>.py and kernels/<topic>.cu (numba: or the
+                                   # kernel itself, when the plan compiles one for its inputs)
     grid: int | tuple
     block: int | tuple
     args: tuple
@@ -103,7 +104,7 @@ def run_plan(topic: str, launches, launch) -> list:
     for step in launches:
         for a in step.zero:
             a[...] = 0
-        kernel = getattr(module, step.kernel)
+        kernel = getattr(module, step.kernel) if isinstance(step.kernel, str) else step.kernel
         extra = {"shared_bytes": step.shared} if step.shared else {}
         results.append(launch(kernel, step.grid, step.block, *numba_args(step.args), **extra))
     return results

@@ -83,8 +83,9 @@ def graded(course):
 
 def test_run_completes_within_its_timeouts(graded):
     assert graded["rc"] == 0, graded["stdout"] + graded["stderr"]
-    # 14 notebooks, 2 at a time; the slowest (the infinite loop) needs one cell timeout
-    assert graded["seconds"] < 90, f"grading took {graded['seconds']:.0f} s"
+    # 16 notebooks, 2 at a time, each run twice (checks apart, nbval for feedback); the slowest
+    # (the loop in square) needs three check timeouts and two cell timeouts
+    assert graded["seconds"] < 240, f"grading took {graded['seconds']:.0f} s"
     assert set(graded["rows"]) == set(EXPECTED), graded["stdout"]
 
 
@@ -132,16 +133,19 @@ def test_feedback_per_student_without_hidden_source(graded):
     assert "passed: hidden check `t.square.hidden` (2 points)" in partial
     assert "Total: 3 / 6 points" in partial
     blank = (feedback / "blank.md").read_text()
-    assert "FAILED: hidden check `t.square.hidden` (2 points): NotWrittenYet" in blank
+    assert "FAILED: hidden check `t.square.hidden` (2 points): a hidden check failed" in blank
     loop = (feedback / "infinite_loop.md").read_text()
-    assert f"longer than {CELL_TIMEOUT} s" in loop
+    assert "FAILED: check `t.square.check` (1 point): not run: your answer t.square was rejected" in loop
+    assert "line 1: `while` statement outside a function" in loop
+    slow = (feedback / "slow_square.md").read_text()
+    assert f"FAILED: check `t.square.check` (1 point): timed out after {CELL_TIMEOUT} s" in slow
     died = (feedback / "os_exit.md").read_text()
-    assert "FAILED: check `t.mean.check` (2 points): not run: the kernel died" in died
+    assert "FAILED: check `t.mean.check` (2 points): not run: your answer t.mean was rejected" in died
     junk = (feedback / "not_json.md").read_text()
     assert "not JSON" in junk
-    # the showtraceback trick: the message still reaches the student
+    # the showtraceback trick imports IPython: the answer is rejected, never run
     trick = (feedback / "showtraceback.md").read_text()
-    assert "AssertionError: square(3) gave 0, expected 9" in trick
+    assert "not run: your answer t.square was rejected" in trick and "import from `IPython" in trick
 
 
 def test_results_json_details(graded):
@@ -223,8 +227,8 @@ def test_notebook_timeout_kills_pytest_and_kernel(course, tmp_path):
     )
     rebuilt = rebuild(master, answered(stubborn, GOOD_MEAN))
     start = time.monotonic()
-    run = run_notebook(rebuilt.nb, tmp_path / "work", cell_timeout=30, notebook_timeout=6)
-    assert time.monotonic() - start < 20
+    run = run_notebook(rebuilt.nb, tmp_path / "work", cell_timeout=60, notebook_timeout=20)
+    assert time.monotonic() - start < 40
     assert run.killed and not run.ended
     kernel_pid = None
     for line in (tmp_path / "work" / "private" / "results.jsonl").read_text().splitlines():
@@ -242,7 +246,7 @@ def test_notebook_timeout_kills_pytest_and_kernel(course, tmp_path):
         time.sleep(0.1)
     alive = psutil.pid_exists(kernel_pid) and psutil.Process(kernel_pid).status() != psutil.STATUS_ZOMBIE
     assert not alive, "the kernel outlived the notebook timeout"
-    scored = score_chapter(master, rebuilt, run, GradeOptions(cell_timeout=30, notebook_timeout=6))
+    scored = score_chapter(master, rebuilt, run, GradeOptions(cell_timeout=60, notebook_timeout=20))
     assert any(f.startswith("notebook timeout") for f in scored["flags"])
     assert scored["exercises"]["t.square"]["points"] == 0
     assert scored["exercises"]["t.mean"]["points"] == 0  # it never ran

@@ -117,6 +117,8 @@ def submissions() -> dict[str, object]:
         "def mean(xs):\n    return 0",
     )
     subs["infinite_loop"] = answered("while True:\n    pass", GOOD_MEAN)
+    # a loop inside the function: it passes the vetting and runs into the checks' time limit
+    subs["slow_square"] = answered("def square(x):\n    while True:\n        pass", GOOD_MEAN)
     subs["os_exit"] = answered(GOOD_SQUARE, "import os\nos._exit(1)")
     subs["huge_allocation"] = answered("hoard = bytearray(64 * 2**30)\n" + GOOD_SQUARE, GOOD_MEAN)
     subs["not_json"] = b'{"cells": [{"cell_type": "code", "source": "def square(x'
@@ -151,14 +153,17 @@ EXPECTED = {
     "edited_check": ({"t.square": 0, "t.mean": 2}, ["check edited: t.square.check, t.square.negative"]),
     "deleted_check": ({"t.square": 4, "t.mean": 0}, ["check deleted: t.mean.check"]),
     "reordered": ({"t.square": 4, "t.mean": 2}, ["cells reordered"]),
-    "showtraceback": ({"t.square": 0, "t.mean": 0}, ["traceback hidden: t.square.check", "suspicious code"]),
-    "infinite_loop": ({"t.square": 0, "t.mean": 2}, ["cell timeout: t.square"]),
-    "os_exit": ({"t.square": 4, "t.mean": 0}, ["kernel died (exit code 1)"]),
+    # an answer outside the allowlist (IPython, a top-level loop, os, glob) never runs
+    "showtraceback": ({"t.square": 0, "t.mean": 0}, ["answer rejected: t.square (line 1: import from `IPython",
+                                                     "suspicious code"]),
+    "infinite_loop": ({"t.square": 0, "t.mean": 2}, ["answer rejected: t.square (line 1: `while` statement"]),
+    "slow_square": ({"t.square": 0, "t.mean": 2}, ["cell timeout: t.square.check"]),
+    "os_exit": ({"t.square": 4, "t.mean": 0}, ["answer rejected: t.mean (line 1: import of `os`"]),
     "huge_allocation": ({"t.square": 0, "t.mean": 2}, ["out of memory"]),
     "not_json": ({"t.square": 0, "t.mean": 0}, ["not a notebook"]),
     "empty": ({"t.square": 0, "t.mean": 0}, ["empty file"]),
     "nbval_markers": ({"t.square": 0, "t.mean": 0}, ["nbval markers removed", "check edited: t.mean.check"]),
-    "forger": ({"t.square": 0, "t.mean": 2}, ["results tampered", "suspicious code"]),
+    "forger": ({"t.square": 0, "t.mean": 2}, ["answer rejected: t.square", "suspicious code"]),
     # one folder per student, with a conftest.py that would break the grader if it were loaded
     "frank": ({"t.square": 4, "t.mean": 2}, []),
 }

@@ -85,7 +85,7 @@ def test_im2col_matrix_times_weights_is_the_convolution(shape):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("version", [v for v in K.VERSIONS if not v.startswith("v0")])
+@pytest.mark.parametrize("version", [v for v in K.EMULATED if not v.startswith("v0")])
 def test_every_version_matches_the_reference_on_the_emulator(version, shape):
     x, w = _inputs(shape)
     stride, padding = shape[6], shape[7]
@@ -131,3 +131,76 @@ def test_napkin_math_of_lenet_c1():
 def test_unknown_version_is_named():
     with pytest.raises(ValueError, match="the versions are"):
         K.conv_with("v9", np.zeros((1, 1, 3, 3), np.float32), np.zeros((1, 1, 3, 3), np.float32), _emulate)
+
+
+def _cu_signatures():
+    """name -> list of parameter types of every extern "C" kernel in kernels/conv.cu (macros expanded
+    for the v5 instantiations)."""
+    import re
+
+    from simtlab.cuda_source import cu_path
+
+    src = cu_path("conv").read_text()
+    sigs = {}
+    for name, params in re.findall(r'extern "C" __global__ void\s+(\w+)\(([^)]*)\)', src):
+        sigs[name] = [" ".join(p.split()[:-1]) for p in params.replace("\n", " ").split(",")]
+    for c, m, k, tx, th, tw in re.findall(r"^CONV_V5\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
+        sigs[K.v5_name(int(c), int(m), int(k), (int(tx), int(th), int(tw)))] = \
+            ["const float* __restrict__", "float* __restrict__"] + ["int"] * 5
+    for c, m, k, tw, nt, ih, iwp in re.findall(r"^CONV_V6\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)",
+                                               src, re.M):
+        sigs[K.v6_name(int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
+            ["const float* __restrict__"] * 2 + ["float* __restrict__"] + ["int"] * 6
+    return sigs
+
+
+def test_every_tile_of_the_tables_is_instantiated_in_conv_cu():
+    sigs = _cu_signatures()
+    for (c, m, k), tile in K.V5_TILES.items():
+        assert K.v5_name(c, m, k, tile) in sigs
+    for (c, m, k), tiles in K.V6_TILES.items():
+        for tile in tiles:
+            assert K.v6_name(c, m, k, tile) in sigs
+    from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
+
+    for layer, tiles in V5_CONFIGS.items():                  # the tiles the benchmark tunes over
+        s = layer_shape(layer)
+        for tile in tiles:
+            assert K.v5_name(s["C"], s["M"], s["K"], tile) in sigs
+
+
+@pytest.mark.parametrize("version", [v.label for v in K.VERSIONS if v.cuda_c])
+@pytest.mark.parametrize("layer", [K.LENET_C1, K.LENET_C3])
+def test_cuda_c_launches_match_the_kernels_signatures(version, layer, monkeypatch):
+    """Without a GPU: every CUDA C launch of a plan names a kernel of conv.cu and passes arrays for
+    its pointers, np.int32 for its ints and np.int64 for its long longs, in order."""
+    from simtlab.versions import find
+
+    monkeypatch.setattr(K, "_const_weights_cuda_c", lambda w: None)      # needs a GPU
+    sigs = _cu_signatures()
+    x = np.zeros((3, layer["C"], layer["H"], layer["W"]), np.float32)
+    w = np.zeros((layer["M"], layer["C"], layer["K"], layer["K"]), np.float32)
+    launches, y = find(K.VERSIONS, version).launches("cuda-c", np, x, w)
+    for step in launches:
+        assert step.kernel in sigs, f"{step.kernel} is not a kernel of conv.cu"
+        params = sigs[step.kernel]
+        assert len(step.args) == len(params), f"{step.kernel}: {len(step.args)} arguments for {params}"
+        for arg, param in zip(step.args, params):
+            if "*" in param:
+                assert isinstance(arg, np.ndarray) and arg.dtype == np.float32, (step.kernel, param, arg)
+            elif param.endswith("long long"):
+                assert isinstance(arg, np.int64), (step.kernel, param, type(arg))
+            else:
+                assert param.endswith("int") and isinstance(arg, np.int32), (step.kernel, param, type(arg))
+
+
+def test_numba_launches_pass_no_numpy_sizes():
+    """numba kernels read sizes from shapes: a plan's numba launches carry no NumPy integers
+    (those would be dropped on the GPU and leave a kernel one argument short)."""
+    x = np.zeros((2, 2, 9, 9), np.float32)
+    w = np.zeros((3, 2, 3, 3), np.float32)
+    for v in K.VERSIONS:
+        if v.numba:
+            launches, _ = v.launches("numba", np, x, w, stride=2, padding="same")
+            for step in launches:
+                assert not any(isinstance(a, np.integer) for a in step.args), (v.label, step.kernel)

@@ -25,10 +25,6 @@ BLOCK = 128
 TILE = 16
 
 
-def _call(fn, *args):
-    return call_student(fn, getattr(fn, "__name__", "your function"), *args)
-
-
 # ------------------------------------------------------------------------------------------
 # Exercise 1: output size and FLOPs of a layer
 # ------------------------------------------------------------------------------------------
@@ -41,7 +37,7 @@ def check_layer_numbers(conv_output_size, layer_flops) -> None:
               for _ in range(20)]
     for n, k, s, p in cases:
         want = (n + 2 * p - k) // s + 1
-        got = _call(conv_output_size, n, k, s, p)
+        got = call_student(conv_output_size, "conv_output_size", n, k, s, p)
         if got != want:
             hint = ""
             if got == (n + 2 * p - k) // s:
@@ -57,7 +53,7 @@ def check_layer_numbers(conv_output_size, layer_flops) -> None:
                 int(r.integers(1, 8)), int(r.integers(1, 40)), int(r.integers(1, 40))) for _ in range(10)]
     for name, b, c, m, k, ho, wo in layers:
         want = 2 * b * m * ho * wo * c * k * k
-        got = _call(layer_flops, b, c, m, k, ho, wo)
+        got = call_student(layer_flops, "layer_flops", b, c, m, k, ho, wo)
         if got != want:
             hint = ""
             if got * 2 == want:

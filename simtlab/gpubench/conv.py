@@ -10,7 +10,8 @@ Bytes moved (napkin math, the same for every version so that the ratio is the ti
 the input, the weights and the output once each. The inputs are positive, so v1's ReLU leaves
 the convolution unchanged and it is compared like the others.
 
-``conv_runner`` builds one version's launch; tests/test_conv_gpu.py uses it too.
+``conv_runner`` runs one version's launch plan (the table ``kernels.conv.VERSIONS``, the same
+plan the emulator runs); tests/test_conv_gpu.py uses it too.
 """
 
 from __future__ import annotations
@@ -28,22 +29,15 @@ BATCHES = (1000, 10000)
 #: the batch each version's output is checked at before it is timed (odd)
 CHECK_BATCH = 7
 
-#: name -> (numba kernel or None, CUDA C kernel or None)
-VERSIONS = {
-    "v1 direct": ("conv_v1_direct", "conv_v1_direct"),
-    "v2 im2col + GEMM": ("im2col", "im2col"),
-    "v3 implicit GEMM": ("conv_v3_implicit_gemm", "conv_v3_implicit_gemm"),
-    "v4 constant weights": ("conv_v4_const_weights", "conv_v4_const_weights"),
-}
-#: v5 (CUDA C only): its tile shapes per layer, (TX, TH, TW) as instantiated in kernels/conv.cu
+#: v5 (CUDA C only): the tile shapes (TX, TH, TW) the benchmark tries per layer (kernels/conv.cu has them)
 V5_CONFIGS = {
     "C1": [(32, 8, 1), (16, 8, 2), (16, 16, 4), (32, 8, 4), (16, 8, 5)],
     "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
 }
 
-__all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "VERSIONS", "V5_CONFIGS", "layer_shape", "recorded",
-           "measure", "results", "summary_table",
-           "v5_name", "conv_runner", "torch_runner", "layer_module", "cases", "CHECK_BATCH"]
+__all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
+           "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
+           "CHECK_BATCH"]
 
 
 def layer_shape(layer: str) -> dict:
@@ -55,138 +49,18 @@ def layer_shape(layer: str) -> dict:
     return shapes[layer]
 
 
-def v5_name(c: int, m: int, k: int, config) -> str:
-    tx, th, tw = config
-    return f"conv_v5_c{c}m{m}k{k}_{tx}x{th}x{tw}"
-
-
-def _numba_view(a):
-    from numba import cuda
-
-    return cuda.as_cuda_array(a, sync=False)
-
-
-def _set_const_weights(w):
-    """Copy the weights into kernels/conv.cu's ``__constant__ c_weights`` (CUDA C v4/v5)."""
-    import cupy
-
-    from ..cuda_source import raw_module
-    from ..kernels import conv as K
-
-    if w.nbytes > K.CONST_BYTES:
-        raise ValueError(f"the weights take {w.nbytes:,} bytes; constant memory holds {K.CONST_BYTES:,}")
-    ptr = raw_module("conv").get_global("c_weights")
-    dst = cupy.ndarray((w.size,), cupy.float32, ptr)
-    dst[...] = w.ravel()
-
-
 def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid", config=None):
-    """``(run, y)``: ``run()`` enqueues the whole layer ``y = conv(x, w)`` with one version
-    (``impl`` "numba" or "cuda-c"; "v5 tuned" is CUDA C only and needs ``config`` (TX, TH, TW)).
+    """``(run, y)``: ``run()`` enqueues the whole layer ``y = conv(x, w)`` with one version of
+    ``kernels.conv.VERSIONS`` through its launch plan (``impl`` "numba" or "cuda-c"; v5 and v6
+    are CUDA C only, ``config`` their tile: (TX, TH, TW) for v5, (TW, NT, IH, IWP) for v6,
+    default the layer's first in ``V5_TILES``/``V6_TILES``).
     ``x`` (B, C, H, W) and ``w`` (M, C, K, K) are float32 CuPy arrays; ``padding`` as in
     ``kernels.conv.conv_geometry`` ('valid', 'same' or an int)."""
-    import cupy
-
-    from ..cuda_source import cu_kernel
+    from .. import versions
     from ..kernels import conv as K
 
-    bsz, c, h, wd = map(int, x.shape)
-    m, _, k, _ = map(int, w.shape)
-    ho, wo, pad = K.conv_geometry(h, wd, k, stride, padding)
-    y = cupy.zeros((bsz, m, ho, wo), cupy.float32)
-    i32 = np.int32
-    sizes = tuple(i32(v) for v in (bsz, c, h, wd, m, k, ho, wo, stride, pad))
-    total = bsz * m * ho * wo
-    if bsz > 65535 and version in ("v4 constant weights", "v5 tuned"):
-        raise ValueError(f"{version} puts the batch in gridDim.z, at most 65,535; got a batch of {bsz:,}: "
-                         "split the batch into several launches")
-    if version == "v5 tuned":
-        if impl != "cuda-c" or config is None:
-            raise ValueError("v5 tuned exists in CUDA C only and needs a config (TX, TH, TW)")
-        if stride != 1:
-            raise ValueError("v5 is written for stride 1")
-        tx, th, tw = config
-        kernel = cu_kernel(TOPIC, v5_name(c, m, k, config))
-        _set_const_weights(w)
-        grid = (K.cdiv(wo, tx * tw), K.cdiv(ho, th), bsz)
-        args = (x, y, i32(h), i32(wd), i32(ho), i32(wo), i32(pad))
-
-        def run():
-            kernel(grid, (tx, th), args)
-        return run, y
-    if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}, v5 tuned")
-    if impl not in ("numba", "cuda-c"):
-        raise ValueError(f"impl must be 'numba' or 'cuda-c', not {impl!r}")
-    grid_1d = K.cdiv(total, K.BLOCK)
-    if version == "v1 direct":
-        if impl == "numba":
-            kern = K.conv_v1_direct[grid_1d, K.BLOCK]
-            views = [_numba_view(a) for a in (x, w, y)]
-
-            def run():
-                kern(*views, stride, pad)
-        else:
-            kernel = cu_kernel(TOPIC, "conv_v1_direct")
-
-            def run():
-                kernel((grid_1d,), (K.BLOCK,), (x, w, y, *sizes))
-        return run, y
-    if version == "v2 im2col + GEMM":
-        n_cols = bsz * ho * wo
-        depth = c * k * k
-        cols = cupy.empty((depth, n_cols), cupy.float32)
-        grid_cols = K.cdiv(depth * n_cols, K.BLOCK)
-        grid_gemm = (K.cdiv(n_cols, K.TILE), K.cdiv(m, K.TILE))
-        w2 = w.reshape(m, depth)
-        if impl == "numba":
-            unroll = K.im2col[grid_cols, K.BLOCK]
-            gemm = K.gemm_tiled_nchw[grid_gemm, (K.TILE, K.TILE)]
-            xv, cv, wv = _numba_view(x), _numba_view(cols), _numba_view(w2)
-            yv = _numba_view(y.reshape(bsz, m, ho * wo))
-
-            def run():
-                unroll(xv, cv, k, wo, stride, pad)
-                gemm(wv, cv, yv)
-        else:
-            unroll = cu_kernel(TOPIC, "im2col")
-            gemm = cu_kernel(TOPIC, "gemm_tiled_nchw")
-
-            def run():
-                unroll((grid_cols,), (K.BLOCK,), (x, cols, *sizes[:4], sizes[5], *sizes[6:]))
-                gemm(grid_gemm, (K.TILE, K.TILE), (w2, cols, y, i32(m), i32(depth), np.int64(n_cols),
-                                                   i32(ho * wo)))
-        run.keep = cols
-        return run, y
-    if version == "v3 implicit GEMM":
-        grid = (K.cdiv(bsz * ho * wo, K.TILE), K.cdiv(m, K.TILE))
-        if impl == "numba":
-            kern = K.conv_v3_implicit_gemm[grid, (K.TILE, K.TILE)]
-            views = [_numba_view(a) for a in (x, w, y)]
-
-            def run():
-                kern(*views, stride, pad)
-        else:
-            kernel = cu_kernel(TOPIC, "conv_v3_implicit_gemm")
-
-            def run():
-                kernel(grid, (K.TILE, K.TILE), (x, w, y, *sizes))
-        return run, y
-    # v4 constant weights
-    grid = (K.cdiv(wo, K.TILE), K.cdiv(ho, K.TILE) * m, bsz)     # gridDim.y/z: at most 65,535
-    if impl == "numba":
-        kern = K.make_conv_v4_const_weights(cupy.asnumpy(w))[grid, (K.TILE, K.TILE)]
-        xv, yv = _numba_view(x), _numba_view(y)
-
-        def run():
-            kern(xv, yv, stride, pad)
-    else:
-        kernel = cu_kernel(TOPIC, "conv_v4_const_weights")
-        _set_const_weights(w)
-
-        def run():
-            kernel(grid, (K.TILE, K.TILE), (x, y, *sizes))
-    return run, y
+    v = versions.find(K.VERSIONS, version)
+    return versions.gpu_runner(TOPIC, v, impl, x, w, stride=stride, padding=padding, tile=config)
 
 
 def torch_runner(x, w, stride: int = 1, pad: int = 0):
@@ -251,14 +125,25 @@ def _case(layer, name, impl, make, reference=False) -> Case:
 
 def cases(layer: str = "C1") -> list[Case]:
     out = [_case(layer, "cuDNN conv2d (reference)", "library", torch_runner, reference=True)]
+    from ..kernels.conv import VERSIONS
+
     for version in VERSIONS:
-        for impl in ("numba", "cuda-c"):
-            out.append(_case(layer, f"{version} ({impl})", impl,
-                             lambda x, w, v=version, i=impl: conv_runner(v, i, x, w)))
+        if version.label.startswith(("v0", "v5", "v6")):    # v0 is wrong on purpose; v5/v6 per tile below
+            continue
+        for impl in version.impls:
+            out.append(_case(layer, f"{version.label} ({impl})", impl,
+                             lambda x, w, v=version.label, i=impl: conv_runner(v, i, x, w)))
     for config in V5_CONFIGS[layer]:
         label = "v5 tuned {}x{}x{} (cuda-c)".format(*config)
         out.append(_case(layer, label, "cuda-c",
                          lambda x, w, cfg=config: conv_runner("v5 tuned", "cuda-c", x, w, config=cfg)))
+    from ..kernels.conv import V6_TILES
+
+    s = layer_shape(layer)
+    for tile in V6_TILES[(s["C"], s["M"], s["K"])]:
+        label = "v6 image per block tw{} nt{} (cuda-c)".format(*tile)
+        out.append(_case(layer, label, "cuda-c",
+                         lambda x, w, t=tile: conv_runner("v6 image per block", "cuda-c", x, w, config=t)))
     return out
 
 

@@ -27,7 +27,8 @@ def bind(impl: str, topic: str, name: str, grid, block, *args, shared: int = 0):
         from numba import cuda
 
         module = importlib.import_module(f"simtlab.kernels.{topic}")
-        kernel = getattr(module, name)[grid, block, 0, shared]
+        jitted = getattr(module, name) if isinstance(name, str) else name    # a plan may compile its own
+        kernel = jitted[grid, block, 0, shared]
         views = [cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
                  for a in args if not isinstance(a, np.integer)]
 

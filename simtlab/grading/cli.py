@@ -99,6 +99,9 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
     print()
     for path in report["ignored"]:
         print(f"ignored {path} (not a notebook or a folder)")
+    for student in report.get("unverified", []):
+        print(f"note: {student}'s stored result was not written by this grader (changed, forged or deleted); "
+              "graded again")
     for student in report["changed"]:
         print(f"note: {student}'s files changed since they were graded; --regrade grades them again")
     out = Path(args.out)

@@ -21,10 +21,12 @@ from __future__ import annotations
 import csv
 import datetime
 import hashlib
+import hmac
 import io
 import json
 import os
 import re
+import secrets
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -32,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .feedback import feedback_markdown
+from .isolated import IsolatedResult, plan_job, run_isolated
 from .rebuild import Master, NotANotebook, load_master, match_master, parse_submission, rebuild
 from .run import DEFAULT_MEMORY_LIMIT, RunResult, run_notebook
+from .secure import feedback_notebook, hidden_message, safe_message, vet_answers
 
 __all__ = ["GradeOptions", "Submission", "discover", "grade_folder", "load_masters", "write_gradebook"]
 
@@ -59,6 +63,7 @@ class Submission:
     student: str
     path: Path
     notebooks: list[Path] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # links and paths out of the folder: never read
 
 
 # ---------------------------------------------------------------------------
@@ -81,8 +86,20 @@ def _hidden(path: Path, root: Path) -> bool:
                for part in path.relative_to(root).parts)
 
 
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve(strict=True).relative_to(root.resolve())
+        return True
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
 def discover(submissions: str | Path) -> tuple[list[Submission], list[Path]]:
-    """The submissions in a folder, and the top-level files ignored (not notebooks)."""
+    """The submissions in a folder, and the top-level files ignored (not notebooks).
+
+    A symbolic link (to a master, to another student's work, anywhere) is never followed: it
+    is listed in the student's ``refused`` and flagged.
+    """
     root = Path(submissions)
     if not root.is_dir():
         raise FileNotFoundError(f"submissions folder not found: {root}")
@@ -91,9 +108,22 @@ def discover(submissions: str | Path) -> tuple[list[Submission], list[Path]]:
     for entry in sorted(root.iterdir()):
         if _hidden(entry, root):
             continue
-        if entry.is_dir():
-            notebooks = sorted(p for p in entry.rglob("*.ipynb") if p.is_file() and not _hidden(p, root))
-            name, sub = entry.name, Submission(entry.name, entry, notebooks)
+        if entry.is_symlink():
+            if entry.suffix != ".ipynb" and not entry.is_dir():
+                ignored.append(entry)
+                continue
+            name = entry.stem if entry.suffix == ".ipynb" else entry.name
+            sub = Submission(name, entry, [], [entry.name])
+        elif entry.is_dir():
+            notebooks, refused = [], []
+            for p in sorted(entry.rglob("*.ipynb")):
+                if _hidden(p, root):
+                    continue
+                if any(q.is_symlink() for q in [p, *p.parents] if root in q.parents) or not _inside(p, entry):
+                    refused.append(p.relative_to(root).as_posix())
+                elif p.is_file():
+                    notebooks.append(p)
+            name, sub = entry.name, Submission(entry.name, entry, notebooks, refused)
         elif entry.is_file() and entry.suffix == ".ipynb":
             name, sub = entry.stem, Submission(entry.stem, entry, [entry])
         else:
@@ -111,6 +141,30 @@ def _safe(student: str) -> str:
     if safe != student:
         safe = f"{safe[:60]}-{hashlib.sha1(student.encode()).hexdigest()[:8]}"
     return safe
+
+
+def file_names(students: list[str]) -> dict[str, str]:
+    """A file name for each student, distinct even where the file system ignores case."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for student in sorted(students):
+        safe = _safe(student)
+        if safe.lower() in taken:
+            safe = f"{safe[:60]}-{hashlib.sha256(student.encode()).hexdigest()[:12]}"
+        n = 2
+        base = safe
+        while safe.lower() in taken:
+            safe, n = f"{base}-{n}", n + 1
+        taken.add(safe.lower())
+        names[student] = safe
+    return names
+
+
+def _read_nofollow(path: Path) -> bytes:
+    """A file's bytes, refusing a symbolic link (swapped in after ``discover`` looked)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _sha256(path: Path) -> str | None:
@@ -174,10 +228,41 @@ def _check_outcome(rec: dict | None, run: RunResult, opts: GradeOptions, died_at
     return False, rec.get("message") or f"failed (kernel reply: {rec.get('reply')})"
 
 
-def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions) -> dict:
-    """Points per exercise, per check, and the flags of one graded notebook."""
+def _isolated_outcome(check: dict, iso: IsolatedResult, opts: GradeOptions, master: Master,
+                      rejected_answer: str | None) -> tuple[bool, str]:
+    if rejected_answer:
+        return False, f"not run: your answer {rejected_answer} was rejected (see the note above)"
+    rec = iso.checks.get(check["id"])
+    if rec is None:
+        if iso.killed:
+            return False, f"not run: the checks hit their time limit ({opts.whole_timeout:g} s)"
+        return False, "not run: the process running the checks ended before this check reported"
+    if rec["passed"]:
+        return True, ""
+    if check["role"] == "hidden-check":
+        return False, hidden_message(master, check["id"])
+    if rec.get("timed_out"):
+        return False, f"timed out after {opts.cell_timeout:g} s"
+    return False, safe_message(rec["message"], master) or "failed"
+
+
+def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
+                  iso: IsolatedResult | None = None, rejected: dict | None = None) -> dict:
+    """Points per exercise, per check, and the flags of one graded notebook.
+
+    With ``iso`` (the isolated run of the checks), the points and messages come from it and
+    ``run`` (nbval's run of the feedback notebook) only adds flags; ``rejected``: answer id ->
+    rejections (those exercises score zero).
+    """
     flags = list(rebuilt.flags)
     notes = list(rebuilt.notes)
+    rejected = rejected or {}
+    for sid, problems in rejected.items():
+        flags.append(f"answer rejected: {sid} ({problems[0]})")
+        notes.append(f"Your answer cell {sid} was not run, and its exercise scores zero: "
+                     + "; ".join(str(p) for p in problems[:5])
+                     + ". Answers may hold function definitions, constants and imports of numpy, math, "
+                       "numba and simtlab.kernels (docs/INSTRUCTORS.md lists the rules).")
     by_id = {}
     for rec in run.cells:
         if rec.get("id") and rec["id"] not in by_id:
@@ -186,8 +271,12 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions) -
     died_at = _label(died[0]) if died else None
     grader_error = None
 
-    if not run.started:
+    if not run.started and not (iso is not None and iso.complete):
         grader_error = f"pytest did not start (exit code {run.returncode}): {run.log.strip()[-500:]}"
+    elif not run.started:
+        flags.append("feedback run lost")
+        notes.append("The run of your notebook that gives feedback left no results (something deleted "
+                     "them); your points come from the separate run of the checks.")
     elif run.kernel_never_started:
         grader_error = f"the kernel {opts.kernel!r} did not start: {run.cells[0].get('message')}"
     if run.bad_lines:
@@ -221,11 +310,28 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions) -
         flags.append("traceback hidden: " + ", ".join(hidden_tb))
         notes.append("Errors were raised without showing a traceback; they still count as errors.")
 
+    if iso is not None and not iso.complete:
+        flags.append("check run incomplete" + (" (time limit)" if iso.killed else ""))
+        notes.append("The separate run of the checks did not report every check; those that did not "
+                     "report score zero.")
+    if iso is not None:
+        slow = [cid for cid, rec in iso.checks.items() if rec.get("timed_out")]
+        if slow and not timeouts:
+            flags.append("check timeout: " + ", ".join(slow))
+    answer_of = _answers_of_checks(master)
     exercises = {}
     for exercise, checks in master.exercises.items():
         info = {"points": 0, "max": 0, "checks": []}
         for check in checks:
-            passed, message = _check_outcome(by_id.get(check["id"]), run, opts, died_at)
+            if iso is not None:
+                bad = next((a for a in answer_of.get(check["id"], []) if a in rejected), None)
+                passed, message = _isolated_outcome(check, iso, opts, master, bad)
+            else:
+                passed, message = _check_outcome(by_id.get(check["id"]), run, opts, died_at)
+                if check["role"] == "hidden-check" and not passed:
+                    message = hidden_message(master, check["id"])
+                elif not passed:
+                    message = safe_message(message, master)
             if grader_error:
                 passed, message = False, "not graded: " + grader_error
             info["max"] += check["points"]
@@ -240,6 +346,17 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions) -
     return {"master": master.name, "flags": flags, "notes": notes, "exercises": exercises,
             "answers": rebuilt.answers, "seconds": round(run.seconds, 2), "grader_error": grader_error,
             "log": run.log[-2000:] if (grader_error or run.killed) else ""}
+
+
+def _answers_of_checks(master: Master) -> dict:
+    """check id -> the answers it depends on: its exercise's answer (a rejected one scores zero)."""
+    answers = {m.get("id") for m in (c.get("metadata", {}).get("simtlab") or {} for c in master.nb.cells)
+               if isinstance(m, dict) and m.get("role") == "answer"}
+    out = {}
+    for exercise, checks in master.exercises.items():
+        for check in checks:
+            out[check["id"]] = [exercise] if exercise in answers else []
+    return out
 
 
 def _zero_chapter(master: Master) -> dict:
@@ -259,18 +376,25 @@ def _prepare(sub: Submission, masters: list[Master]):
     """Read a student's notebooks: ``(plan, problems)``, plan = [(master, nb, path, flags)]."""
     problems: list[tuple[str, str]] = []  # (flag, sentence)
     found: dict[str, list] = {}
-    if not sub.notebooks:
+    for rel in sub.refused:
+        problems.append(("symlink refused", f"{rel} is a symbolic link (or reaches out of the submissions folder): "
+                                            "it was not read. Hand in the notebook file itself."))
+    if not sub.notebooks and not sub.refused:
         problems.append(("no notebook", f"No notebook (.ipynb) was found in {sub.path.name}."))
     for path in sub.notebooks:
         rel = path.relative_to(sub.path.parent).as_posix()
         try:
-            nb = parse_submission(path.read_bytes())
+            nb = parse_submission(_read_nofollow(path))
         except NotANotebook as e:
             flag = "empty file" if "empty" in str(e) else "not a notebook"
             problems.append((flag, f"{rel}: {e}."))
             continue
         except OSError as e:
-            problems.append(("unreadable", f"{rel}: cannot be read ({e.strerror})."))
+            flag = "symlink refused" if path.is_symlink() else "unreadable"
+            problems.append((flag, f"{rel}: cannot be read ({e.strerror})."))
+            continue
+        except Exception as e:  # noqa: BLE001 - any other malformed file is the student's zero, not ours
+            problems.append(("not a notebook", f"{rel}: the file cannot be read as a notebook ({type(e).__name__})."))
             continue
         if not nb.cells:
             problems.append(("empty notebook", f"{rel}: the notebook has no cells."))
@@ -302,10 +426,15 @@ def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) ->
     chapters = []
     for master, nb, rel in plan:
         rebuilt = rebuild(master, nb)
+        to_run, rejected = vet_answers(master, rebuilt)
+        feedback_nb = feedback_notebook(rebuilt.nb, rejected)
+        # the points: every check in a fresh process that holds only the vetted answers
+        iso = run_isolated(plan_job(master, to_run), cell_timeout=opts.cell_timeout,
+                           total_timeout=opts.whole_timeout, memory_limit=opts.memory_limit)
         for attempt in range(1, KERNEL_START_TRIES + 1):
             with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
                 run = run_notebook(
-                    rebuilt.nb, tmp, name=master.name, kernel=opts.kernel, cell_timeout=opts.cell_timeout,
+                    feedback_nb, tmp, name="notebook.ipynb", kernel=opts.kernel, cell_timeout=opts.cell_timeout,
                     notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
                 )
             # No student code runs before the kernel answers, so a kernel that died on start
@@ -313,7 +442,8 @@ def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) ->
             # kernel binding it, a machine short of memory) is the grader's problem: try again.
             if not run.kernel_never_started:
                 break
-        chapter = score_chapter(master, rebuilt, run, opts)
+        chapter = score_chapter(master, rebuilt, run, opts, iso=iso, rejected=rejected)
+        chapter["checks_run_as"] = iso.as_user
         chapter["kernel_starts"] = attempt
         chapter["notebook"] = rel
         chapters.append(chapter)
@@ -378,27 +508,62 @@ def student_row(result: dict, cols) -> dict:
     return {"points": points, "total": sum(points), "max": top, "flags": flags}
 
 
+def csv_cell(value) -> str:
+    """A text cell a spreadsheet shows as text: no formula (``= + - @``, tab, carriage return)."""
+    text = str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def write_gradebook(out: Path, masters: list[Master], results: list[dict], names: list[str]) -> Path:
     """Write ``out/gradebook.csv`` (atomically) for ``results`` over the masters named."""
     cols = _columns(masters, names)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["student", *_exercise_header(cols), "total", "max", "flags"])
+    w.writerow(["student", *(csv_cell(h) for h in _exercise_header(cols)), "total", "max", "flags"])
     for result in sorted(results, key=lambda r: r["student"].lower()):
         row = student_row(result, cols)
-        w.writerow([result["student"], *(f"{p:g}" for p in row["points"]), f"{row['total']:g}",
-                    f"{row['max']:g}", "; ".join(row["flags"])])
+        w.writerow([csv_cell(result["student"]), *(f"{p:g}" for p in row["points"]), f"{row['total']:g}",
+                    f"{row['max']:g}", csv_cell("; ".join(row["flags"]))])
     path = out / "gradebook.csv"
     _write_atomic(path, buf.getvalue())
     return path
 
 
-def _load_result(path: Path) -> dict | None:
+KEY_FILE = ".simtlab-grader-key"
+
+
+def _grader_key(out: Path) -> bytes:
+    """The key that signs ``results/*.json`` (``OUT/.simtlab-grader-key``, readable by the grader only)."""
+    path = out / KEY_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        key = _read_nofollow(path).strip()
+        if len(key) >= 32:
+            return key
+        os.unlink(path)  # emptied or truncated: a new key; every result is graded again
+        return _grader_key(out)
+    key = secrets.token_hex(32).encode()
+    with os.fdopen(fd, "wb") as f:
+        f.write(key)
+    return key
+
+
+def _mac(key: bytes, result: dict) -> str:
+    body = json.dumps({k: v for k, v in result.items() if k != "mac"}, sort_keys=True)
+    return hmac.new(key, body.encode(), hashlib.sha256).hexdigest()
+
+
+def _load_result(path: Path, key: bytes | None = None) -> dict | None:
+    """A student's stored result, or None: missing, unreadable, or not signed by this grader."""
+    try:
+        data = json.loads(_read_nofollow(path).decode("utf-8"))
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         return None
     if not isinstance(data, dict) or data.get("version") != RESULT_VERSION or "student" not in data:
+        return None
+    if key is not None and not (isinstance(data.get("mac"), str)
+                                and hmac.compare_digest(data["mac"], _mac(key, data))):
         return None
     return data
 
@@ -430,9 +595,14 @@ def grade_folder(
     (out / "results").mkdir(parents=True, exist_ok=True)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
 
-    todo, results, skipped, changed = [], {}, [], []
+    key = _grader_key(out)
+    stems = file_names([sub.student for sub in subs])
+    todo, results, skipped, changed, unverified = [], {}, [], [], []
     for sub in subs:
-        previous = _load_result(out / "results" / f"{_safe(sub.student)}.json")
+        stored = out / "results" / f"{stems[sub.student]}.json"
+        previous = _load_result(stored, key)
+        if previous is None and (stored.exists() or stored.is_symlink()) and not opts.regrade:
+            unverified.append(sub.student)  # changed by someone else than the grader: grade again
         if previous is not None and previous["student"] == sub.student and not opts.regrade \
                 and not previous.get("grader_error"):
             results[sub.student] = previous
@@ -455,7 +625,7 @@ def grade_folder(
             result = {"version": RESULT_VERSION, "student": sub.student, "submission": str(sub.path),
                       "sha256": {}, "flags": ["grader error"], "problems": [f"grader error: {type(e).__name__}: {e}"],
                       "chapters": [], "grader_error": True}
-        _finish(out, result)
+        _finish(out, result, stems[sub.student], key)
         with lock:
             if progress:
                 progress(sub.student, result, False)
@@ -475,15 +645,18 @@ def grade_folder(
     all_results = [results[s.student] for s in subs if s.student in results]
     path = write_gradebook(out, masters, all_results, names)
     return {"results": all_results, "graded": graded, "skipped": skipped, "ignored": ignored,
-            "gradebook": path, "masters": names, "changed": changed,
+            "gradebook": path, "masters": names, "changed": changed, "unverified": unverified,
             "columns": _columns(masters, names)}
 
 
-def _finish(out: Path, result: dict) -> None:
-    """Write a student's result and feedback (atomically)."""
+def _finish(out: Path, result: dict, stem: str | None = None, key: bytes | None = None) -> None:
+    """Write a student's result (signed with the grader's key) and feedback (atomically)."""
     total = sum(e["points"] for c in result.get("chapters", []) for e in c["exercises"].values())
     top = sum(e["max"] for c in result.get("chapters", []) for e in c["exercises"].values())
     result["total"], result["max"] = total, top
-    safe = _safe(result["student"])
+    safe = stem or _safe(result["student"])
+    result["file"] = safe
+    if key is not None:
+        result["mac"] = _mac(key, result)
     _write_atomic(out / "feedback" / f"{safe}.md", feedback_markdown(result))
     _write_atomic(out / "results" / f"{safe}.json", json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -95,7 +95,11 @@ def _source(cell) -> str:
 
 
 def parse_submission(data: bytes) -> nbformat.NotebookNode:
-    """A submission's bytes as a notebook; raises :class:`NotANotebook` saying why not."""
+    """A submission's bytes as a notebook; raises :class:`NotANotebook` saying why not.
+
+    A notebook of format 3 is converted to format 4; a file nested too deeply to read, or in
+    another encoding than UTF-8, is not a notebook.
+    """
     if not data.strip():
         raise NotANotebook("the file is empty")
     try:
@@ -104,17 +108,26 @@ def parse_submission(data: bytes) -> nbformat.NotebookNode:
         raise NotANotebook(f"the file is not UTF-8 text ({e.reason} at byte {e.start})") from None
     try:
         raw = json.loads(text)
+    except RecursionError:
+        raise NotANotebook("the file is JSON nested too deeply to be a notebook") from None
     except ValueError as e:
         raise NotANotebook(f"the file is not JSON ({e})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+    if isinstance(raw, dict) and raw.get("nbformat") == 3 and isinstance(raw.get("worksheets"), list):
+        pass  # nbformat converts it below
+    elif not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise NotANotebook("the file is JSON but not a notebook (no list of cells)")
     try:
         nb = nbformat.reads(text, as_version=4)
+    except RecursionError:
+        raise NotANotebook("the notebook is nested too deeply to read") from None
     except Exception as e:  # noqa: BLE001 - nbformat raises many kinds
-        raise NotANotebook(f"the file is not a valid notebook ({type(e).__name__}: {e})") from None
+        raise NotANotebook(f"the file is not a valid notebook ({type(e).__name__}: {str(e)[:200]})") from None
     cells = [c for c in nb.get("cells", []) if isinstance(c, dict)]
     if len(cells) != len(nb.get("cells", [])):
         raise NotANotebook("the notebook has cells that are not JSON objects")
+    for cell in cells:
+        if not isinstance(cell.get("source", ""), (str, list)) or not isinstance(cell.get("metadata", {}), dict):
+            raise NotANotebook("the notebook has cells whose source or metadata is malformed")
     return nb
 
 

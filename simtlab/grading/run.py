@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import subprocess
+
 import nbformat
 
+from . import contain
 from .signing import sign_ok
 
 __all__ = ["RunResult", "run_notebook", "DEFAULT_MEMORY_LIMIT"]
@@ -51,54 +52,26 @@ class RunResult:
         return bool(self.started and self.cells and all(r.get("setup_failed") for r in self.cells))
 
 
-def _child_env() -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
+# what a grading process may see of the grader's environment: nothing secret, nothing of pytest
+_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "JUPYTER_PATH", "VIRTUAL_ENV", "CONDA_PREFIX",
+             "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH")
+_KEEP_PREFIXES = ("NUMBA_", "SIMTLAB_BACKEND")
+
+
+def _child_env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_PREFIXES)}
+    env["HOME"] = str(home)
+    env["TMPDIR"] = str(home)
+    env["IPYTHONDIR"] = str(home / ".ipython")
+    env["MPLCONFIGDIR"] = str(home / ".matplotlib")
+    env["JUPYTER_RUNTIME_DIR"] = str(home / ".jupyter-runtime")
+    env["JUPYTER_DATA_DIR"] = str(home / ".jupyter-data")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     # only nbval and our plugin: no other installed pytest plugin takes part in grading
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
-
-
-def _descendants(pid: int) -> list:
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil comes with IPython
-        return []
-    try:
-        return psutil.Process(pid).children(recursive=True)
-    except Exception:  # noqa: BLE001 - gone already
-        return []
-
-
-def _kill_everything(proc: subprocess.Popen, kernel_pid: int | None) -> None:
-    """Kill pytest, the kernel (its own session) and whatever they started."""
-    victims = _descendants(proc.pid)
-    groups = {proc.pid}
-    if kernel_pid:
-        groups.add(kernel_pid)
-    for p in victims:
-        try:
-            groups.add(os.getpgid(p.pid))
-        except OSError:
-            pass
-    groups.discard(os.getpgid(0))  # never our own group
-    for g in groups:
-        try:
-            os.killpg(g, signal.SIGKILL)
-        except OSError:
-            pass
-    for p in victims:
-        try:
-            p.kill()
-        except Exception:  # noqa: BLE001
-            pass
-    try:
-        proc.kill()
-    except OSError:
-        pass
 
 
 def _read_results(path: Path, key: bytes) -> tuple[list[dict], int]:
@@ -127,6 +100,7 @@ def run_notebook(
     cell_timeout: float = 60,
     notebook_timeout: float = 600,
     memory_limit: int = DEFAULT_MEMORY_LIMIT,
+    drop_privileges: bool | None = None,
 ) -> RunResult:
     """Run ``nb`` with ``pytest --nbval-lax`` in a subprocess and return each cell's outcome.
 
@@ -136,12 +110,15 @@ def run_notebook(
     may run ``cell_timeout`` seconds, the whole run ``notebook_timeout`` seconds,
     after which pytest, the kernel and their children are killed.  The data
     memory of pytest and of the kernel is capped at ``memory_limit`` bytes
-    (0: no cap).  Never raises for anything the notebook does.
+    (0: no cap).  Everything the run starts is killed when it ends (:mod:`.contain`); as root
+    it runs as ``nobody`` without network (``drop_privileges``: None decides by itself).
+    Never raises for anything the notebook does.
     """
     workdir = Path(workdir)
-    nbdir, private = workdir / "notebook", workdir / "private"
-    nbdir.mkdir(parents=True, exist_ok=True)
-    private.mkdir(parents=True, exist_ok=True)
+    nbdir, private, home = workdir / "notebook", workdir / "private", workdir / "home"
+    for d in (nbdir, private, home):
+        d.mkdir(parents=True, exist_ok=True)
+    drop = contain.can_drop_privileges(nested=True) if drop_privileges is None else drop_privileges
     nbpath = nbdir / name
     nbformat.write(nb, str(nbpath))
     ini = private / "pytest.ini"
@@ -150,6 +127,10 @@ def run_notebook(
     results.touch()
     log = private / "pytest.log"
     key = secrets.token_hex(32).encode()
+    if drop:
+        for path in (workdir, nbdir, private, home, nbpath, ini, results):
+            os.chown(path, contain.NOBODY, contain.NOBODY)
+    token = secrets.token_hex(16)
 
     cmd = [
         sys.executable, "-m", "pytest", str(nbpath),
@@ -165,15 +146,16 @@ def run_notebook(
     read_fd, write_fd = os.pipe()
     out = RunResult()
     start = time.monotonic()
+    proc = None
     try:
         os.write(write_fd, key + b"\n")
         os.close(write_fd)
         write_fd = None
         cmd += ["--simtlab-key-fd", str(read_fd)]
         with open(log, "wb") as logf:
-            proc = subprocess.Popen(
-                cmd, cwd=str(nbdir), env=_child_env(), stdin=subprocess.DEVNULL, stdout=logf,
-                stderr=subprocess.STDOUT, pass_fds=(read_fd,), start_new_session=True,
+            proc = contain.start_contained(
+                cmd, cwd=str(nbdir), env=_child_env(home), token=token, drop=drop, loopback=True,
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, pass_fds=(read_fd,),
             )
             os.close(read_fd)
             read_fd = None
@@ -181,41 +163,22 @@ def run_notebook(
                 out.returncode = proc.wait(timeout=notebook_timeout)
             except subprocess.TimeoutExpired:
                 out.killed = True
-                records, _ = _read_results(results, key)
-                kernel_pid = next((r.get("pid") for r in records if r.get("type") == "kernel"), None)
-                _kill_everything(proc, kernel_pid)
-                out.returncode = proc.wait()
     finally:
         for fd in (read_fd, write_fd):
             if fd is not None:
                 os.close(fd)
+        if proc is not None:
+            contain.stop(proc, token)  # on every path: nothing the run started outlives it
+            if out.returncode is None:
+                out.returncode = proc.returncode
     out.seconds = time.monotonic() - start
     records, out.bad_lines = _read_results(results, key)
     out.started = any(r.get("type") == "start" for r in records)
     out.ended = any(r.get("type") == "end" for r in records)
     out.cells = [r for r in records if r.get("type") == "cell"]
-    # a kernel whose pytest died without stopping it (a kernel can outlive its pytest)
-    kernel_pid = next((r.get("pid") for r in records if r.get("type") == "kernel"), None)
-    if kernel_pid and not out.ended:
-        _kill_group_if_kernel(kernel_pid)
     try:
         text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
     except OSError:
         text = ""
     out.log = text
     return out
-
-
-def _kill_group_if_kernel(pid: int) -> None:
-    try:
-        import psutil
-
-        proc = psutil.Process(pid)
-        if "ipykernel" not in " ".join(proc.cmdline()):
-            return  # the pid was reused: not ours
-    except Exception:  # noqa: BLE001 - gone, or psutil missing
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass

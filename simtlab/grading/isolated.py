@@ -1,0 +1,166 @@
+"""Where the points come from: each check run apart from everything but the vetted answers.
+
+:func:`plan_job` takes a master and a student's answers (only those :mod:`.vet` accepted; a
+rejected or missing answer is replaced by the student version's stub) and lists, per check,
+the master's setup cells and answer cells before it.  :func:`run_isolated` hands that job to
+:mod:`.sandbox` in a fresh process, in an empty temporary folder, below a reaper (see
+:mod:`.contain`), and reads the results from a pipe only the grader holds: numbered records and
+a final count, or no points at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import contain
+
+__all__ = ["IsolatedResult", "plan_job", "run_isolated"]
+
+
+@dataclass
+class IsolatedResult:
+    """``checks``: check id -> {"passed", "message", "timed_out"}; ``complete``: every record came,
+    numbered, with the right count; ``killed``: the whole run hit its time limit."""
+
+    checks: dict = field(default_factory=dict)
+    complete: bool = False
+    killed: bool = False
+    seconds: float = 0.0
+    log: str = ""
+    as_user: str = ""
+
+
+def _meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("simtlab")
+    return meta if isinstance(meta, dict) else {}
+
+
+def plan_job(master, answers: dict[str, str]) -> dict:
+    """The job for :mod:`.sandbox`: groups of checks with the cells each needs.
+
+    ``answers``: answer id -> the source to run (vetted, or the stub).
+    """
+    groups: list[dict] = []
+    cells: list[dict] = []
+    for cell in master.nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        meta = _meta(cell)
+        role = meta.get("role")
+        if role == "setup":
+            cells.append({"name": f"<setup {meta.get('id')}>", "source": cell.source, "answer": False})
+        elif role == "answer":
+            cells.append({"name": f"<answer {meta['id']}>", "source": answers.get(meta["id"], ""), "answer": True})
+        elif role in ("check", "hidden-check"):
+            check = {"id": meta["id"], "source": cell.source}
+            if groups and groups[-1]["cells"] == cells:
+                groups[-1]["checks"].append(check)
+            else:
+                groups.append({"cells": list(cells), "checks": [check]})
+    return {"groups": groups}
+
+
+def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory_limit: int,
+                 drop_privileges: bool | None = None) -> IsolatedResult:
+    """Run ``job`` in a contained sandbox process; never raises for anything student code does."""
+    out = IsolatedResult()
+    expected = [c["id"] for g in job["groups"] for c in g["checks"]]
+    if not expected:
+        out.complete = True
+        return out
+    drop = contain.can_drop_privileges() if drop_privileges is None else drop_privileges
+    out.as_user = "nobody, no network" if drop else "the grader's user"
+    token = secrets.token_hex(16)
+    work = tempfile.mkdtemp(prefix="simtlab-sandbox-")
+    log_fd, log_path = tempfile.mkstemp(prefix="simtlab-sandbox-log-")
+    read_fd, write_fd = os.pipe()
+    start = time.monotonic()
+    proc = None
+    try:
+        if drop:
+            os.chown(work, contain.NOBODY, contain.NOBODY)
+        os.chmod(work, 0o700)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work,
+               "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": work,
+               "MPLCONFIGDIR": work, "LANG": "C.UTF-8"}
+        cmd = [sys.executable, "-I", "-m", "simtlab.grading.sandbox", str(write_fd), repr(float(cell_timeout)),
+               str(int(memory_limit))]
+        proc = contain.start_contained(cmd, cwd=work, env=env, token=token, drop=drop, stdin=-1,
+                                       stdout=log_fd, stderr=log_fd, pass_fds=(write_fd,))
+        os.close(write_fd)
+        write_fd = None
+        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()), daemon=True)
+        feeder.start()
+        data, out.killed = _read_all(read_fd, start + total_timeout)
+    finally:
+        for fd in (read_fd, write_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if proc is not None:
+            contain.stop(proc, token)
+        os.close(log_fd)
+        try:
+            with open(log_path, "rb") as f:
+                out.log = f.read()[-3000:].decode("utf-8", errors="replace")
+        except OSError:
+            pass
+        os.unlink(log_path)
+        shutil.rmtree(work, ignore_errors=True)
+    out.seconds = time.monotonic() - start
+    out.checks, out.complete = _verify(data, expected)
+    return out
+
+
+def _feed(proc, payload: bytes) -> None:
+    try:
+        proc.stdin.write(payload)
+        proc.stdin.close()
+    except OSError:
+        pass
+
+
+def _read_all(fd: int, deadline: float) -> tuple[bytes, bool]:
+    import select
+
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), True
+        ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return b"".join(chunks), False
+            chunks.append(chunk)
+
+
+def _verify(data: bytes, expected: list[str]) -> tuple[dict, bool]:
+    """The records, if they are exactly ``expected`` in order, numbered, then the count."""
+    records = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return {}, False
+        records.append(rec)
+    checks = {}
+    for i, rec in enumerate(records[: len(expected)]):
+        if not isinstance(rec, dict) or rec.get("seq") != i or rec.get("id") != expected[i]:
+            return {}, False
+        checks[rec["id"]] = {"passed": rec.get("passed") is True, "message": str(rec.get("message") or ""),
+                             "timed_out": bool(rec.get("timed_out"))}
+    complete = (len(records) == len(expected) + 1 and isinstance(records[-1], dict)
+                and records[-1] == {"seq": len(expected), "count": len(expected)})
+    return checks, complete

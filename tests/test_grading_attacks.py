@@ -1,0 +1,347 @@
+"""A determined student against `simtlab grade` (issue 13): every attack earns what a blank notebook
+earns, is flagged, leaves no process behind and reads no master source into any feedback file.
+
+One run grades a folder of attack submissions against the course's chapter 1 (the attacks are
+written into the first answer cell, ``ch01.linear_id``; the other answers are left blank, so a
+blank notebook scores 0 and so must every attack).  Other tests cover the output files, the
+stored results, the containment of processes and the isolated check runner on their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+
+from simtlab.cli import main as simtlab_main
+from simtlab.grading import contain, load_master, rebuild
+from simtlab.grading.isolated import run_isolated
+from simtlab.grading.secure import master_rules, vet_answers
+
+REPO = Path(__file__).resolve().parent.parent
+CH01 = REPO / "solutions" / "01_gpu_architecture.ipynb"
+CH03 = REPO / "solutions" / "03_communication_patterns.ipynb"
+
+
+def _cli(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = simtlab_main(["grade", *map(str, args)])
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _with_answer(master, sid: str, source: str):
+    nb = copy.deepcopy(master.student)
+    for cell in nb.cells:
+        if (cell.get("metadata", {}).get("simtlab") or {}).get("id") == sid:
+            cell.source = source
+            return nb
+    raise KeyError(sid)
+
+
+# name -> source of the ch01.linear_id answer cell; each one is an attack of issue 13
+ATTACKS = {
+    "monkeypatch_setattr": (
+        "from simtlab.kernels import intro\n"
+        "mod = intro.np\n"
+        "setattr(intro, 'check' + '_linear_id', None)\n"
+        "def linear_thread_id(*a):\n    return 0\n"),
+    "monkeypatch_importlib": (
+        "import importlib\n"
+        "ex = importlib.import_module('simtlab.' + 'exercises.ch01')\n"
+        "ex.check_linear_id = lambda *a: None\n"),
+    "import_hook": (
+        "import sys\n"
+        "class Finder:\n    pass\n"
+        "sys.meta_path.insert(0, Finder())\n"),
+    "wrap_emulate": (
+        "import simtlab\n"
+        "real = simtlab.emulate\n"
+        "simtlab.emulate = lambda *a, **k: real\n"),
+    "input_transformer": (
+        "get_ipython().input_transformers_cleanup.append(lambda lines: ['pass\\n'])\n"),
+    "ast_transformer": (
+        "from IPython import get_ipython\n"
+        "import ast\n"
+        "get_ipython().ast_transformers.append(ast.NodeTransformer())\n"),
+    "post_run_cell": (
+        "ip = get_ipython()\n"
+        "ip.events.register('post_run_cell', lambda result: None)\n"),
+    "settrace": (
+        "import sys\n"
+        "sys.settrace(lambda *a: None)\n"),
+    "key_from_parent_memory": (
+        "import os\n"
+        "mem = open(f'/proc/{os.getppid()}/mem', 'rb')\n"),
+    "run_master": "%run ../../solutions/01_gpu_architecture.ipynb\n",
+    "shell_escape": "!cat /proc/$PPID/cmdline\n",
+    "detached_rewriter": (
+        "import subprocess\n"
+        "subprocess.Popen(['setsid', 'sh', '-c', 'sleep 5; echo forged > gradebook.csv'])\n"),
+    "dunder_escape": (
+        "subs = ().__class__.__base__.__subclasses__()\n"),
+    "rebinds_check_module": (
+        "from simtlab.kernels import intro as ch01\n"),
+    # vetted, it runs: it raises an error quoting the master's solution, at length
+    "leaks_solution": (
+        "def linear_thread_id(tx, ty, tz, bdx, bdy):\n"
+        "    raise ValueError('return tx + ty * bdx + tz * bdx * bdy ' * 100)\n"
+        "def global_thread_id(thread_idx, block_idx, block_dim, grid_dim):\n"
+        "    raise ValueError('x' * 5000)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    root = tmp_path_factory.mktemp("attacks")
+    subs = root / "submissions"
+    subs.mkdir()
+    master = load_master(CH01)
+    for name, source in ATTACKS.items():
+        nbformat.write(_with_answer(master, "ch01.linear_id", source), str(subs / f"{name}.ipynb"))
+    nbformat.write(master.student, str(subs / "blank.ipynb"))
+    # a link to the master itself, and a folder holding one
+    (subs / "symlink_to_master.ipynb").symlink_to(CH01)
+    (subs / "linker").mkdir()
+    (subs / "linker" / "01_gpu_architecture.ipynb").symlink_to(CH01)
+    # spreadsheet formulas and colliding names
+    nbformat.write(master.student, str(subs / "=HYPERLINK(1).ipynb"))
+    nbformat.write(master.student, str(subs / "Alice.ipynb"))
+    nbformat.write(master.student, str(subs / "alice.ipynb"))
+    # malformed files
+    (subs / "deep_json.ipynb").write_text('{"cells": ' + "[" * 200000 + "]" * 200000 + "}")
+    (subs / "latin1.ipynb").write_bytes('{"cells": [], "x": "caf\xe9"}'.encode("latin-1"))
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {},
+          "worksheets": [{"cells": [{"cell_type": "code", "input": "x = 1", "language": "python",
+                                     "outputs": [], "metadata": {}}]}]}
+    (subs / "nbformat3.ipynb").write_text(json.dumps(v3))
+
+    out = root / "grades"
+    start = time.monotonic()
+    rc, stdout, stderr = _cli(subs, "--out", out, "--jobs", 2, "--cell-timeout", 30)
+    seconds = time.monotonic() - start
+    with open(out / "gradebook.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    return {"rc": rc, "stdout": stdout, "stderr": stderr, "rows": rows, "out": out, "subs": subs,
+            "seconds": seconds, "master": master}
+
+
+def _row(attacked, student):
+    for row in attacked["rows"]:
+        if row["student"].lstrip("'") == student:
+            return row
+    raise KeyError(student)
+
+
+def test_the_run_completes(attacked):
+    assert attacked["rc"] == 0, attacked["stdout"] + attacked["stderr"]
+    assert "grader error" not in attacked["stdout"]
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_no_attack_earns_more_than_a_blank_notebook(attacked, name):
+    blank = float(_row(attacked, "blank")["total"])
+    row = _row(attacked, name)
+    assert float(row["total"]) <= blank == 0, row
+
+
+@pytest.mark.parametrize("name", sorted(set(ATTACKS) - {"leaks_solution"}))
+def test_every_attack_is_flagged_with_its_line(attacked, name):
+    flags = _row(attacked, name)["flags"]
+    assert "answer rejected: ch01.linear_id (line " in flags, flags
+
+
+def test_links_are_refused_and_flagged(attacked):
+    for student in ("symlink_to_master", "linker"):
+        row = _row(attacked, student)
+        assert float(row["total"]) == 0 and "symlink refused" in row["flags"], row
+
+
+def test_malformed_files_are_flagged_zeros_never_grader_errors(attacked):
+    for student in ("deep_json", "latin1"):
+        row = _row(attacked, student)
+        assert float(row["total"]) == 0 and "not a notebook" in row["flags"], row
+    row = _row(attacked, "nbformat3")  # converted: it matches no chapter of the course
+    assert float(row["total"]) == 0 and "unknown chapter" in row["flags"], row
+
+
+def test_spreadsheet_formulas_are_neutralised(attacked):
+    text = (attacked["out"] / "gradebook.csv").read_text()
+    for line in text.splitlines()[1:]:
+        first = next(csv.reader([line]))
+        assert all(not cell.startswith(("=", "+", "-", "@")) for cell in first), line
+    assert "'=HYPERLINK(1)" in text
+
+
+def test_colliding_names_get_distinct_feedback_files(attacked):
+    feedback = attacked["out"] / "feedback"
+    files = [p.name.lower() for p in feedback.glob("*.md")]
+    assert len(files) == len(set(files)) == len(attacked["rows"])
+    results = [json.loads(p.read_text()) for p in (attacked["out"] / "results").glob("*.json")]
+    assert {"Alice", "alice"} <= {r["student"] for r in results}
+
+
+def test_no_master_source_in_any_feedback_file(attacked):
+    rules = master_rules(attacked["master"])
+    assert rules.secret_lines  # the solutions' lines that must never reach a student
+    for path in (attacked["out"] / "feedback").glob("*.md"):
+        text = " ".join(path.read_text().split())
+        for line in rules.secret_lines:
+            assert line not in text, f"{path.name} quotes the master: {line!r}"
+    leak = (attacked["out"] / "feedback").glob("leaks_solution*.md")
+    text = next(leak).read_text()
+    assert "not shown" in text  # the message quoting the solution was withheld
+    assert all(len(line) < 500 for line in text.splitlines())  # the other one was cut
+
+
+def test_no_process_is_left_behind(attacked):
+    time.sleep(1)
+    left = []
+    for p in psutil.process_iter(["pid"]):
+        try:
+            if contain.TOKEN_ENV in p.environ():
+                left.append((p.pid, p.cmdline()))
+        except (psutil.Error, OSError):
+            continue
+    assert left == []
+
+
+def test_forged_or_deleted_results_are_graded_again_without_regrade(attacked, tmp_path):
+    """A result file changed by anyone but the grader does not verify: the student is graded again."""
+    out = attacked["out"]
+    forged = out / "results" / "blank.json"
+    data = json.loads(forged.read_text())
+    data["chapters"][0]["exercises"]["ch01.linear_id"]["points"] = 1
+    forged.write_text(json.dumps(data))
+    (out / "results" / "run_master.json").unlink()
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name in ("blank", "run_master", "settrace"):
+        (subs / f"{name}.ipynb").write_bytes((attacked["subs"] / f"{name}.ipynb").read_bytes())
+    rc, stdout, _ = _cli(subs, "--out", out, "--cell-timeout", 30)
+    assert rc == 0
+    assert "blank's stored result was not written by this grader" in stdout
+    assert "graded  blank: 0 points" in stdout and "graded  run_master" in stdout
+    assert "skipped settrace" in stdout
+    with open(out / "gradebook.csv", newline="") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    assert rows["blank"]["total"] == "0"
+
+
+def test_the_course_kernels_are_not_answers():
+    """Chapter 3: the library's transpose and stencil kernels are rejected where the exercise asks
+    for them (they earned 5 of 6 points before)."""
+    master = load_master(CH03)
+    nb = _with_answer(master, "ch03.transpose",
+                      "TILE, BLOCK_ROWS = P.TILE, P.BLOCK_ROWS\ntranspose_padded = P.transpose_v3_padded\n")
+    for cell in nb.cells:
+        if (cell.get("metadata", {}).get("simtlab") or {}).get("id") == "ch03.stencil_shared":
+            cell.source = "from simtlab.kernels.patterns import stencil1d_v2_shared as stencil_shared\n"
+    to_run, rejected = vet_answers(master, rebuild(master, nb))
+    assert set(rejected) == {"ch03.transpose", "ch03.stencil_shared"}
+    assert "course's own kernel" in str(rejected["ch03.transpose"][0])
+    assert "NotImplementedError" in to_run["ch03.transpose"]  # the stub runs instead
+
+
+# ---------------------------------------------------------------------------
+# containment and the isolated runner on their own
+
+_DETACH = r"""
+import os, sys, time
+marker = sys.argv[1]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(3)
+        open(marker, "w").write("I outlived the grader")
+        os._exit(0)
+    os._exit(0)
+print("detached", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("timeout", [False, True])
+def test_a_detached_process_dies_with_its_run(tmp_path, timeout):
+    """setsid and a double fork leave the process group; the reaper still kills them, on the
+    normal path and on the timeout path."""
+    marker = tmp_path / "marker"
+    script = tmp_path / "detach.py"
+    script.write_text(_DETACH if timeout else _DETACH.replace("time.sleep(60)", "pass"))
+    proc = contain.start_contained([sys.executable, str(script), str(marker)], cwd=str(tmp_path),
+                                   env=dict(os.environ), token="t" + str(os.getpid()) + str(timeout), drop=False,
+                                   stdout=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == b"detached"
+    if timeout:
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+    else:
+        proc.wait(timeout=30)
+    contain.stop(proc, "t" + str(os.getpid()) + str(timeout))
+    time.sleep(4)
+    assert not marker.exists(), "a detached process outlived its run"
+    assert contain.sweep("t" + str(os.getpid()) + str(timeout)) == 0
+
+
+def test_records_are_numbered_and_counted():
+    from simtlab.grading.isolated import _verify
+
+    good = b'{"seq": 0, "id": "a", "passed": true}\n{"seq": 1, "id": "b", "passed": false}\n{"seq": 2, "count": 2}\n'
+    checks, complete = _verify(good, ["a", "b"])
+    assert complete and checks["a"]["passed"] and not checks["b"]["passed"]
+    assert _verify(good.replace(b'"seq": 1', b'"seq": 5'), ["a", "b"]) == ({}, False)
+    assert not _verify(good.rsplit(b"\n", 2)[0] + b"\n", ["a", "b"])[1]  # no count: incomplete
+    extra = good + b'{"seq": 3, "id": "b", "passed": true}\n'
+    assert not _verify(extra, ["a", "b"])[1]
+
+
+@pytest.mark.skipif(not contain.can_drop_privileges(), reason="needs root, unshare and setpriv")
+def test_as_root_checks_run_as_nobody_without_network():
+    setup = "import os, socket\nuid, gid = os.getuid(), os.getgid()\ncwd_files = os.listdir('.')"
+    net = ("s = socket.socket()\ns.settimeout(3)\ntry:\n    s.connect(('1.1.1.1', 53))\n    reached = True\n"
+           "except OSError:\n    reached = False\nassert not reached, 'the network is reachable'")
+    job = {"groups": [{"cells": [{"name": "<setup s>", "source": setup, "answer": False}],
+                       "checks": [{"id": "uid", "source": "assert (uid, gid) == (65534, 65534), (uid, gid)"},
+                                  {"id": "net", "source": net},
+                                  {"id": "empty", "source": "assert cwd_files == [], cwd_files"}]}]}
+    result = run_isolated(job, cell_timeout=20, total_timeout=120, memory_limit=2**31)
+    assert result.complete and result.as_user.startswith("nobody")
+    assert result.checks["uid"]["passed"], result.checks["uid"]
+    assert result.checks["net"]["passed"], result.checks["net"]
+    assert result.checks["empty"]["passed"], result.checks["empty"]
+
+
+def test_the_guides_docker_command():
+    """Docker cannot run in CI here (no daemon): check the arguments the guide gives instead."""
+    import re
+    import shlex
+
+    text = (REPO / "docs" / "INSTRUCTORS.md").read_text()
+    block = text[text.index("docker build -t simtlab-grader"):]
+    build, run = block.split("DOCKERFILE\n\n", 1)
+    assert "util-linux" in build and "iproute2" in build  # unshare, setpriv and ip inside the image
+    assert '".[grade]"' in build
+    command = run[run.index("docker run"):run.index("```")].replace("\\\n", " ")
+    args = shlex.split(command)
+    assert args[:3] == ["docker", "run", "--rm"]
+    pairs = {a: b for a, b in zip(args, args[1:]) if a.startswith("--")}
+    assert pairs["--network"] == "none"
+    assert re.fullmatch(r"\d+g", pairs["--memory"]) and int(pairs["--pids-limit"]) > 0
+    assert pairs["--cap-add"] == "SYS_ADMIN"  # unshare --net for each run
+    assert "--user" not in args  # root inside: student code runs as nobody
+    mounts = [b for a, b in zip(args, args[1:]) if a == "-v"]
+    assert any(m.endswith(":/submissions:ro") for m in mounts)
+    assert any(m.endswith(":/course/solutions:ro") for m in mounts)
+    image = args.index("simtlab-grader")
+    assert args[image + 1:image + 3] == ["simtlab", "grade"] and "--out" in args and "/grades" in args
