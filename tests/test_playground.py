@@ -411,3 +411,17 @@ def test_a_change_during_prefetch_wins():
 def test_prefetch_is_off_outside_a_jupyter_kernel():
     pg = playground(scale_1d, 1, 32, np.ones(32, np.float32), np.zeros(32, np.float32))
     assert pg.prefetch is False and pg._prefetch_thread is None
+
+
+def test_prefetch_draws_the_tab_in_view():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True).wait_for_prefetch(120)
+    pg.tabs.selected_index = 4                # barriers
+    pg.wait_for_prefetch(120)
+    neighbour = pg._cache[((4, 1, 1), (256, 1, 1), 512)][0]
+    assert (id(neighbour), 0) in pg._tabs[4]._memo
+    pg.tabs.selected_index = 1                # memory
+    pg.wait_for_prefetch(120)
+    assert (id(neighbour),) in pg._tabs[1]._memo
+    pg.controls["block"].value = 256
+    assert pg.run is neighbour and len(_pngs(pg.tabs.children[1])) == 2
