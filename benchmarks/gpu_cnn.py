@@ -91,70 +91,94 @@ def main() -> None:
     result = {"stamp": stamp(), "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
               "tf32": False, "batch_big": BIG}
     sync_all = cupy.cuda.runtime.deviceSynchronize
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save():
+        args.out.write_text(json.dumps(result, indent=1, default=str))
+
+    def section(name, body):
+        """Run one part; a failure is recorded (and printed) and the next part still runs."""
+        import traceback
+        try:
+            body()
+        except Exception:
+            result.setdefault("errors", {})[name] = traceback.format_exc()
+            print(f"{name} FAILED:\n{traceback.format_exc()}", flush=True)
+        save()
 
     # ---------------------------------------------------------------- batch 1 latency
-    x1 = cnn_data.to_input(sample.images[:1])
-    x1g, x1t = cupy.asarray(x1), torch.from_numpy(x1).cuda()
-    lat = {}
-    for impl in ("cuda-c", "numba"):
-        run, out, _ = course_forward(pg, x1g, impl=impl, conv="fused", fc="vecmat")
-        lat[f"course {impl} eager"] = wall_ms(run, sync_all)
-    # numba-cuda launches on the legacy default stream, which a capture cannot record: CUDA C only
-    replay, stream = capture_graph(run1 := course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")[0])
-    lat["course cuda-c CUDA graph"] = wall_ms(replay, stream.synchronize)
-    run1, out1, steps1 = course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")
-    run1i, out1i, steps1i = course_forward(pg, x1g, impl="cuda-c", conv="implicit", fc="gemm")
-    lat["course cuda-c eager, implicit GEMM + tiled FC (7 launches)"] = wall_ms(run1i, sync_all)
-    with torch.inference_mode():
-        lat["PyTorch eager"] = wall_ms(lambda: model(x1t), torch.cuda.synchronize)
-        static_x = x1t.clone()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(static_x)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_out = model(static_x)
-        lat["PyTorch CUDA graph"] = wall_ms(graph.replay, torch.cuda.synchronize)
-        np.testing.assert_allclose(static_out.cpu().numpy(), cnn.forward_cpu(params, x1)["softmax"], rtol=1e-4, atol=1e-6)
-    run1()
-    sync_all()
-    np.testing.assert_allclose(cupy.asnumpy(out1["softmax"]), cnn.forward_cpu(params, x1)["softmax"], rtol=1e-4, atol=1e-6)
-    result["batch1_latency_ms"] = lat
-    result["batch1_ratios"] = {
-        "course graph / PyTorch eager": lat["course cuda-c CUDA graph"] / lat["PyTorch eager"],
-        "course graph / PyTorch graph": lat["course cuda-c CUDA graph"] / lat["PyTorch CUDA graph"],
-        "course eager / PyTorch eager": lat["course cuda-c eager"] / lat["PyTorch eager"]}
+    st = {}
+
+    def batch1():
+        x1 = cnn_data.to_input(sample.images[:1])
+        x1g, x1t = cupy.asarray(x1), torch.from_numpy(x1).cuda()
+        lat = {}
+        for impl in ("cuda-c", "numba"):
+            run, out, _ = course_forward(pg, x1g, impl=impl, conv="fused", fc="vecmat")
+            lat[f"course {impl} eager"] = wall_ms(run, sync_all)
+        # numba-cuda launches on the legacy default stream, which a capture cannot record: CUDA C only
+        replay, stream = capture_graph(course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")[0])
+        lat["course cuda-c CUDA graph"] = wall_ms(replay, stream.synchronize)
+        run1, out1, steps1 = course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")
+        run1i, out1i, steps1i = course_forward(pg, x1g, impl="cuda-c", conv="implicit", fc="gemm")
+        lat["course cuda-c eager, implicit GEMM + tiled FC (7 launches)"] = wall_ms(run1i, sync_all)
+        with torch.inference_mode():
+            lat["PyTorch eager"] = wall_ms(lambda: model(x1t), torch.cuda.synchronize)
+            static_x = x1t.clone()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    model(static_x)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = model(static_x)
+            lat["PyTorch CUDA graph"] = wall_ms(graph.replay, torch.cuda.synchronize)
+            np.testing.assert_allclose(static_out.cpu().numpy(), cnn.forward_cpu(params, x1)["softmax"], rtol=1e-4, atol=1e-6)
+        run1()
+        sync_all()
+        np.testing.assert_allclose(cupy.asnumpy(out1["softmax"]), cnn.forward_cpu(params, x1)["softmax"], rtol=1e-4, atol=1e-6)
+        result["batch1_latency_ms"] = lat
+        result["batch1_ratios"] = {
+            "course graph / PyTorch eager": lat["course cuda-c CUDA graph"] / lat["PyTorch eager"],
+            "course graph / PyTorch graph": lat["course cuda-c CUDA graph"] / lat["PyTorch CUDA graph"],
+            "course eager / PyTorch eager": lat["course cuda-c eager"] / lat["PyTorch eager"]}
+        st.update(x1g=x1g, x1t=x1t, run1=run1, steps1=steps1, steps1i=steps1i)
+
+    section("batch 1", batch1)
 
     # ---------------------------------------------------------------- batch 10,000 throughput
-    reps = -(-BIG // len(sample))
-    xb = cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:BIG])
-    labels_b = np.tile(sample.labels, reps)[:BIG]
-    xbg, xbt = cupy.asarray(xb), torch.from_numpy(xb).cuda()
-    thr = {}
-    runs = {}
-    for conv in ("fused", "implicit"):
-        run, out, steps = course_forward(pg, xbg, impl="cuda-c", conv=conv, fc="gemm")
-        runs[conv] = (run, out, steps)
-        thr[f"course cuda-c {conv}"] = time_launches(run, repeat=15)["median_ms"]
-    run_n, out_n, _ = course_forward(pg, xbg, impl="numba", conv="fused", fc="gemm")
-    thr["course numba fused"] = time_launches(run_n, repeat=15)["median_ms"]
-    with torch.inference_mode():
-        thr["PyTorch eager"] = time_launches(lambda: model(xbt), repeat=15)["median_ms"]
-        torch_probs = model(xbt)
-        torch_labels = torch_probs.argmax(1).cpu().numpy()
-    run_f, out_f, steps_f = runs["fused"]
-    run_f()
-    sync_all()
-    course_labels = cupy.asnumpy(out_f["labels"])
-    result["batch_big_ms"] = thr
-    result["batch_big_images_per_s"] = {k: BIG / (v / 1e3) for k, v in thr.items()}
-    result["batch_big_ratio_pytorch_over_course"] = thr["PyTorch eager"] / thr["course cuda-c fused"]
-    result["agreement"] = {"course vs PyTorch labels equal": float((course_labels == torch_labels).mean()),
-                           "accuracy course": float((course_labels == labels_b).mean()),
-                           "accuracy PyTorch": float((torch_labels == labels_b).mean())}
+    def big():
+        reps = -(-BIG // len(sample))
+        xb = cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:BIG])
+        labels_b = np.tile(sample.labels, reps)[:BIG]
+        xbg, xbt = cupy.asarray(xb), torch.from_numpy(xb).cuda()
+        thr = {}
+        runs = {}
+        for conv in ("fused", "implicit"):
+            run, out, steps = course_forward(pg, xbg, impl="cuda-c", conv=conv, fc="gemm")
+            runs[conv] = (run, out, steps)
+            thr[f"course cuda-c {conv}"] = time_launches(run, repeat=15)["median_ms"]
+        run_n, out_n, _ = course_forward(pg, xbg, impl="numba", conv="fused", fc="gemm")
+        thr["course numba fused"] = time_launches(run_n, repeat=15)["median_ms"]
+        with torch.inference_mode():
+            thr["PyTorch eager"] = time_launches(lambda: model(xbt), repeat=15)["median_ms"]
+            torch_probs = model(xbt)
+            torch_labels = torch_probs.argmax(1).cpu().numpy()
+        run_f, out_f, steps_f = runs["fused"]
+        run_f()
+        sync_all()
+        course_labels = cupy.asnumpy(out_f["labels"])
+        result["batch_big_ms"] = thr
+        result["batch_big_images_per_s"] = {k: BIG / (v / 1e3) for k, v in thr.items()}
+        result["batch_big_ratio_pytorch_over_course"] = thr["PyTorch eager"] / thr["course cuda-c fused"]
+        result["agreement"] = {"course vs PyTorch labels equal": float((course_labels == torch_labels).mean()),
+                               "accuracy course": float((course_labels == labels_b).mean()),
+                               "accuracy PyTorch": float((torch_labels == labels_b).mean())}
+        st.update(xbg=xbg, xbt=xbt, runs=runs, steps_f=steps_f)
+
+    section("batch big", big)
 
     # ---------------------------------------------------------------- per layer
     def per_layer(xg, xt, course_steps_implicit, course_steps_fused):
@@ -174,26 +198,36 @@ def main() -> None:
             rows[f"conv{pair}+pool{pair}"]["PyTorch"] = rows[f"conv{pair}"]["PyTorch"] + rows[f"pool{pair}"]["PyTorch"]
         return rows
 
-    run_i, out_i, steps_i = runs["implicit"]
-    run_i()
-    sync_all()
-    result["per_layer_big_ms"] = per_layer(xbg, xbt, steps_i, steps_f)
-    result["per_layer_1_ms"] = per_layer(x1g, x1t, steps1i, steps1)
-    cpu = cpu_layers(params, xb[:1000])
-    result["per_layer_numpy_cpu_batch1000_ms"] = cpu
-    result["numpy_cpu_batch1000_total_ms"] = sum(cpu.values())
-    result["layers"] = cnn.layer_table(BIG)
+    def layers_big():
+        run_i, out_i, steps_i = st["runs"]["implicit"]
+        run_i()
+        st["runs"]["fused"][0]()
+        sync_all()
+        result["per_layer_big_ms"] = per_layer(st["xbg"], st["xbt"], steps_i, st["steps_f"])
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=str))
-    print(json.dumps({k: result[k] for k in ("batch1_latency_ms", "batch1_ratios", "batch_big_ms",
+    def layers_1():
+        result["per_layer_1_ms"] = per_layer(st["x1g"], st["x1t"], st["steps1i"], st["steps1"])
+
+    def numpy_cpu():
+        xb = cnn_data.to_input(np.tile(sample.images, (5, 1, 1))[:1000])
+        cpu = cpu_layers(params, xb)
+        result["per_layer_numpy_cpu_batch1000_ms"] = cpu
+        result["numpy_cpu_batch1000_total_ms"] = sum(cpu.values())
+
+    section("per layer big", layers_big)
+    section("per layer 1", layers_1)
+    section("numpy cpu", numpy_cpu)
+    result["layers"] = cnn.layer_table(BIG)
+    save()
+    cpu = result.get("per_layer_numpy_cpu_batch1000_ms", {})
+    print(json.dumps({k: result.get(k) for k in ("batch1_latency_ms", "batch1_ratios", "batch_big_ms",
                                              "batch_big_ratio_pytorch_over_course", "agreement")}, indent=1))
     print("per layer, batch 10,000 (ms):")
-    for layer, row in result["per_layer_big_ms"].items():
+    for layer, row in result.get("per_layer_big_ms", {}).items():
         print(f"  {layer:12s} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()) +
               (f"  NumPy(b=1000) {cpu[layer]:.1f}" if layer in cpu else ""))
     print("per layer, batch 1 (ms):")
-    for layer, row in result["per_layer_1_ms"].items():
+    for layer, row in result.get("per_layer_1_ms", {}).items():
         print(f"  {layer:12s} " + "  ".join(f"{k} {v:.4f}" for k, v in row.items()))
 
 

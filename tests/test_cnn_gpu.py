@@ -79,6 +79,7 @@ def test_cuda_graph_replays_the_forward_pass():
     run, out, _ = course_forward(to_gpu_params(p), xg, conv="fused", fc="vecmat")
     replay, stream = capture_graph(run)
     out["softmax"].fill(0)
+    cupy.cuda.runtime.deviceSynchronize()          # the graph's stream does not wait for the default one
     replay()
     stream.synchronize()
     np.testing.assert_allclose(cupy.asnumpy(out["softmax"]), cnn.forward_cpu(p, x)["softmax"], rtol=1e-4, atol=1e-6)

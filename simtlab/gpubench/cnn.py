@@ -57,7 +57,6 @@ def capture_graph(run):
         stream.begin_capture()
         run()
         graph = stream.end_capture()
-    graph.upload(stream)
 
     def replay():
         graph.launch(stream)
