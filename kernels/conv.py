@@ -414,6 +414,37 @@ def plan_tuned(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **
     return [Launch(v5_name(c, m, k, tile), grid, (tx, th), args)], y
 
 
+#: v6's instantiations per layer shape (C, M, K): (TW, NT, IH, IWP), the first is the default
+V6_TILES = {(1, 4, 7): [(5, 256, 86, 86), (4, 320, 86, 86)],
+            (4, 16, 7): [(4, 160, 40, 42), (4, 320, 40, 42), (2, 320, 40, 40)]}
+#: v6's grid: at most this many blocks, each looping over images
+V6_MAX_BLOCKS = 2048
+
+
+def v6_name(c: int, m: int, k: int, tile) -> str:
+    """The CUDA C name of v6 for one layer shape and (TW, NT, IH, IWP), as instantiated in conv.cu."""
+    return "conv_v6_c{}m{}k{}_tw{}_nt{}_{}x{}".format(c, m, k, *tile)
+
+
+def plan_image(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **_):
+    """v6 (CUDA C): blocks loop over the images; the padded image must fit the instantiation."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    version.kernel(impl)
+    if stride != 1:
+        raise ValueError("v6 is written for stride 1: use v3 for strided layers")
+    if tile is None:
+        if (c, m, k) not in V6_TILES:
+            raise ValueError(f"v6 is instantiated for (C, M, K) in {sorted(V6_TILES)}, not {(c, m, k)}: "
+                             "add a CONV_V6 line to kernels/conv.cu, or use v3")
+        tile = V6_TILES[(c, m, k)][0]
+    tw, nt, ih, iwp = tile
+    if ho + k - 1 > ih or cdiv(wo, tw) * tw + k - 1 > iwp:
+        raise ValueError(f"a {h}x{wd} input with padding {pad} needs a {ho + k - 1}x{cdiv(wo, tw) * tw + k - 1} "
+                         f"tile; this v6 holds {ih}x{iwp}: instantiate a larger one in kernels/conv.cu")
+    args = (x, w, y, *(np.int32(v) for v in (bsz, h, wd, ho, wo, pad)))
+    return [Launch(v6_name(c, m, k, tile), min(bsz, V6_MAX_BLOCKS), nt, args)], y
+
+
 def _c1_bytes(n):
     """Napkin bytes of ECE408's C1 at a batch of n (the table's size is the batch of that layer)."""
     return conv_bytes(n, 1, 86, 86, 4, 7, 80, 80)
@@ -433,6 +464,8 @@ VERSIONS = (
     Version("v4 constant weights", "conv_v4_const_weights", "conv_v4_const_weights", plan_const,
             _c1_bytes, _c1_flops),
     Version("v5 tuned", None, v5_name(1, 4, 7, V5_TILES[(1, 4, 7)]), plan_tuned, _c1_bytes, _c1_flops),
+    Version("v6 image per block", None, v6_name(1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image, _c1_bytes,
+            _c1_flops),
 )
 #: the versions that run on the emulator (numba)
 EMULATED = tuple(v.label for v in VERSIONS if v.numba)
@@ -493,5 +526,5 @@ __all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTROD
            "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
            "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
            "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "EMULATED", "conv_with", "cdiv",
-           "V5_TILES", "v5_name", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
+           "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
            "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]

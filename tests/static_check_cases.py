@@ -76,6 +76,14 @@ def shared_module_constant(a):
 
 
 @cuda.jit
+def shared_constant_also_in_an_item_assignment(a):
+    # `s[0 // TILE] = ...` reads TILE; it does not make TILE a variable
+    s = cuda.shared.array(TILE, float32)
+    s[0 // TILE] = a[1]
+    a[0] = s[0] + 1.0 - a[1]
+
+
+@cuda.jit
 def shared_tuple_with_arithmetic(a):
     s = cuda.shared.array((TILE, TILE + 1), float32)
     s[0, 0] = 1.0
@@ -288,6 +296,7 @@ REFUSED = [
 ACCEPTED = [
     (shared_literal, 0),
     (shared_module_constant, 0),
+    (shared_constant_also_in_an_item_assignment, 0),
     (shared_tuple_of_constants, 0),
     (shared_local_copy_of_a_constant, 0),
     (shared_global_tuple, 0),

@@ -90,6 +90,21 @@ def test_v5_tuned_tiles_match_the_reference(layer):
                                        err_msg=f"v5 {config} on {layer} {h}x{w} {padding}")
 
 
+@pytest.mark.parametrize("layer", ["C1", "C3"])
+def test_v6_image_per_block_matches_the_reference(layer):
+    from simtlab.gpubench.conv import layer_shape
+
+    s = layer_shape(layer)
+    rng = np.random.default_rng(2)
+    for batch, h, w in [(5, s["H"], s["W"]), (3, s["H"] - 3, s["W"] - 1)]:
+        x = rng.standard_normal((batch, s["C"], h, w)).astype(np.float32)
+        wt = rng.standard_normal((s["M"], s["C"], s["K"], s["K"])).astype(np.float32)
+        want = K.conv2d_cpu(x, wt)
+        for tile in K.V6_TILES[(s["C"], s["M"], s["K"])]:
+            got = _cuda_c("v6 image per block", x, wt, 1, "valid", config=tile)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=f"v6 {tile} on {layer} {h}x{w}")
+
+
 def test_seed_grid_stride_skips_outputs_on_the_gpu_as_in_the_emulator():
     x, w = _inputs((2, 2, 12, 12, 3, 3, 1, "valid"), seed=3)
     x = np.abs(x)

@@ -320,3 +320,28 @@ def test_as_root_checks_run_as_nobody_without_network():
     assert result.checks["uid"]["passed"], result.checks["uid"]
     assert result.checks["net"]["passed"], result.checks["net"]
     assert result.checks["empty"]["passed"], result.checks["empty"]
+
+
+def test_the_guides_docker_command():
+    """Docker cannot run in CI here (no daemon): check the arguments the guide gives instead."""
+    import re
+    import shlex
+
+    text = (REPO / "docs" / "INSTRUCTORS.md").read_text()
+    block = text[text.index("docker build -t simtlab-grader"):]
+    build, run = block.split("DOCKERFILE\n\n", 1)
+    assert "util-linux" in build and "iproute2" in build  # unshare, setpriv and ip inside the image
+    assert '".[grade]"' in build
+    command = run[run.index("docker run"):run.index("```")].replace("\\\n", " ")
+    args = shlex.split(command)
+    assert args[:3] == ["docker", "run", "--rm"]
+    pairs = {a: b for a, b in zip(args, args[1:]) if a.startswith("--")}
+    assert pairs["--network"] == "none"
+    assert re.fullmatch(r"\d+g", pairs["--memory"]) and int(pairs["--pids-limit"]) > 0
+    assert pairs["--cap-add"] == "SYS_ADMIN"  # unshare --net for each run
+    assert "--user" not in args  # root inside: student code runs as nobody
+    mounts = [b for a, b in zip(args, args[1:]) if a == "-v"]
+    assert any(m.endswith(":/submissions:ro") for m in mounts)
+    assert any(m.endswith(":/course/solutions:ro") for m in mounts)
+    image = args.index("simtlab-grader")
+    assert args[image + 1:image + 3] == ["simtlab", "grade"] and "--out" in args and "/grades" in args

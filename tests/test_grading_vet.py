@@ -30,7 +30,8 @@ def _context(master):
 def test_every_master_answer_passes(path):
     master = load_master(path)
     names, imports, answers = _context(master)
-    assert answers
+    if not master.exercises:
+        pytest.skip(f"{path.name} has no exercises")
     for sid, source in answers.items():
         rejected = vet_answer(source, chapter=path.name, protected=names, course_imports=imports,
                               own=top_level_bindings(source))
@@ -75,6 +76,11 @@ ATTACKS = {
     "IPython history": ("x = _ih", 1, "`_ih`"),
     "SystemExit": ("def f():\n    raise SystemExit(0)", 2, "`SystemExit`"),
     "a relative import": ("from . import x", 1, "import from `.`"),
+    "numba's CPU compiler (no bounds checks)": ("import numba\n@numba.njit\ndef peek(a, i):\n    return a[i]", 2,
+                                                "`.njit`"),
+    "numba.jit": ("import numba as nb\n@nb.jit\ndef peek(a, i):\n    return a[i]", 2, "`numba.jit`"),
+    "from numba import jit": ("from numba import jit", 1, "`numba.jit`"),
+    "numba's extension API": ("from numba.extending import intrinsic", 1, "`.extending`"),
 }
 
 

@@ -147,7 +147,26 @@ def _cu_signatures():
     for c, m, k, tx, th, tw in re.findall(r"^CONV_V5\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
         sigs[K.v5_name(int(c), int(m), int(k), (int(tx), int(th), int(tw)))] = \
             ["const float* __restrict__", "float* __restrict__"] + ["int"] * 5
+    for c, m, k, tw, nt, ih, iwp in re.findall(r"^CONV_V6\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)",
+                                               src, re.M):
+        sigs[K.v6_name(int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
+            ["const float* __restrict__"] * 2 + ["float* __restrict__"] + ["int"] * 6
     return sigs
+
+
+def test_every_tile_of_the_tables_is_instantiated_in_conv_cu():
+    sigs = _cu_signatures()
+    for (c, m, k), tile in K.V5_TILES.items():
+        assert K.v5_name(c, m, k, tile) in sigs
+    for (c, m, k), tiles in K.V6_TILES.items():
+        for tile in tiles:
+            assert K.v6_name(c, m, k, tile) in sigs
+    from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
+
+    for layer, tiles in V5_CONFIGS.items():                  # the tiles the benchmark tunes over
+        s = layer_shape(layer)
+        for tile in tiles:
+            assert K.v5_name(s["C"], s["M"], s["K"], tile) in sigs
 
 
 @pytest.mark.parametrize("version", [v.label for v in K.VERSIONS if v.cuda_c])

@@ -22,84 +22,24 @@ started for it, and the subreaper works everywhere Linux runs.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import threading
-import time
+from pathlib import Path
+
+from .reaper import PR_SET_CHILD_SUBREAPER, kill_tree, make_subreaper  # noqa: F401 - re-exported
 
 __all__ = ["NOBODY", "can_drop_privileges", "start_contained", "sweep", "kill_tree", "make_subreaper"]
 
 NOBODY = 65534
-PR_SET_CHILD_SUBREAPER = 36
+REAPER = Path(__file__).with_name("reaper.py")
 TOKEN_ENV = "SIMTLAB_GRADE_RUN"
 
 _lock = threading.Lock()
 _drop_ok: dict = {}
-
-
-def make_subreaper() -> bool:
-    """Make this process adopt its orphaned descendants (Linux); False where that is not possible."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except OSError:
-        return False
-
-
-def _descendants(pid: int) -> list:
-    try:
-        import psutil
-
-        return psutil.Process(pid).children(recursive=True)
-    except Exception:  # noqa: BLE001 - gone already, or psutil missing
-        return []
-
-
-def kill_tree(pid: int, include_self: bool = False, reap: bool = False) -> int:
-    """SIGKILL every descendant of ``pid`` (and ``pid``), until none is left; how many were killed."""
-    killed = 0
-    for _ in range(50):  # a fork loop makes new children while we kill: stop them in rounds
-        victims = _descendants(pid)
-        if not victims:
-            break
-        for p in victims:
-            try:
-                p.send_signal(signal.SIGSTOP)
-            except Exception:  # noqa: BLE001
-                pass
-        for p in victims:
-            try:
-                p.kill()
-                killed += 1
-            except Exception:  # noqa: BLE001
-                pass
-        if reap:  # the reaper waits for what it adopted; the grader leaves that to each Popen
-            _reap()
-        time.sleep(0.01)
-    if include_self:
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed += 1
-        except OSError:
-            pass
-    return killed
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def sweep(token: str) -> int:
@@ -163,7 +103,8 @@ def start_contained(cmd: list[str], *, cwd: str, env: dict, token: str, drop: bo
     env = dict(env)
     env[TOKEN_ENV] = token
     inner = _dropped(cmd, loopback) if drop else cmd
-    argv = [sys.executable, "-I", "-m", "simtlab.grading.contain", "--", *inner]
+    # run as a script: the reaper imports nothing of simtlab (it starts in a few milliseconds)
+    argv = [sys.executable, "-I", str(REAPER), "--", *inner]
     return subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, **popen)
 
 
@@ -184,51 +125,3 @@ def stop(proc: subprocess.Popen, token: str, grace: float = 5.0) -> None:
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not ignored
         pass
     sweep(token)
-
-
-# ---------------------------------------------------------------------------
-# the reaper itself: python -m simtlab.grading.contain -- CMD...
-
-
-def _reaper(cmd: list[str]) -> int:
-    make_subreaper()
-    child = subprocess.Popen(cmd, pass_fds=_inherited_fds())
-    stopping = []
-
-    def on_term(signum, frame):
-        stopping.append(signum)
-
-    signal.signal(signal.SIGTERM, on_term)
-    signal.signal(signal.SIGINT, on_term)
-    code = None
-    while code is None and not stopping:
-        try:
-            code = child.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            continue
-    kill_tree(os.getpid(), reap=True)
-    if code is None:
-        child.wait()
-        code = -signal.SIGKILL
-    return code if code >= 0 else 128 - code
-
-
-def _inherited_fds() -> tuple[int, ...]:
-    fds = []
-    for name in os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else []:
-        fd = int(name)
-        if fd > 2:
-            try:
-                os.fstat(fd)
-            except OSError:
-                continue
-            if os.get_inheritable(fd):
-                fds.append(fd)
-    return tuple(fds)
-
-
-if __name__ == "__main__":
-    args = sys.argv[1:]
-    if args[:1] == ["--"]:
-        args = args[1:]
-    sys.exit(_reaper(args))

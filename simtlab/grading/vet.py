@@ -52,6 +52,7 @@ class AnswerRules:
     forbidden_names: frozenset[str]
     forbidden_attributes: frozenset[str]
     mutating: frozenset[str]
+    numba_only: frozenset[str]
     chapters: dict  # chapter prefix ("03") -> frozenset of forbidden course kernels
 
     def course_kernels(self, chapter: str) -> frozenset[str]:
@@ -69,6 +70,7 @@ def load_rules(path: str | Path = RULES_FILE) -> AnswerRules:
         forbidden_names=frozenset(data["names"]["forbidden"]),
         forbidden_attributes=frozenset(data["attributes"]["forbidden"]),
         mutating=frozenset(data["attributes"]["mutating_through_modules"]),
+        numba_only=frozenset(data["attributes"].get("numba_only", [])),
         chapters={k: frozenset(v.get("forbidden", [])) for k, v in data.get("chapters", {}).items()},
     )
 
@@ -125,6 +127,8 @@ class _Vetter(ast.NodeVisitor):
         self.own = own  # names the master's own answer binds: the student must bind them
         self.out: list[Rejection] = []
         self.depth = 0  # function nesting
+        # names bound to the numba module itself (`numba.jit` is refused, `cuda.jit` is not)
+        self.numba_names = {n for n, m in self.course_imports.items() if m == "numba"}
 
     def bad(self, node, construct: str) -> None:
         self.out.append(Rejection(getattr(node, "lineno", 0), construct))
@@ -253,6 +257,8 @@ class _Vetter(ast.NodeVisitor):
                 for part in a.name.split(".")[1:]:
                     self._attribute(node, part)
                 self._bind(node, a.asname or a.name, a.name)
+                if a.name == "numba":
+                    self.numba_names.add(a.asname or a.name)
 
     def visit_ImportFrom(self, node):
         module = node.module or ""
@@ -267,6 +273,8 @@ class _Vetter(ast.NodeVisitor):
                 self.bad(node, f"`from {module} import *`")
                 continue
             self._attribute(node, a.name)
+            if module == "numba" and a.name in self.rules.numba_only:
+                self.bad(node, f"`numba.{a.name}` compiles for the CPU without bounds checks: write `cuda.jit` kernels")
             bound = a.asname or a.name
             self._bind(node, bound, f"{module}.{a.name}")
 
@@ -292,6 +300,9 @@ class _Vetter(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         self._attribute(node, node.attr)
+        if node.attr in self.rules.numba_only and isinstance(node.value, ast.Name) \
+                and node.value.id in self.numba_names:
+            self.bad(node, f"`numba.{node.attr}` compiles for the CPU without bounds checks: write `cuda.jit` kernels")
         self.visit(node.value)
 
     def visit_Call(self, node):

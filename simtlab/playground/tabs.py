@@ -5,6 +5,8 @@ once), so a re-run costs one emulation and one tab, not eight.
 
 from __future__ import annotations
 
+import threading
+
 import ipywidgets as widgets
 import numpy as np
 
@@ -16,6 +18,10 @@ from ..plots.memory_requests import plot_bank_access, plot_request_costs, reques
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
+
+#: every playground drawing holds this lock: the playground's prefetch draws in a thread of its
+#: own, and one matplotlib figure at a time is drawn by the playground, whichever thread asks
+DRAW_LOCK = threading.RLock()
 
 TITLES = ("mapping", "memory", "divergence", "races & errors", "barriers", "source", "GPU", "compare")
 # a playground figure is looked at on screen, not printed: 80 dpi keeps a redraw quick
@@ -29,6 +35,9 @@ def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
+
+
+KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
 
 
 def _note(text: str) -> widgets.HTML:
@@ -61,11 +70,15 @@ class Tab:
 
     def memo(self, run, key, make):
         full = (id(run),) + tuple(key)
-        if full not in self._memo:
-            if len(self._memo) > 256:
-                self._memo.clear()
-            self._memo[full] = make()
-        return self._memo[full]
+        found = self._memo.get(full)
+        if found is None:
+            with DRAW_LOCK:
+                found = self._memo.get(full)
+                if found is None:
+                    if len(self._memo) > 256:
+                        self._memo.clear()
+                    found = self._memo[full] = make()
+        return found
 
     def draw(self, pg) -> None:
         raise NotImplementedError
@@ -104,22 +117,34 @@ class MappingTab(Tab):
         self._redraw()
         self.box.children = [widgets.HBox([self.array, self.kind, self.color_by]), self.summary, self.figure]
 
+    def settings(self, run) -> tuple:
+        """(array, kind, colour) this tab shows for ``run``: the array picked (or the first), and
+        the access kind picked when the array has such accesses (else writes, else the first)."""
+        names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
+        array = self.array.value if self.array.value in names else names[0]
+        kind = self.kind.value
+        present = [KIND_NAMES[k] for k in sorted(set(run.accesses(array).kind.tolist()))]
+        if kind != "any" and kind not in present and present:
+            kind = "write" if "write" in present else present[0]
+        return array, kind, self.color_by.value
+
+    def picture(self, run, settings) -> bytes:
+        array, kind, color_by = settings
+        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by)))
+
     def _redraw(self, *_):
         run = self.pg.run if self.pg else None
         if not _has_trace(run) or self.array.value is None:
             return
-        rows = run.accesses(self.array.value)
-        kinds = {0: "read", 1: "write", 2: "atomic"}
-        present = [kinds[k] for k in sorted(set(rows.kind.tolist()))]
-        if self.kind.value != "any" and self.kind.value not in present and present:
+        settings = self.settings(run)
+        if self.kind.value != settings[1]:
             self.kind.unobserve(self._redraw, names="value")
-            self.kind.value = "write" if "write" in present else present[0]
+            self.kind.value = settings[1]
             self.kind.observe(self._redraw, names="value")
+        rows = run.accesses(self.array.value)
         self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
-                              f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in kinds.items())})")
-        self.figure.value = self.memo(run, (self.array.value, self.kind.value, self.color_by.value),
-                                      lambda: _png(plot_run_mapping(run, self.array.value, kind=self.kind.value,
-                                                                    color_by=self.color_by.value)))
+                              f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in KIND_NAMES.items())})")
+        self.figure.value = self.picture(run, settings)
 
 
 class MemoryTab(Tab):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
 from ..hardware import H100_SXM, DeviceProperties, occupancy
 from .style import PALETTE, label, new_figure
@@ -14,7 +15,44 @@ from .style import PALETTE, label, new_figure
 FP32_LANES_PER_SM = 128
 
 __all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
-           "plot_sweep", "plot_registers_occupancy", "FP32_LANES_PER_SM"]
+           "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM"]
+
+
+def _label_of(row_name: str) -> str:
+    return row_name.rsplit(" (", 1)[0]
+
+
+def roofline_points(res: dict) -> dict:
+    """From benchmark results: each version's fastest implementation, placed at the FLOPs per
+    byte it loads from global memory (``kernels/gemm.py: loads_per_flop``, 4 bytes a load)."""
+    from ..kernels import gemm as G
+
+    n = res["n"]
+    known = {v.label for v in G.VERSIONS}
+    best: dict = {}
+    for r in res["rows"]:
+        label = _label_of(r["name"])
+        if label in known and (label not in best or r["tflops"] > best[label]["tflops"]):
+            best[label] = r
+    source = "measured" if res.get("source") == "measured" else "recorded"
+    return {f"{label} ({_impl_name(r['impl'])})": (1 / (4 * G.loads_per_flop(label, n, n, n)), r["tflops"], source)
+            for label, r in best.items()}
+
+
+def _impl_name(impl: str) -> str:
+    return {"cuda-c": "CUDA C", "numba": "numba"}.get(impl, impl)
+
+
+def occupancy_points(res: dict) -> dict:
+    """From recorded results: label -> (registers, threads, shared bytes) of each kernel the
+    compilers reported on (``resources``), scalar twins left out."""
+    out = {}
+    for name, r in (res.get("resources") or {}).items():
+        if "scalar" in name or "1 block/SM" in name:
+            continue
+        impl = "numba" if name.endswith("(numba)") else "CUDA C"
+        out[f"{r['version'].split()[0]} {impl}"] = (r["registers"], r["threads"], r["shared_bytes"])
+    return out
 
 
 def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
@@ -45,8 +83,7 @@ def plot_tile_phases(run, block: int = 0):
                 ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
         label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
               f"{int(counts.sum())} loads")
-    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=colours(i + 1), label=f"phase {i}")
-               for i in range(phases_seen)]
+    handles = [Patch(color=colours(i + 1), label=f"phase {i}") for i in range(phases_seen)]
     fig.legend(handles=handles, loc="outside lower center", ncols=min(phases_seen, 8), fontsize="small")
     return fig
 
@@ -123,8 +160,6 @@ def plot_versions(res: dict):
     ax.set_yticks(y, names, fontsize="small")
     ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.25)
     label(ax, "TFLOP/s (2 n^3 FLOPs / median time)", "")
-    from matplotlib.patches import Patch
-
     ax.legend(handles=[Patch(color=PALETTE[0], label="numba-cuda"), Patch(color=PALETTE[1], label="CUDA C"),
                        Patch(color="0.3", label="cuBLAS")], fontsize="small", loc="lower right")
     return fig
