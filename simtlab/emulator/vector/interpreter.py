@@ -20,6 +20,7 @@ import numpy as np
 
 from ...simt import FULL_MASK, WARP_SIZE, make_site
 from ..binding import _is_cuda_dispatcher, _is_numba_cuda_module, to_numpy_dtype
+from ..errors import EmulationError
 from ..function_ast import parse_function
 from . import arrays as va
 from . import cuda_calls
@@ -124,8 +125,10 @@ class Interpreter:
             cols[5], cols[6], cols[7] = self.epoch[m], self.wsync[m], self.phase[m]
         e.mem_chunks.append(cols)
         e.mem_rows += k
-        if e.mem_rows > e.launch.max_trace:
-            raise Fallback("the trace passed max_trace")
+        if e.mem_rows > e.launch.max_trace:      # the greenlet engine's error, without its wait
+            raise EmulationError(
+                f"the trace passed {e.launch.max_trace:,} memory accesses",
+                fix="trace a smaller launch, or run with trace=False for speed")
 
     def line(self, m, site):
         self.steps += 1
