@@ -49,12 +49,16 @@ class Function:
     """A kernel or device function, parsed once: its AST with file line numbers and names."""
 
     def __init__(self, func, code_index):
-        parsed = parse_function(func)
+        parsed = parse_function(func)          # its own tree: the line numbers change
         if parsed is None:
             raise Fallback(f"no source for {func.__name__}()")
         _, first, tree = parsed
         ast.increment_lineno(tree, first - 1)
         self.fdef = tree.body[0]
+        # atomics or fences: blocks may hand each other values through global memory
+        self.talks = any(isinstance(node, ast.Attribute) and (
+            node.attr == "atomic" or node.attr.startswith("threadfence"))
+            for node in ast.walk(self.fdef))
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
