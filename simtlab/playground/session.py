@@ -9,8 +9,10 @@ with every check but unrecorded, and the banner says so.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 
 import ipywidgets as widgets
 import numpy as np
@@ -27,6 +29,18 @@ from .tabs import DRAW_LOCK, TITLES, make_tabs
 
 #: threads traced in one run by default; more run untraced (a sample of the launch)
 MAX_TRACED_THREADS = 8192
+
+# Prefetch threads still running when Python exits are stopped at their next step and joined:
+# killing one inside the emulator's greenlets would abort the process ("terminate called").
+_PREFETCHES: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _stop_prefetches():
+    _EXITING.set()
+    for thread in list(_PREFETCHES):
+        thread.join(timeout=10)
 
 
 def _short(dims) -> object:
@@ -151,11 +165,12 @@ class Playground:
         return out
 
     def _start_prefetch(self):
-        if not self.prefetch or self.run is None:
+        if not self.prefetch or self.run is None or _EXITING.is_set():
             return
         generation, inputs, size = self._generation, list(self.inputs), self.size
         self._prefetch_thread = threading.Thread(target=self._prefetch, args=(generation, inputs, size),
                                                  name="simtlab-playground-prefetch", daemon=True)
+        _PREFETCHES.add(self._prefetch_thread)
         self._prefetch_thread.start()
 
     def _prefetch(self, generation, inputs, size):
@@ -164,12 +179,12 @@ class Playground:
         try:
             for griddim, blockdim in self._neighbours():
                 key = (griddim, blockdim, size)
-                if generation != self._generation:
+                if generation != self._generation or _EXITING.is_set():
                     return
                 if int(np.prod(griddim)) * int(np.prod(blockdim)) > self.max_traced_threads:
                     continue                         # a sampled launch: the greenlet engine, too slow
                 with self._lock:
-                    if generation != self._generation:
+                    if generation != self._generation or _EXITING.is_set():
                         return
                     entry = self._cache.get(key)
                     if entry is None:
