@@ -226,6 +226,13 @@ def test_errors_agree(agree, kernel, size, error, kw):
     assert row[1:] == ["error", error.__name__]     # the same error from both engines
 
 
+def test_a_trace_past_max_trace_is_the_same_error(agree):
+    x = np.zeros(256, np.float32)
+    with pytest.raises(simtlab.EmulationError, match="the trace passed 100 memory accesses"):
+        simtlab.emulate(dv.branch_by_parity, 2, 128, x, np.zeros(256, np.float32), max_trace=100)
+    assert agree()[0][1:] == ["error", "EmulationError"]
+
+
 def test_a_race_keeps_the_greenlet_engines_order(agree):
     from simtlab.kernels import patterns
     x = np.arange(64, dtype=np.float32)
