@@ -263,6 +263,14 @@ def uses_numpy_that_compiles(a):
     a[0] = np.log(x) + np.tanh(a[2] * 0.0) + 1.0 + np.float32(np.isnan(x))
 
 
+@cuda.jit
+def local_constant_in_a_store_index(a):
+    # a store into s[TILE - 1] binds no name: TILE stays a constant for the shape above
+    s = cuda.local.array(TILE, float32)
+    s[TILE - 1] = a[1] + 1.0
+    a[0] = s[TILE - 1]
+
+
 #: (kernel, takes n, what the error must name)
 REFUSED = [
     (shared_from_argument, True, "`n`, a kernel argument, known only at launch"),
@@ -306,4 +314,5 @@ ACCEPTED = [
     (shared_keyword_shape, 0),
     (shared_dynamic, 4),
     (local_module_constant, 0),
+    (local_constant_in_a_store_index, 0),
 ]

@@ -292,19 +292,25 @@ def test_feedback_never_shows_hidden_source(master):
     assert HIDDEN_SOURCE not in text and "square(12)" not in text
 
 
-def test_hidden_check_feedback_is_the_instructors_message(master):
-    import copy
-
-    custom = copy.deepcopy(master)
-    for cell in custom.nb.cells:
+def test_hidden_check_feedback_is_the_instructors_message(tmp_path):
+    nb = tiny_master()
+    for cell in nb.cells:
         if cell.metadata.get("simtlab", {}).get("id") == "t.square.hidden":
             cell.metadata["simtlab"]["feedback"] = "square must work for fractions and zero too"
+    nbformat.write(nb, str(tmp_path / "01_tiny.ipynb"))
+    custom = load_master(tmp_path / "01_tiny.ipynb")  # the master's validation accepts the key
     s = _score(custom, [_cell("t.square.hidden", nbval_ok=False, reply="error", error_output=True,
                                ename="AssertionError", evalue="square(0.5) gave 0")])
     s["notebook"] = "alice.ipynb"
     text = feedback_markdown({"student": "alice", "total": 0, "max": 6, "chapters": [s], "problems": []})
     assert "(2 points): square must work for fractions and zero too" in text
     assert "square(0.5)" not in text
+    for cell in nb.cells:
+        if cell.metadata.get("simtlab", {}).get("id") == "t.square.check":
+            cell.metadata["simtlab"]["feedback"] = "a visible check shows its own message"
+    nbformat.write(nb, str(tmp_path / "01_tiny.ipynb"))
+    with pytest.raises(Exception, match="only hidden-check cells carry 'feedback'"):
+        load_master(tmp_path / "01_tiny.ipynb")
 
 
 def test_discover_layouts(tmp_path):

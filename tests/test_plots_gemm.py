@@ -34,6 +34,17 @@ def test_tile_phases_colours_each_phase(v3_run):
     assert "A (M x K): 384 elements, 384 loads" in titles[0]
 
 
+def test_tile_phases_marks_one_threads_loads(v3_run):
+    from simtlab.analysis.gemm import loads_per_element
+
+    # thread 17 = (tx 1, ty 1) of block 3 loads A[16 + 1, 1] and A[17, 17] (two phases), B[1, 1] and B[17, 1]
+    a17 = loads_per_element(v3_run, "a", 3, 17)
+    assert sorted(map(tuple, np.argwhere(a17))) == [(17, 1), (17, 17)]
+    fig = P.plot_tile_phases(v3_run, block=3, thread=17)
+    dots = fig.axes[0].collections[-1].get_offsets()
+    assert sorted(map(tuple, np.asarray(dots).astype(int))) == [(1, 17), (17, 17)]     # (column, row)
+
+
 def test_profiles_bars(v3_run):
     profiles = {"v3 shared tiles": profile(v3_run)}
     fig = P.plot_profiles(profiles)
@@ -82,6 +93,9 @@ def test_gemm_widget_switches_versions_and_blocks():
     assert len(w.controls["block"].options) == 4
     w.controls["block"].value = 3
     assert w.figure.value[:8] == b"\x89PNG\r\n\x1a\n" and w.figure.value != first
+    before = w.figure.value
+    w.controls["thread"].value = 17
+    assert w.figure.value != before and w.controls["thread"].max == 255
 
 
 def test_roofline_and_occupancy_points_from_the_recorded_results():
@@ -93,3 +107,11 @@ def test_roofline_and_occupancy_points_from_the_recorded_results():
     assert all(tf < P.fp32_peak_tflops() for _, tf, _ in points.values())
     occ = P.occupancy_points(res)
     assert occ["v5 numba"][0] == 156 and occ["v5 numba"][1] == 256
+
+
+def test_sweep_from_gpu_bandwidth_results_in_gb_per_s():
+    # gpu_bandwidth.py's sweep has GB/s of 12 n^2 bytes; 2 n^3 FLOPs in the same time
+    res = {"source": "recorded", "device": "H100 test", "date": "2026-11-24",
+           "sweep": {"sizes": [600, 1200], "gbps": {"v7": [100.0, 50.0]}}}
+    fig = P.plot_sweep(res)
+    assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([10.0, 10.0])

@@ -21,7 +21,7 @@ import numpy as np
 from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 
-__all__ = ["check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
+__all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
 
 TILE = 16
 #: exercise 6.2: a BM x BN tile of C per block, TM outputs per thread -> BM * BN / TM threads
@@ -50,12 +50,10 @@ def _reference(a, b):
 
 def _compare(c, a, b, context):
     k = a.shape[1]
-    try:
+    with failing_in(context, "On sizes that are not multiples of the tile, threads whose row or column lies "
+                    "outside A or B must load 0 into the tile (not skip the load: the tile would keep the previous "
+                    "phase's values) and must not store."):
         compare_arrays(c, _reference(a, b), "c", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
-    except CheckFailed as e:
-        raise CheckFailed(f"{context}\n{e}\nOn sizes that are not multiples of the tile, threads whose row or "
-                          "column lies outside A or B must load 0 into the tile (not skip the load: the "
-                          "tile would keep the previous phase's values) and must not store.") from None
 
 
 def _global(run, position: int) -> str:
@@ -89,10 +87,25 @@ def _loads_once_per_block(run, m, n, k, bm, bn, context):
 # ------------------------------------------------------------------------------------------
 # Exercise 6.1: tiled GEMM on odd sizes
 # ------------------------------------------------------------------------------------------
-def check_tiled_gemm(gemm_tiled) -> None:
-    """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads."""
-    r = rng()
-    m, n, k = _odd_shape(r)
+#: the hidden check's shapes (M, N, K): one element, exactly one tile, K a multiple of the tile,
+#: a matrix thinner than a tile, and a long K
+HIDDEN_TILED_SHAPES = [(1, 1, 1), (16, 16, 16), (15, 33, 64), (70, 3, 5), (18, 17, 131)]
+
+
+def check_tiled_gemm(gemm_tiled, shapes=None, seed=None) -> None:
+    """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads
+    (one random odd shape, or each of ``shapes``)."""
+    r = rng() if seed is None else np.random.default_rng(seed)
+    for m, n, k in shapes or [_odd_shape(r)]:
+        _check_tiled_once(gemm_tiled, r, m, n, k)
+
+
+def hidden_check_tiled_gemm(gemm_tiled) -> None:
+    """The graded twin of :func:`check_tiled_gemm`: edge shapes the visible check never draws."""
+    check_tiled_gemm(gemm_tiled, shapes=HIDDEN_TILED_SHAPES, seed=14_06)
+
+
+def _check_tiled_once(gemm_tiled, r, m, n, k) -> None:
     a, b = _matrices(r, m, n, k)
     c = poison((m, n))
     grid = (cdiv(n, TILE), cdiv(m, TILE))
@@ -172,13 +185,14 @@ def check_bias_epilogue(gemm_bias_act) -> None:
             with failing_in(context):
                 run = run_student_kernel(gemm_bias_act, grid, (TILE, TILE), w, x, p, bias, use_bias, act)
             want = dense_layer_cpu(w, x, bias if use_bias else None, act_name)
-            try:
+            def lost_bias(_, p=p, use_bias=use_bias):
+                if use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k):
+                    return ("That is the layer without its bias: the seed's bug. The value stored must be the "
+                            "one after the bias (and the activation).")
+                return None
+
+            with failing_in(context, lost_bias):
                 compare_arrays(p, want, "p", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
-            except CheckFailed as e:
-                lost = use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k)
-                extra = ("\nThat is the layer without its bias: the seed's bug. The value stored must be the "
-                         "one after the bias (and the activation)." if lost else "")
-                raise CheckFailed(f"{context}\n{e}{extra}") from None
             stores = len(run.accesses(_global(run, 2), "write"))
             if stores != m * n:
                 raise CheckFailed(f"{context}\nThe values are right, but the kernel made {stores} stores to p for "

@@ -31,8 +31,8 @@ CHECK_BATCH = 7
 
 #: v5 (CUDA C only): the tile shapes (TX, TH, TW) the benchmark tries per layer (kernels/conv.cu has them)
 V5_CONFIGS = {
-    "C1": [(32, 8, 1), (16, 8, 2), (16, 16, 4), (32, 8, 4), (16, 8, 5)],
-    "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
+    "C1": [(32, 8, 1), (16, 8, 2), (16, 8, 5)],
+    "C3": [(16, 8, 2), (8, 16, 4), (16, 8, 4)],
 }
 
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
@@ -144,6 +144,9 @@ def cases(layer: str = "C1") -> list[Case]:
         label = "v6 image per block tw{} nt{} (cuda-c)".format(*tile)
         out.append(_case(layer, label, "cuda-c",
                          lambda x, w, t=tile: conv_runner("v6 image per block", "cuda-c", x, w, config=t)))
+    first = V6_TILES[(s["C"], s["M"], s["K"])][0]
+    out.append(_case(layer, "v6 image per block tw{} nt{} (numba)".format(*first), "numba",
+                     lambda x, w, t=first: conv_runner("v6 image per block", "numba", x, w, config=t)))
     return out
 
 

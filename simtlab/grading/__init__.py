@@ -1,7 +1,13 @@
 """Grade students' notebooks against the masters: ``simtlab grade`` (see docs/INSTRUCTORS.md).
 
 - :mod:`.rebuild`: the notebook to grade, made of the master's cells and the student's answers;
-- :mod:`.run`: runs it under nbval in a subprocess, with timeouts and a memory cap;
+- :mod:`.vet`: the static allowlist each answer cell must pass before it runs (``answer_rules.toml``);
+- :mod:`.isolated` and :mod:`.sandbox`: where the points come from: each check in a fresh process
+  holding only the vetted answers and the master's cells;
+- :mod:`.contain` and :mod:`.reaper`: nothing a run starts outlives it; as root, student code
+  runs as ``nobody`` without network;
+- :mod:`.secure`: what of a master never reaches a student (the feedback notebook, messages);
+- :mod:`.run`: runs the feedback notebook under nbval in a subprocess, with timeouts and a memory cap;
 - :mod:`.nbplugin`: the pytest plugin that records how each cell really ended;
 - :mod:`.gradebook`: finds submissions, grades them in parallel, writes the gradebook;
 - :mod:`.feedback`: each student's feedback file.

@@ -23,6 +23,7 @@ started for it, and the subreaper works everywhere Linux runs.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +41,12 @@ TOKEN_ENV = "SIMTLAB_GRADE_RUN"
 
 _lock = threading.Lock()
 _drop_ok: dict = {}
+
+
+def new_token() -> str:
+    """A run's token: the grader's pid (so a test can look for what its own grading left), then
+    random hex (so no run's sweep touches another's)."""
+    return f"{os.getpid()}-{secrets.token_hex(12)}"
 
 
 def sweep(token: str) -> int:

@@ -1,7 +1,8 @@
 """The feedback file each student gets: which checks passed, and why the others failed.
 
-It never holds the source of a hidden check: only each check's id, points and
-the error message (exception name and text) of a failure.
+It never holds the source of a hidden check or of a solution: each check's id and points,
+and for a failure the message the grader kept (:func:`.secure.safe_message`: one line, capped,
+withheld when it quotes the master; for a hidden check, the instructor's ``feedback`` only).
 """
 
 from __future__ import annotations

@@ -52,6 +52,8 @@ class GradeOptions:
     memory_limit: int = DEFAULT_MEMORY_LIMIT
     jobs: int = 0  # 0: one per CPU core
     regrade: bool = False
+    # run student code as nobody without network: None decides (root, with unshare and setpriv)
+    drop_privileges: bool | None = None
 
     @property
     def whole_timeout(self) -> float:
@@ -430,12 +432,14 @@ def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) ->
         feedback_nb = feedback_notebook(rebuilt.nb, rejected)
         # the points: every check in a fresh process that holds only the vetted answers
         iso = run_isolated(plan_job(master, to_run), cell_timeout=opts.cell_timeout,
-                           total_timeout=opts.whole_timeout, memory_limit=opts.memory_limit)
+                           total_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
+                           drop_privileges=opts.drop_privileges)
         for attempt in range(1, KERNEL_START_TRIES + 1):
             with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
                 run = run_notebook(
                     feedback_nb, tmp, name="notebook.ipynb", kernel=opts.kernel, cell_timeout=opts.cell_timeout,
                     notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
+                    drop_privileges=opts.drop_privileges,
                 )
             # No student code runs before the kernel answers, so a kernel that died on start
             # (a TCP port another process took between jupyter_client picking it and the

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -78,7 +77,7 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
         return out
     drop = contain.can_drop_privileges() if drop_privileges is None else drop_privileges
     out.as_user = "nobody, no network" if drop else "the grader's user"
-    token = secrets.token_hex(16)
+    token = contain.new_token()
     work = tempfile.mkdtemp(prefix="simtlab-sandbox-")
     log_fd, log_path = tempfile.mkstemp(prefix="simtlab-sandbox-log-")
     read_fd, write_fd = os.pipe()

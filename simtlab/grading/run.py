@@ -130,7 +130,7 @@ def run_notebook(
     if drop:
         for path in (workdir, nbdir, private, home, nbpath, ini, results):
             os.chown(path, contain.NOBODY, contain.NOBODY)
-    token = secrets.token_hex(16)
+    token = contain.new_token()
 
     cmd = [
         sys.executable, "-m", "pytest", str(nbpath),

@@ -43,6 +43,11 @@ class MasterRules:
     secret_windows: set  # 40-character windows of the same text
 
 
+def _text(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
@@ -64,15 +69,15 @@ def master_rules(master) -> MasterRules:
     for c in master.student.cells:
         if _role(c) == "answer":
             stubs[_meta(c)["id"]] = c.source
-    student_lines = {_norm(line) for c in master.student.cells for line in str(c.get("source", "")).split("\n")}
+    student_lines = {_norm(line) for c in master.student.cells for line in _text(c).split("\n")}
     secret_text = []
     for c in master.nb.cells:
-        if _role(c) == "hidden-check":
-            secret_text.append(c.source)
-        elif _role(c) == "answer":
-            secret_text.append("\n".join(line for line in c.source.split("\n")
+        # what students never see: hidden checks and solutions, less the lines their notebook shows
+        if _role(c) in ("hidden-check", "answer"):
+            secret_text.append("\n".join(line for line in _text(c).split("\n")
                                          if _norm(line) not in student_lines and "###" not in line))
-    lines = sorted({_norm(line) for t in secret_text for line in t.split("\n") if len(_norm(line)) >= 16})
+    # long enough to be telling: a short line (`i = cuda.grid(1)`) also appears in hints and errors
+    lines = sorted({_norm(line) for t in secret_text for line in t.split("\n") if len(_norm(line)) >= 24})
     windows = set()
     for t in secret_text:
         flat = _norm(t)

@@ -309,7 +309,11 @@ def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> 
             else:
                 exercise_refs.append((label, meta.get("exercise")))
 
-        unknown = set(meta) - {"id", "role", "points", "exercise"}
+        if "feedback" in meta and (role != "hidden-check" or not isinstance(meta["feedback"], str)):
+            problems.append(f"{label}: only hidden-check cells carry 'feedback' (the message a student reads "
+                            "when the check fails), as a string")
+
+        unknown = set(meta) - {"id", "role", "points", "exercise", "feedback"}
         if unknown:
             problems.append(f"{label}: unknown metadata['simtlab'] keys: {', '.join(sorted(unknown))}")
     answer_ids = _answer_ids(master)

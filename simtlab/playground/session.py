@@ -9,8 +9,10 @@ with every check but unrecorded, and the banner says so.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 
 import ipywidgets as widgets
 import numpy as np
@@ -27,6 +29,18 @@ from .tabs import DRAW_LOCK, TITLES, make_tabs
 
 #: threads traced in one run by default; more run untraced (a sample of the launch)
 MAX_TRACED_THREADS = 8192
+
+# Prefetch threads still running when Python exits are stopped at their next step and joined:
+# killing one inside the emulator's greenlets would abort the process ("terminate called").
+_PREFETCHES: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _stop_prefetches():
+    _EXITING.set()
+    for thread in list(_PREFETCHES):
+        thread.join(timeout=10)
 
 
 def _short(dims) -> object:
@@ -85,7 +99,7 @@ class Playground:
         self._gpu_cache: dict = {}
         self._cache: dict = {}
         # Prefetch: after each run, a thread emulates the launches one step away in the block
-        # and grid dropdowns and draws their mapping, so picking one is a cache hit. On by
+        # and grid dropdowns and draws the tab in view for each, so picking one is a cache hit. On by
         # default inside a Jupyter kernel (a student at the widget), off elsewhere (scripts, tests).
         self.prefetch = _in_jupyter_kernel() if prefetch is None else bool(prefetch)
         self._lock = threading.RLock()     # one emulation at a time: prefetch or the student's
@@ -151,33 +165,36 @@ class Playground:
         return out
 
     def _start_prefetch(self):
-        if not self.prefetch or self.run is None:
+        if not self.prefetch or self.run is None or _EXITING.is_set():
             return
         generation, inputs, size = self._generation, list(self.inputs), self.size
         self._prefetch_thread = threading.Thread(target=self._prefetch, args=(generation, inputs, size),
                                                  name="simtlab-playground-prefetch", daemon=True)
+        _PREFETCHES.add(self._prefetch_thread)
         self._prefetch_thread.start()
 
     def _prefetch(self, generation, inputs, size):
-        """Emulate and draw (mapping tab) each neighbouring launch, until the student changes
+        """Emulate and draw (the tab in view) each neighbouring launch, until the student changes
         something (the generation moves on). Never raises: a failure only means no prefetch."""
         try:
             for griddim, blockdim in self._neighbours():
                 key = (griddim, blockdim, size)
-                if generation != self._generation:
+                if generation != self._generation or _EXITING.is_set():
                     return
-                if key in self._cache or int(np.prod(griddim)) * int(np.prod(blockdim)) > self.max_traced_threads:
-                    continue
-                args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs]
+                if int(np.prod(griddim)) * int(np.prod(blockdim)) > self.max_traced_threads:
+                    continue                         # a sampled launch: the greenlet engine, too slow
                 with self._lock:
-                    if generation != self._generation:
+                    if generation != self._generation or _EXITING.is_set():
                         return
-                    entry = self._emulate(griddim, blockdim, args)
+                    entry = self._cache.get(key)
+                    if entry is None:
+                        args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs]
+                        entry = self._emulate(griddim, blockdim, args)
                     run = entry[0]
                     if run is not None and entry[1] is None and run.traced:
                         run.metrics                          # the banner's numbers
-                        mapping = self._tabs[0]
-                        mapping.picture(run, mapping.settings(run))
+                        # what the tab in view will show (the mapping when none is picked)
+                        self._tabs[self.tabs.selected_index or 0].prepare(run)
                     if generation == self._generation:
                         self._cache.setdefault(key, entry)
         except Exception:                      # noqa: BLE001 - a prefetch must never disturb the notebook
@@ -289,7 +306,7 @@ class Playground:
         self._tabs = make_tabs()
         self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=list(TITLES))
         self._stale = set(range(len(self._tabs)))
-        self.tabs.observe(lambda c: self._draw(c["new"]), names="selected_index")
+        self.tabs.observe(self._tab_picked, names="selected_index")
         self.widget = widgets.VBox([widgets.HBox(list(self.controls.values()),
                                                  layout=widgets.Layout(flex_flow="row wrap")),
                                     self.progress_bar, self.banner, self.tabs])
@@ -309,6 +326,10 @@ class Playground:
                 c.value = value
         finally:
             self._syncing = False
+
+    def _tab_picked(self, change):
+        self._draw(change["new"])
+        self._start_prefetch()                 # the neighbours' drawings of this tab
 
     def _draw(self, index):
         if index is None or index not in self._stale:

@@ -19,7 +19,6 @@ from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
 from ..simt import WARP_SIZE, make_site, site_code, site_line
 
-
 #: columns of the source view: (key in a profile row, header, format)
 COLUMNS = (("lane_executions", "thread-lines", "{:,}"),
            ("warp_instructions", "warp instr.", "{:,}"),
