@@ -290,7 +290,8 @@ def test_the_kernel_and_exercise_tests_pass_with_both_engines_compared(tmp_path)
             name = value.py_func.__name__
             assert name in engines, f"{topic}.{name} was not launched by the tests"
             # a kernel that races keeps the greenlet engine's order; any other ran vectorised
-            racy = all("races" in r for r in reasons[name]) and engines[name] == {"greenlet"}
+            racy = engines[name] == {"greenlet"} and any("races" in r for r in reasons[name]) \
+                and all("races" in r or "order='random'" in r for r in reasons[name])
             assert racy or "vector" in engines[name], (name, engines[name], reasons[name])
     assert sum(engine == "vector" for _, engine, _ in rows) > 300
 
