@@ -281,6 +281,7 @@ def test_the_kernel_and_exercise_tests_pass_with_both_engines_compared(tmp_path)
         engines.setdefault(name, set()).add(engine)
         reasons.setdefault(name, set()).add(reason)
     import importlib
+    problems = []
     for topic in ("patterns", "reduction", "scan"):
         module = importlib.import_module(f"simtlab.kernels.{topic}")
         for name, value in vars(module).items():
@@ -288,11 +289,15 @@ def test_the_kernel_and_exercise_tests_pass_with_both_engines_compared(tmp_path)
                     or value.targetoptions.get("device"):
                 continue
             name = value.py_func.__name__
-            assert name in engines, f"{topic}.{name} was not launched by the tests"
+            if name not in engines:
+                problems.append(f"{topic}.{name} was not launched by the tests")
+                continue
             # a kernel that races keeps the greenlet engine's order; any other ran vectorised
             racy = engines[name] == {"greenlet"} and any("races" in r for r in reasons[name]) \
                 and all("races" in r or "order='random'" in r for r in reasons[name])
-            assert racy or "vector" in engines[name], (name, engines[name], reasons[name])
+            if not (racy or "vector" in engines[name]):
+                problems.append(f"{topic}.{name}: {sorted(reasons[name])}")
+    assert problems == []
     assert sum(engine == "vector" for _, engine, _ in rows) > 300
 
 
