@@ -12,8 +12,8 @@ FP32, TF32 off) vs NumPy on the CPU, on one GPU, every ratio from this one run.
    output; NumPy's reference (kernels/cnn.py, float64 sums) timed on the CPU at batch 1,000.
 
 The weights are the trained ones (simtlab/data/cnn_weights.npz); the images are the shipped
-sample (repeated to 10,000). The results file feeds simtlab/data/cnn_gpu.json (the chapter's
-recorded tables).
+sample (repeated to 10,000). With ``--store`` the results also go to topics.cnn of
+simtlab/data/h100_timings.json, the one store of recorded GPU figures (the chapter's tables).
 """
 
 from __future__ import annotations
@@ -79,6 +79,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cnn_gpu.json")
+    parser.add_argument("--store", action="store_true",
+                        help="also write the result as topics.cnn of simtlab/data/h100_timings.json, "
+                             "the one store of recorded GPU figures the chapter plots")
     args = parser.parse_args()
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -95,6 +98,9 @@ def main() -> None:
 
     def save():
         args.out.write_text(json.dumps(result, indent=1, default=str))
+        if args.store:
+            from simtlab import gpubench
+            gpubench.store("cnn", json.loads(json.dumps(result, default=str)))
 
     def section(name, body):
         """Run one part; a failure is recorded (and printed) and the next part still runs."""

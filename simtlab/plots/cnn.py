@@ -2,7 +2,8 @@
 across layers, batch-1 latency with and without a CUDA graph, and images with predictions.
 
 The timing figures read the benchmark's results (benchmarks/gpu_cnn.py, recorded on an H100 in
-simtlab/data/cnn_gpu.json: :func:`recorded`)."""
+the key topics.cnn of simtlab/data/h100_timings.json, the one store of recorded GPU figures:
+:func:`recorded`)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ LAYERS = ("conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax")
 
 
 def recorded() -> dict:
-    """The H100 results benchmarks/gpu_cnn.py recorded (simtlab/data/cnn_gpu.json)."""
-    from ..cnn_data import DATA_DIR
+    """The H100 results benchmarks/gpu_cnn.py recorded (topics.cnn of the one store)."""
+    from ..gpubench import stored
 
-    return json.loads((DATA_DIR / "cnn_gpu.json").read_text())
+    data = stored("cnn")
+    if data is None:
+        raise LookupError("no chapter 8 timings recorded: run benchmarks/gpu_cnn.py --store on a GPU")
+    return data
 
 
 def plot_network(batch: int = 1, *, title: str | None = None):
