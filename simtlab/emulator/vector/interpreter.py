@@ -312,7 +312,7 @@ class Interpreter:
         site = make_site(frame.fn.code_index, s.lineno)
         if isinstance(target, ast.Name):
             old = self.lookup(target.id, frame)
-            new = binop(op, old, self.eval(s.value, m, frame))
+            new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
             frame.vars[target.id] = new if m is self.ALL else select(m, new, old, self.n)
         elif isinstance(target, ast.Subscript):
             arr = self.eval(target.value, m, frame)
@@ -320,7 +320,7 @@ class Interpreter:
             if not isinstance(arr, va.VArray):
                 raise Fallback("augmented assignment to something other than an array")
             old = va.read(self, arr, idx, m, site)
-            new = binop(op, old, self.eval(s.value, m, frame))
+            new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
             va.write(self, arr, idx, new, m, site)
         else:
             raise Fallback("augmented assignment target")
@@ -350,7 +350,7 @@ class Interpreter:
         if t is ast.BinOp:
             a = self.eval(node.left, m, frame)
             b = self.eval(node.right, m, frame)
-            return binop(node.op.__class__.__name__, a, b)
+            return binop(node.op.__class__.__name__, a, b, None if m is self.ALL else m)
         if t is ast.Subscript:
             arr = self.eval(node.value, m, frame)
             idx = self.eval(node.slice, m, frame)

@@ -96,14 +96,25 @@ _CMPOPS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": oper
            "Eq": operator.eq, "NotEq": operator.ne}
 
 
-def binop(name, a, b):
+def binop(name, a, b, m=None):
+    """``a <op> b`` per lane; ``m``: the active lanes (None: all), for the division check."""
     if not is_vector(a) and not is_vector(b):
         return _BINOPS[name](a, b)
     x, y, both_weak = _unify(a, b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if name in ("Div", "FloorDiv", "Mod") and _has_zero_int_divisor(y):
-            raise Fallback("integer division by zero in some lane")
+        if name in ("Div", "FloorDiv", "Mod"):
+            d = y[m] if m is not None and isinstance(y, np.ndarray) else y
+            if _has_zero_int_divisor(d) or (both_weak and _has_zero(d)):
+                # Python numbers raise ZeroDivisionError where NumPy gives inf or 0: the
+                # greenlet engine runs the launch and reports it
+                raise Fallback("division by zero in some lane")
         return _wrap(_BINOPS[name](x, y), both_weak)
+
+
+def _has_zero(y):
+    if isinstance(y, np.ndarray):
+        return not y.all()
+    return y == 0
 
 
 def _has_zero_int_divisor(y):
