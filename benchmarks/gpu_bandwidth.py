@@ -32,7 +32,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--topics", nargs="+", default=list(gpubench.TOPICS), choices=gpubench.TOPICS)
-    p.add_argument("--n", type=int, default=gpubench.DEFAULT_N)
+    p.add_argument("--n", type=int, default=None, help="size (default: each topic's, gpubench.sizes)")
     p.add_argument("--no-sweep", action="store_true")
     p.add_argument("--only", nargs="+", help="time only versions whose name contains one of these")
     p.add_argument("--out", type=Path, default=gpubench.RESULTS_PATH)
@@ -45,15 +45,16 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     for topic in args.topics:
         print(f"== {topic} ==", flush=True)
-        res = gpubench.run_topic(gpubench.topic_module(topic), n=args.n,
-                                 sweep=None if args.no_sweep else gpubench.SWEEP_SIZES, only=args.only,
+        size = gpubench.sizes(topic)
+        res = gpubench.run_topic(gpubench.topic_module(topic), n=args.n or size["n"], check_n=size["check_n"],
+                                 sweep=None if args.no_sweep else size["sweep"], only=args.only,
                                  log=lambda s: print(s, flush=True))
         data.setdefault("topics", {})[topic] = {**res, **where}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")      # after each topic: keep partial work
     print(f"\n{where['device']}, {where['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
     for topic in args.topics:
-        print(f"\n{topic} (n = {args.n:,}, reference: {data['topics'][topic]['reference']})")
+        print(f"\n{topic} (n = {data['topics'][topic]['n']:,}, reference: {data['topics'][topic]['reference']})")
         print(gpubench.summary_table({**data["topics"][topic], "source": "recorded"}))
     return 0
 

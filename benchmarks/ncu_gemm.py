@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("version", help='a version of kernels/gemm.py, e.g. "v7 warp tiling", or "cublas"')
     p.add_argument("impl", nargs="?", default="cuda-c", choices=["numba", "cuda-c"])
-    p.add_argument("--size", type=int, default=bench.SIZE)
+    p.add_argument("--size", type=int, default=bench.DEFAULT_N)
     p.add_argument("--launches", type=int, default=4)
     args = p.parse_args(argv)
     n = args.size

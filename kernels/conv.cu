@@ -238,14 +238,90 @@ __device__ __forceinline__ void conv_v5(const float* __restrict__ x, float* __re
         conv_v5<C, M, K, TX, TH, TW>(x, y, H, W, Ho, Wo, pad);                                   \
     }
 
+// (the H100 run of 2026-11-24 also tried 16x16x4 and 32x8x4 on C1, 32x8x1, 32x4x2 and 16x16x2 on
+// C3, all slower; they are left out because every instantiation of a fully unrolled C3 kernel
+// costs tens of seconds of compile time)
 CONV_V5(1, 4, 7, 32, 8, 1)
 CONV_V5(1, 4, 7, 16, 8, 2)
-CONV_V5(1, 4, 7, 16, 16, 4)
-CONV_V5(1, 4, 7, 32, 8, 4)
 CONV_V5(1, 4, 7, 16, 8, 5)
-CONV_V5(4, 16, 7, 32, 8, 1)
 CONV_V5(4, 16, 7, 16, 8, 2)
-CONV_V5(4, 16, 7, 32, 4, 2)
-CONV_V5(4, 16, 7, 16, 16, 2)
 CONV_V5(4, 16, 7, 8, 16, 4)
 CONV_V5(4, 16, 7, 16, 8, 4)
+
+// ---- v6: one block per image at a time (a grid-stride loop over the batch): the block stages the whole padded image and all weights in shared memory once, then each thread computes TW neighbouring outputs of every filter; the loop over (c, p) stays a loop (small code), the weights come as float4 broadcasts, four filters per shared-memory read
+template <int C, int M, int K, int TW, int NT, int IH, int IWP>
+__device__ __forceinline__ void conv_v6(const float* __restrict__ x, const float* __restrict__ w,
+                                        float* __restrict__ y, int B, int H, int W, int Ho, int Wo, int pad)
+{
+    static_assert(M % 4 == 0, "v6 reads the weights of four filters at once");
+    __shared__ __align__(16) float ws[C * K * K][M];      // weights, (c, p, q) major: 4 filters per float4
+    __shared__ float tile[C][IH][IWP];                     // the padded image
+    const int groups = (Wo + TW - 1) / TW;                 // TW-wide output groups per row
+    for (int i = threadIdx.x; i < C * K * K * M; i += NT)  // w[m][c][p][q] -> ws[(c, p, q)][m]
+        ws[i % (C * K * K)][i / (C * K * K)] = w[i];
+    for (int b = blockIdx.x; b < B; b += gridDim.x) {
+        const float* xb = x + (long long)b * C * H * W;
+        __syncthreads();                                   // the previous image is done with tile
+        for (int i = threadIdx.x; i < C * IH * IWP; i += NT) {
+            const int c = i / (IH * IWP), r = (i / IWP) % IH, col = i % IWP;
+            const int iy = r - pad, ix = col - pad;
+            tile[c][r][col] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? xb[(c * H + iy) * W + ix] : 0.0f;
+        }
+        __syncthreads();
+        for (int item = threadIdx.x; item < Ho * groups; item += NT) {
+            const int oy = item / groups, ox0 = (item % groups) * TW;
+            float acc[M][TW];
+#pragma unroll
+            for (int m = 0; m < M; ++m)
+#pragma unroll
+                for (int t = 0; t < TW; ++t)
+                    acc[m][t] = 0.0f;
+#pragma unroll 1
+            for (int cp = 0; cp < C * K; ++cp) {           // (c, p): one row of the window per trip
+                const int c = cp / K, p = cp % K;
+                float win[TW + K - 1];
+#pragma unroll
+                for (int j = 0; j < TW + K - 1; ++j)
+                    win[j] = tile[c][oy + p][ox0 + j];
+#pragma unroll
+                for (int q = 0; q < K; ++q) {
+                    const float4* wq = reinterpret_cast<const float4*>(ws[cp * K + q]);
+#pragma unroll
+                    for (int m4 = 0; m4 < M / 4; ++m4) {
+                        const float4 wv = wq[m4];          // the same address in every lane: a broadcast
+#pragma unroll
+                        for (int t = 0; t < TW; ++t) {
+                            acc[4 * m4 + 0][t] += win[t + q] * wv.x;
+                            acc[4 * m4 + 1][t] += win[t + q] * wv.y;
+                            acc[4 * m4 + 2][t] += win[t + q] * wv.z;
+                            acc[4 * m4 + 3][t] += win[t + q] * wv.w;
+                        }
+                    }
+                }
+            }
+#pragma unroll
+            for (int m = 0; m < M; ++m)
+#pragma unroll
+                for (int t = 0; t < TW; ++t)
+                    if (ox0 + t < Wo)
+                        y[(((long long)b * M + m) * Ho + oy) * Wo + ox0 + t] = acc[m][t];
+        }
+    }
+}
+
+// v6 instantiations: conv_v6_c<C>m<M>k<K>_tw<TW>_nt<NT>_<IH>x<IWP> (stride 1; the padded image
+// must fit: Ho + K - 1 <= IH and ceil(Wo / TW) * TW + K - 1 <= IWP); grid (blocks, 1, 1), block NT
+#define CONV_V6(C, M, K, TW, NT, IH, IWP)                                                        \
+    extern "C" __global__ void __launch_bounds__(NT)                                             \
+    conv_v6_c##C##m##M##k##K##_tw##TW##_nt##NT##_##IH##x##IWP(                                   \
+        const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int B,  \
+        int H, int W, int Ho, int Wo, int pad)                                                   \
+    {                                                                                            \
+        conv_v6<C, M, K, TW, NT, IH, IWP>(x, w, y, B, H, W, Ho, Wo, pad);                        \
+    }
+
+CONV_V6(1, 4, 7, 5, 256, 86, 86)
+CONV_V6(1, 4, 7, 4, 320, 86, 86)
+CONV_V6(4, 16, 7, 4, 320, 40, 42)
+CONV_V6(4, 16, 7, 4, 160, 40, 42)
+CONV_V6(4, 16, 7, 2, 320, 40, 40)

@@ -297,6 +297,63 @@ def make_conv_v4_const_weights(w):
 
 
 # ------------------------------------------------------------------------------------------
+# v6: one block per image at a time (the CUDA C twin is the fast one; numba is made per shape)
+# ------------------------------------------------------------------------------------------
+def make_conv_v6_image_per_block(c: int, m: int, k: int, tw: int, nt: int, ih: int, iwp: int):
+    """v6 for one layer shape: a kernel ``(x, w, y, pad)`` on a 1-D grid of ``nt`` threads per
+    block, with ``v6_shared_bytes(...)`` of dynamic shared memory. Its register arrays need
+    compile-time sizes, so each shape gets its own kernel."""
+    ckk = c * k * k
+    wlen = tw + k - 1                        # inputs under tw neighbouring windows (a constant for numba)
+
+    # v6: blocks loop over the images (grid-stride over the batch); the block stages the padded
+    #   image and all the weights in shared memory once per image, then each thread computes tw
+    #   neighbouring outputs of every filter from a window of tw + k - 1 inputs held in registers
+    @cuda.jit
+    def conv_v6_image_per_block(x, w, y, pad):
+        smem = cuda.shared.array(0, float32)                 # dynamic: ckk*m weights, then the tile
+        acc = cuda.local.array((m, tw), float32)
+        win = cuda.local.array(wlen, float32)
+        t = cuda.threadIdx.x
+        ho, wo = y.shape[2], y.shape[3]
+        groups = (wo + tw - 1) // tw
+        for i in range(t, ckk * m, nt):                      # ws[(c, p, q), m] = w[m, c, p, q]
+            smem[(i % ckk) * m + i // ckk] = w[i // ckk, (i % ckk) // (k * k), (i % (k * k)) // k, i % k]
+        tile0 = ckk * m                                      # tile[ch, r, col] at tile0 + (ch*ih + r)*iwp + col
+        b = cuda.blockIdx.x
+        while b < x.shape[0]:
+            cuda.syncthreads()                               # the previous image is done with the tile
+            for i in range(t, c * ih * iwp, nt):
+                ch, r, col = i // (ih * iwp), (i // iwp) % ih, i % iwp
+                iy, ix = r - pad, col - pad
+                inside = 0 <= iy < x.shape[2] and 0 <= ix < x.shape[3]
+                smem[tile0 + i] = x[b, ch, iy, ix] if inside else 0.0
+            cuda.syncthreads()
+            for item in range(t, ho * groups, nt):
+                oy, ox0 = item // groups, (item % groups) * tw
+                for mm in range(m):
+                    for j in range(tw):
+                        acc[mm, j] = 0.0
+                for cp in range(c * k):
+                    ch, p = cp // k, cp % k
+                    row = tile0 + (ch * ih + oy + p) * iwp + ox0
+                    for j in range(wlen):
+                        win[j] = smem[row + j]
+                    for q in range(k):
+                        for mm in range(m):
+                            wv = smem[(cp * k + q) * m + mm]
+                            for j in range(tw):
+                                acc[mm, j] += win[j + q] * wv
+                for mm in range(m):
+                    for j in range(tw):
+                        if ox0 + j < wo:
+                            y[b, mm, oy, ox0 + j] = acc[mm, j]
+            b += cuda.gridDim.x
+
+    return conv_v6_image_per_block
+
+
+# ------------------------------------------------------------------------------------------
 # Launch plans and the table of versions: the emulator, the GPU tests and the benchmark all
 # run a version through its plan (simtlab.versions)
 # ------------------------------------------------------------------------------------------
@@ -414,6 +471,48 @@ def plan_tuned(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **
     return [Launch(v5_name(c, m, k, tile), grid, (tx, th), args)], y
 
 
+#: v6's instantiations per layer shape (C, M, K): (TW, NT, IH, IWP), the first is the default
+V6_TILES = {(1, 4, 7): [(5, 256, 86, 86), (4, 320, 86, 86)],
+            (4, 16, 7): [(4, 160, 40, 42), (4, 320, 40, 42), (2, 320, 40, 40)]}
+#: v6's grid: at most this many blocks, each looping over images
+V6_MAX_BLOCKS = 2048
+
+
+def v6_shared_bytes(c: int, m: int, k: int, ih: int, iwp: int) -> int:
+    """v6's shared memory: the weights and the padded image, float32."""
+    return 4 * (c * k * k * m + c * ih * iwp)
+
+
+def v6_name(c: int, m: int, k: int, tile) -> str:
+    """The CUDA C name of v6 for one layer shape and (TW, NT, IH, IWP), as instantiated in conv.cu."""
+    return "conv_v6_c{}m{}k{}_tw{}_nt{}_{}x{}".format(c, m, k, *tile)
+
+
+def plan_image(version, impl, xp, x, w, stride=1, padding="valid", tile=None, max_blocks=None, **_):
+    """v6: blocks loop over the images; the padded image must fit the tile (TW, NT, IH, IWP)."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    version.kernel(impl)
+    if stride != 1:
+        raise ValueError("v6 is written for stride 1: use v3 for strided layers")
+    if tile is None and impl == "numba":                 # numba compiles v6 for any shape: fit it
+        tile = (2, 64, ho + k - 1, cdiv(wo, 2) * 2 + k - 1)
+    if tile is None:
+        if (c, m, k) not in V6_TILES:
+            raise ValueError(f"v6 is instantiated for (C, M, K) in {sorted(V6_TILES)}, not {(c, m, k)}: "
+                             "add a CONV_V6 line to kernels/conv.cu, or use v3")
+        tile = V6_TILES[(c, m, k)][0]
+    tw, nt, ih, iwp = tile
+    if ho + k - 1 > ih or cdiv(wo, tw) * tw + k - 1 > iwp:
+        raise ValueError(f"a {h}x{wd} input with padding {pad} needs a {ho + k - 1}x{cdiv(wo, tw) * tw + k - 1} "
+                         f"tile; this v6 holds {ih}x{iwp}: instantiate a larger one in kernels/conv.cu")
+    blocks = min(bsz, max_blocks or V6_MAX_BLOCKS)
+    if impl == "cuda-c":
+        args = (x, w, y, *(np.int32(v) for v in (bsz, h, wd, ho, wo, pad)))
+        return [Launch(v6_name(c, m, k, tile), blocks, nt, args)], y
+    kernel = make_conv_v6_image_per_block(c, m, k, tw, nt, ih, iwp)
+    return [Launch(kernel, blocks, nt, (x, w, y, pad), shared=v6_shared_bytes(c, m, k, ih, iwp))], y
+
+
 def _c1_bytes(n):
     """Napkin bytes of ECE408's C1 at a batch of n (the table's size is the batch of that layer)."""
     return conv_bytes(n, 1, 86, 86, 4, 7, 80, 80)
@@ -433,6 +532,8 @@ VERSIONS = (
     Version("v4 constant weights", "conv_v4_const_weights", "conv_v4_const_weights", plan_const,
             _c1_bytes, _c1_flops),
     Version("v5 tuned", None, v5_name(1, 4, 7, V5_TILES[(1, 4, 7)]), plan_tuned, _c1_bytes, _c1_flops),
+    Version("v6 image per block", "conv_v6_image_per_block", v6_name(1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image, _c1_bytes,
+            _c1_flops),
 )
 #: the versions that run on the emulator (numba)
 EMULATED = tuple(v.label for v in VERSIONS if v.numba)
@@ -493,5 +594,5 @@ __all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTROD
            "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
            "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
            "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "EMULATED", "conv_with", "cdiv",
-           "V5_TILES", "v5_name", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
+           "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "make_conv_v6_image_per_block", "v6_shared_bytes", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
            "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]

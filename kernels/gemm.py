@@ -4,7 +4,7 @@ thread per output to register-blocked tiles, and the seed report's bias + activa
 Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
 multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
 kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6) and warp tiling with
-double buffering (v7). :data:`VERSIONS` lists each version's launch plan (:func:`launch_plan`);
+double buffering (v7). :data:`VERSIONS` is the table of versions with their launch plans;
 :func:`gemm_with` runs one version through any launcher (the emulator, or numba on a GPU).
 
 Napkin math (what the benchmark divides by): 2*M*N*K FLOPs; at best each matrix crosses DRAM
@@ -353,70 +353,92 @@ def cdiv(a: int, b: int) -> int:
 TILE6, THREADS6 = (128, 128), 256
 TILE7, THREADS7 = (BM7, BN7), THREADS7N
 
-#: GEMM's version table: label -> numba kernel (None: CUDA C only), CUDA C kernel, its scalar
-#: twin for sizes float4 cannot take (None: the kernel takes any size), the C tile one block
-#: covers (rows, columns), the block shape, and the outputs each thread computes.
-#: The emulator tests, the GPU tests and the benchmark all launch from this table.
-VERSIONS = {
-    "v1 naive": dict(kernel="gemm_v1_naive", cuda="gemm_v1_naive", scalar=None,
-                     tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v2 coalesced": dict(kernel="gemm_v2_coalesced", cuda="gemm_v2_coalesced", scalar=None,
-                         tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v3 shared tiles": dict(kernel="gemm_v3_tiled", cuda="gemm_v3_tiled", scalar=None,
-                            tile=(TILE, TILE), block=(TILE, TILE), per_thread=1),
-    "v4 1-D blocking": dict(kernel="gemm_v4_blocking_1d", cuda="gemm_v4_blocking_1d", scalar=None,
-                            tile=(BM4, BN4), block=(THREADS4,), per_thread=TM4),
-    "v5 2-D blocking": dict(kernel="gemm_v5_blocking_2d", cuda="gemm_v5_blocking_2d", scalar=None,
-                            tile=(BM5, BN5), block=(THREADS5,), per_thread=TM5 * TN5),
-    "v6 float4 loads": dict(kernel=None, cuda="gemm_v6_float4", scalar="gemm_v6_float4_scalar",
-                            tile=TILE6, block=(THREADS6,), per_thread=TILE6[0] * TILE6[1] // THREADS6),
-    "v7 warp tiling": dict(kernel="gemm_v7_warptile", cuda="gemm_v7_warptile", scalar="gemm_v7_warptile_scalar",
-                           tile=TILE7, block=(THREADS7,), per_thread=TILE7[0] * TILE7[1] // THREADS7),
-}
-#: the versions numba-cuda (and so the emulator) runs
-NUMBA_VERSIONS = [v for v, spec in VERSIONS.items() if spec["kernel"]]
+
+class GemmPlan:
+    """The launch plan of one GEMM version: one launch, a grid of blocks each covering a
+    ``tile`` (rows, columns) of C with ``threads`` threads. ``scalar`` names the CUDA C twin
+    for sizes whose rows float4 cannot load (None: the kernel takes any size); ``rows_on_x``:
+    blockIdx.x walks the rows of C (v1's uncoalesced mapping)."""
+
+    def __init__(self, tile, block, scalar=None, rows_on_x=False):
+        self.tile, self.block, self.scalar, self.rows_on_x = tile, block, scalar, rows_on_x
+        self.per_thread = tile[0] * tile[1] // int(np.prod(block))
+
+    def grid(self, m: int, n: int) -> tuple:
+        tm, tn = self.tile
+        return (cdiv(m, tm), cdiv(n, tn)) if self.rows_on_x else (cdiv(n, tn), cdiv(m, tm))
+
+    def __call__(self, version, impl, xp, a, b, out=None):
+        from simtlab.versions import Launch
+
+        m, k = a.shape
+        n = b.shape[1]
+        c = xp.zeros((m, n), xp.float32) if out is None else out
+        name = version.kernel(impl)
+        if impl == "cuda-c" and self.scalar and (n % 4 or k % 4):
+            name = self.scalar            # rows of A and B start 16-byte aligned only when K, N % 4 == 0
+        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)))], c
 
 
-def cuda_c_name(version: str, n: int, k: int) -> str:
-    """The CUDA C kernel for an output N columns wide and K deep: float4 rows need K and N to be
-    multiples of 4 (rows of A and B start 16-byte aligned), else the scalar twin."""
-    spec = VERSIONS[version]
-    if spec["scalar"] and (n % 4 or k % 4):
-        return spec["scalar"]
-    return spec["cuda"]
+def _square_bytes(n):
+    return gemm_bytes(n, n, n)
 
 
-def launch_plan(version: str, m: int, n: int) -> tuple[tuple, tuple]:
+def _square_flops(n):
+    return gemm_flops(n, n, n)
+
+
+def _version(label, numba, cuda_c, plan):
+    from simtlab.versions import Version
+
+    return Version(label, numba, cuda_c, plan, _square_bytes, _square_flops)
+
+
+#: chapter 6's versions: label, numba kernel, CUDA C kernel, launch plan, bytes(n), flops(n) for
+#: n x n times n x n. The emulator tests, the GPU tests and the benchmark all launch from here.
+VERSIONS = (
+    _version("v1 naive", "gemm_v1_naive", "gemm_v1_naive", GemmPlan((TILE, TILE), (TILE, TILE), rows_on_x=True)),
+    _version("v2 coalesced", "gemm_v2_coalesced", "gemm_v2_coalesced", GemmPlan((TILE, TILE), (TILE, TILE))),
+    _version("v3 shared tiles", "gemm_v3_tiled", "gemm_v3_tiled", GemmPlan((TILE, TILE), (TILE, TILE))),
+    _version("v4 1-D blocking", "gemm_v4_blocking_1d", "gemm_v4_blocking_1d", GemmPlan((BM4, BN4), (THREADS4,))),
+    _version("v5 2-D blocking", "gemm_v5_blocking_2d", "gemm_v5_blocking_2d", GemmPlan((BM5, BN5), (THREADS5,))),
+    _version("v6 float4 loads", None, "gemm_v6_float4", GemmPlan(TILE6, (THREADS6,), scalar="gemm_v6_float4_scalar")),
+    _version("v7 warp tiling", "gemm_v7_warptile", "gemm_v7_warptile",
+             GemmPlan(TILE7, (THREADS7,), scalar="gemm_v7_warptile_scalar")),
+)
+#: labels of the versions numba (and so the emulator) runs
+NUMBA_VERSIONS = tuple(v.label for v in VERSIONS if v.numba)
+
+
+def version(label: str):
+    """The row of :data:`VERSIONS` called ``label`` (ValueError naming the versions)."""
+    from simtlab.versions import find
+
+    return find(VERSIONS, label)
+
+
+def launch_plan(label: str, m: int, n: int) -> tuple[tuple, tuple]:
     """(grid, block) of a version for an M x N output (numba and CUDA C alike)."""
-    if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
-    v = VERSIONS[version]
-    tm, tn = v["tile"]
-    if version == "v1 naive":                 # x walks the rows: the uncoalesced mapping
-        return (cdiv(m, tm), cdiv(n, tn)), v["block"]
-    return (cdiv(n, tn), cdiv(m, tm)), v["block"]
+    plan = version(label).plan
+    return plan.grid(m, n), plan.block
 
 
-def kernel_of(version: str):
-    """The numba kernel of ``version``."""
-    if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(VERSIONS)}")
-    if VERSIONS[version]["kernel"] is None:
-        raise ValueError(f"{version} exists only in CUDA C (kernels/gemm.cu: numba has no float4 "
-                         f"loads): run it on a GPU with impl='cuda-c'")
-    return globals()[VERSIONS[version]["kernel"]]
+def kernel_of(label: str):
+    """The numba kernel of a version."""
+    return globals()[version(label).kernel("numba")]
 
 
-def gemm_with(version: str, a, b, launch):
-    """C = A @ B by ``version``; ``launch(kernel, grid, block, *args)`` runs a kernel (the
-    emulator, or numba on a GPU). Returns C (float32, M x N)."""
+def gemm_with(label: str, a, b, launch):
+    """C = A @ B by version ``label``, its plan's launches made by ``launch(kernel, grid, block,
+    *args)`` (the emulator, or numba on a GPU). Returns C (float32, M x N)."""
+    from simtlab.versions import run_plan
+
     a = np.ascontiguousarray(a, np.float32)
     b = np.ascontiguousarray(b, np.float32)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"A ({a.shape}) and B ({b.shape}) do not multiply: A must be M x K and B K x N")
-    c = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    grid, block = launch_plan(version, a.shape[0], b.shape[1])
-    launch(kernel_of(version), grid, block, a, b, c)
+    launches, c = version(label).launches("numba", np, a, b)
+    run_plan("gemm", launches, launch)
     return c
 
 
@@ -429,17 +451,17 @@ def gemm_bytes(m, n, k, itemsize=4):
     return (m * k + k * n + m * n) * itemsize
 
 
-def global_loads(version: str, m: int, n: int, k: int) -> int:
-    """float32 loads from global memory that ``version`` issues (loads outside the matrices are
+def global_loads(label: str, m: int, n: int, k: int) -> int:
+    """float32 loads from global memory that version ``label`` issues (loads outside the matrices are
     skipped, so they do not count): one per operand of every FMA for v1/v2; for a tiled version,
     every block loads the part of its BM-row strip of A and its BN-column strip of B that exists,
     once: each A element is loaded once per column of blocks, each B element once per row."""
-    if version in ("v1 naive", "v2 coalesced"):
+    if label in ("v1 naive", "v2 coalesced"):
         return 2 * m * n * k
-    tm, tn = VERSIONS[version]["tile"] if version in VERSIONS else (128, 128)
+    tm, tn = version(label).plan.tile
     return cdiv(n, tn) * m * k + cdiv(m, tm) * k * n
 
 
-def loads_per_flop(version: str, m: int, n: int, k: int) -> float:
+def loads_per_flop(label: str, m: int, n: int, k: int) -> float:
     """Global float32 loads per FLOP (1 for one thread per output, 1/TILE for v3, ...)."""
-    return global_loads(version, m, n, k) / gemm_flops(m, n, k)
+    return global_loads(label, m, n, k) / gemm_flops(m, n, k)

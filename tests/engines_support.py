@@ -62,7 +62,12 @@ def agreeing_run_engines(log_path):
     def run_engines(launch, engine):
         if engine != "auto":
             return original(launch, engine)
-        got = compare_launch(original, launch, engine)
+        try:
+            got = compare_launch(original, launch, engine)
+        except Exception as exc:
+            with open(log_path, "a") as log:
+                log.write(f"{launch.func.__name__}\terror\t{type(exc).__name__}\n")
+            raise
         with open(log_path, "a") as log:
             log.write(f"{launch.func.__name__}\t{got.engine}\t{got.engine_reason}\n")
         return got

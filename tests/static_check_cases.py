@@ -76,6 +76,14 @@ def shared_module_constant(a):
 
 
 @cuda.jit
+def shared_constant_also_in_an_item_assignment(a):
+    # `s[0 // TILE] = ...` reads TILE; it does not make TILE a variable
+    s = cuda.shared.array(TILE, float32)
+    s[0 // TILE] = a[1]
+    a[0] = s[0] + 1.0 - a[1]
+
+
+@cuda.jit
 def shared_tuple_with_arithmetic(a):
     s = cuda.shared.array((TILE, TILE + 1), float32)
     s[0, 0] = 1.0
@@ -255,6 +263,14 @@ def uses_numpy_that_compiles(a):
     a[0] = np.log(x) + np.tanh(a[2] * 0.0) + 1.0 + np.float32(np.isnan(x))
 
 
+@cuda.jit
+def local_constant_in_a_store_index(a):
+    # a store into s[TILE - 1] binds no name: TILE stays a constant for the shape above
+    s = cuda.local.array(TILE, float32)
+    s[TILE - 1] = a[1] + 1.0
+    a[0] = s[TILE - 1]
+
+
 #: (kernel, takes n, what the error must name)
 REFUSED = [
     (shared_from_argument, True, "`n`, a kernel argument, known only at launch"),
@@ -288,6 +304,7 @@ REFUSED = [
 ACCEPTED = [
     (shared_literal, 0),
     (shared_module_constant, 0),
+    (shared_constant_also_in_an_item_assignment, 0),
     (shared_tuple_of_constants, 0),
     (shared_local_copy_of_a_constant, 0),
     (shared_global_tuple, 0),
@@ -297,4 +314,5 @@ ACCEPTED = [
     (shared_keyword_shape, 0),
     (shared_dynamic, 4),
     (local_module_constant, 0),
+    (local_constant_in_a_store_index, 0),
 ]

@@ -43,7 +43,7 @@ def _close(got, a, b):
 
 
 @pytest.mark.parametrize("shape", ODD + ALIGNED, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("version", list(G.VERSIONS))
+@pytest.mark.parametrize("version", [v.label for v in G.VERSIONS])
 def test_cuda_c_matches_reference(version, shape):
     a, b = _inputs(*shape)
     _close(_on_gpu(version, "cuda-c", a, b), a, b)

@@ -49,8 +49,8 @@ def test_recorded_reads_the_file_and_stamps_the_device(tmp_path):
 
 
 def test_unknown_topic_is_named():
-    with pytest.raises(ValueError, match="benchmarked topics are patterns, scan, reduction"):
-        gpubench.recorded("gemm")
+    with pytest.raises(ValueError, match="benchmarked topics are patterns, scan, reduction, gemm"):
+        gpubench.recorded("no_such_topic")
 
 
 def test_summary_table_lists_every_version_with_its_ratio():
@@ -106,7 +106,8 @@ def test_every_kernel_of_every_table_exists_in_its_twins():
     from pathlib import Path
 
     repo = Path(__file__).resolve().parent.parent
-    helpers = {"reduction": ["vecmat_rows"], "scan": ["add_block_prefix"], "patterns": []}
+    helpers = {"reduction": ["vecmat_rows"], "scan": ["add_block_prefix"], "patterns": [],
+               "gemm": ["gemm_bias_act_seed", "gemm_bias_act"]}
     for topic in gpubench.TOPICS:
         module = importlib.import_module(f"simtlab.kernels.{topic}")
         cu = (repo / "kernels" / f"{topic}.cu").read_text()

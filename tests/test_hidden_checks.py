@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from numba import cuda
 
-from simtlab.exercises import ch01, ch02, ch03, ch04, ch05
+from simtlab.exercises import ch01, ch02, ch03, ch04, ch05, ch06
 from simtlab.exercises.report import CheckFailed, ExerciseNotWritten, NotWrittenYet
 from simtlab.kernels import reduction as R
 
@@ -23,6 +23,7 @@ from test_exercises_ch02 import warps_per_sm
 from test_exercises_ch03 import scale_rows, scale_rows_stub, scale_rows_swapped
 from test_exercises_ch04 import add_good, add_wrong_block
 from test_exercises_ch05 import tree_guard_skips_slot, tree_stub
+from test_exercises_ch06 import tiled_no_zero_fill, tiled_stub
 
 REPO = Path(__file__).resolve().parent.parent
 HIDDEN = {
@@ -31,6 +32,7 @@ HIDDEN = {
     "03_communication_patterns": ("ch03.scale_rows", "ch03.hidden_check_scale_rows(scale_rows)"),
     "04_scan": ("ch04.add_back", "ch04.hidden_check_add_block_prefix(add_block_prefix)"),
     "05_reduction": ("ch05.sequential", "ch05.hidden_check_sequential_tree(reduce_sequential)"),
+    "06_gemm": ("ch06.tiled", "ch06.hidden_check_tiled_gemm(gemm_tiled)"),
 }
 
 
@@ -117,3 +119,18 @@ def test_ch05_hidden(capsys):
         ch05.hidden_check_sequential_tree(tree_stub)
     with pytest.raises(CheckFailed, match="A bounds-check bug"):
         ch05.hidden_check_sequential_tree(tree_guard_skips_slot)
+
+
+# ---------------------------------------------------------------- ch06: edge shapes of the tiled GEMM
+def test_ch06_hidden_runs_the_edge_shapes(capsys):
+    from simtlab.kernels import gemm as G
+
+    # one element, one exact tile, K a multiple of 16 and matrices thinner than a tile: shapes the
+    # visible check (odd sizes from 17 up) never draws
+    assert (1, 1, 1) in ch06.HIDDEN_TILED_SHAPES and any(k % 16 == 0 for _, _, k in ch06.HIDDEN_TILED_SHAPES)
+    ch06.hidden_check_tiled_gemm(G.gemm_v3_tiled)
+    assert capsys.readouterr().out.count("Tiled GEMM right") == len(ch06.HIDDEN_TILED_SHAPES)
+    with pytest.raises(ExerciseNotWritten):
+        ch06.hidden_check_tiled_gemm(tiled_stub)
+    with pytest.raises(CheckFailed):
+        ch06.hidden_check_tiled_gemm(tiled_no_zero_fill)

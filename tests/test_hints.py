@@ -92,3 +92,18 @@ def test_the_stub_import_passes_the_graders_answer_rules(name, exercise, cell):
     answer = next(c for c in master["cells"] if (c["metadata"].get("simtlab") or {}).get("id") == exercise)
     finished = "from simtlab.student import NotWrittenYet, hint\n" + "".join(answer["source"])
     assert vet_answer(finished, chapter=name) == [], f"{name} {exercise}: a finished answer keeping the line"
+
+
+def test_numba_compiles_the_stub_and_raises_it_typed():
+    # numba's nopython compiler (the CPU twin of numba-cuda's) accepts the stub and raises it as itself
+    from numba import njit
+
+    from simtlab.student import NotWrittenYet
+
+    @njit
+    def stub(x):
+        raise NotWrittenYet("ch09.demo")
+
+    with pytest.raises(NotWrittenYet, match="ch09.demo is not written yet") as info:
+        stub(1)
+    assert info.value.exercise == "ch09.demo"

@@ -18,8 +18,8 @@ SHAPES = [
 ]
 
 
-def _emulate(kernel, grid, block, *args):
-    simtlab.emulate(kernel, grid, block, *args, trace=False)
+def _emulate(kernel, grid, block, *args, **options):
+    simtlab.emulate(kernel, grid, block, *args, trace=False, **options)
 
 
 def _inputs(shape, seed=0):
@@ -89,6 +89,10 @@ def test_im2col_matrix_times_weights_is_the_convolution(shape):
 def test_every_version_matches_the_reference_on_the_emulator(version, shape):
     x, w = _inputs(shape)
     stride, padding = shape[6], shape[7]
+    if version.startswith("v6") and stride != 1:
+        with pytest.raises(ValueError, match="stride 1"):          # v6 is written for stride 1
+            K.conv_with(version, x, w, _emulate, stride, padding)
+        return
     want = K.conv2d_cpu(x, w, stride, padding, relu=version.startswith("v1"))
     got = K.conv_with(version, x, w, _emulate, stride, padding, max_blocks=3)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
@@ -147,7 +151,26 @@ def _cu_signatures():
     for c, m, k, tx, th, tw in re.findall(r"^CONV_V5\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
         sigs[K.v5_name(int(c), int(m), int(k), (int(tx), int(th), int(tw)))] = \
             ["const float* __restrict__", "float* __restrict__"] + ["int"] * 5
+    for c, m, k, tw, nt, ih, iwp in re.findall(r"^CONV_V6\((\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)",
+                                               src, re.M):
+        sigs[K.v6_name(int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
+            ["const float* __restrict__"] * 2 + ["float* __restrict__"] + ["int"] * 6
     return sigs
+
+
+def test_every_tile_of_the_tables_is_instantiated_in_conv_cu():
+    sigs = _cu_signatures()
+    for (c, m, k), tile in K.V5_TILES.items():
+        assert K.v5_name(c, m, k, tile) in sigs
+    for (c, m, k), tiles in K.V6_TILES.items():
+        for tile in tiles:
+            assert K.v6_name(c, m, k, tile) in sigs
+    from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
+
+    for layer, tiles in V5_CONFIGS.items():                  # the tiles the benchmark tunes over
+        s = layer_shape(layer)
+        for tile in tiles:
+            assert K.v5_name(s["C"], s["M"], s["K"], tile) in sigs
 
 
 @pytest.mark.parametrize("version", [v.label for v in K.VERSIONS if v.cuda_c])
@@ -182,6 +205,7 @@ def test_numba_launches_pass_no_numpy_sizes():
     w = np.zeros((3, 2, 3, 3), np.float32)
     for v in K.VERSIONS:
         if v.numba:
-            launches, _ = v.launches("numba", np, x, w, stride=2, padding="same")
+            stride = 1 if v.label.startswith("v6") else 2                 # v6: stride 1 only
+            launches, _ = v.launches("numba", np, x, w, stride=stride, padding="same")
             for step in launches:
                 assert not any(isinstance(a, np.integer) for a in step.args), (v.label, step.kernel)

@@ -45,18 +45,18 @@ def test_every_version_matches_numpy_on_odd_sizes(version, m, n, k):
 def test_gemm_with_rejects_shapes_that_do_not_multiply():
     with pytest.raises(ValueError, match="do not multiply"):
         G.gemm_with("v3 shared tiles", np.ones((3, 4)), np.ones((5, 2)), emulate_fast)
-    with pytest.raises(ValueError, match="unknown version"):
+    with pytest.raises(ValueError, match="unknown version 'v9'; the versions are v1 naive"):
         G.launch_plan("v9", 4, 4)
 
 
 def test_launch_plans_cover_the_output():
-    for version, spec in G.VERSIONS.items():
-        grid, block = G.launch_plan(version, 33, 47)
-        tm, tn = spec["tile"]
-        rows, cols = (grid[0], grid[1]) if version == "v1 naive" else (grid[1], grid[0])
+    for v in G.VERSIONS:
+        grid, block = G.launch_plan(v.label, 33, 47)
+        tm, tn = v.plan.tile
+        rows, cols = (grid[0], grid[1]) if v.label == "v1 naive" else (grid[1], grid[0])
         assert rows * tm >= 33 and cols * tn >= 47
         assert (rows - 1) * tm < 33 and (cols - 1) * tn < 47           # no block wholly outside
-        assert int(np.prod(block)) * spec["per_thread"] == tm * tn      # each output has one owner
+        assert int(np.prod(block)) * v.plan.per_thread == tm * tn       # each output has one owner
 
 
 @pytest.fixture(scope="module")
@@ -150,21 +150,26 @@ def test_seed_epilogue_writes_twice_fixed_once():
 # ---- the CUDA C twin ------------------------------------------------------------------------
 def test_every_numba_version_has_a_cuda_c_twin_with_one_comment_line():
     text = CU.read_text()
-    for version, spec in G.VERSIONS.items():
-        src = cu_function_source(CU, spec["cuda"])
-        tag = version.split()[0]
-        assert re.search(rf"^// ---- {tag}: \S", src, re.M), (version, src[:200])
-    for name in [s["scalar"] for s in G.VERSIONS.values() if s["scalar"]] + ["gemm_bias_act_seed", "gemm_bias_act"]:
+    for v in G.VERSIONS:
+        src = cu_function_source(CU, v.cuda_c)
+        tag = v.label.split()[0]
+        assert re.search(rf"^// ---- {tag}: \S", src, re.M), (v.label, src[:200])
+    for name in [v.plan.scalar for v in G.VERSIONS if v.plan.scalar] + ["gemm_bias_act_seed", "gemm_bias_act"]:
         assert f"void {name}(" in text or f"\n{name}(" in text, name
     # the launch plan's thread counts are the ones the CUDA C kernels were built for
     assert "#define V7_THREADS %d" % G.THREADS7 in text and "__launch_bounds__(%d)" % G.THREADS6 in text
-    assert re.search(r"#define V7_MIN_BLOCKS 2\b", text)      # the tuned default (simtlab/data/gpu_gemm.json)
-    with pytest.raises(ValueError, match="only in CUDA C"):
+    assert re.search(r"#define V7_MIN_BLOCKS 2\b", text)      # the tuned default (h100_timings.json: topics.gemm)
+    with pytest.raises(ValueError, match="exists only in CUDA C"):
         G.kernel_of("v6 float4 loads")
 
 
 def test_float4_versions_fall_back_to_scalar_when_rows_are_not_aligned():
-    assert G.cuda_c_name("v7 warp tiling", 4096, 4096) == "gemm_v7_warptile"
-    assert G.cuda_c_name("v7 warp tiling", 4096, 4095) == "gemm_v7_warptile_scalar"
-    assert G.cuda_c_name("v6 float4 loads", 47, 32) == "gemm_v6_float4_scalar"
-    assert G.cuda_c_name("v3 shared tiles", 47, 29) == "gemm_v3_tiled"
+    def cuda_c_kernel(label, m, n, k):
+        launches, _ = G.version(label).launches("cuda-c", np, np.zeros((m, k), np.float32),
+                                                np.zeros((k, n), np.float32))
+        assert len(launches) == 1 and launches[0].args[3:] == (m, n, k)
+        return launches[0].kernel
+    assert cuda_c_kernel("v7 warp tiling", 64, 64, 64) == "gemm_v7_warptile"
+    assert cuda_c_kernel("v7 warp tiling", 64, 64, 63) == "gemm_v7_warptile_scalar"
+    assert cuda_c_kernel("v6 float4 loads", 5, 47, 32) == "gemm_v6_float4_scalar"
+    assert cuda_c_kernel("v3 shared tiles", 5, 47, 29) == "gemm_v3_tiled"

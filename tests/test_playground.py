@@ -4,6 +4,8 @@ large enough to be sampled. Every tab is drawn headless and its content checked.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import ipywidgets as widgets
 import numpy as np
 import pytest
@@ -319,11 +321,15 @@ def test_controls_rerun_and_cache():
     assert "<table" in _html(_drawn(pg)["compare"])
     pg.controls["size"].value = 512
     assert pg.run.array("x").shape == (512,) and pg.size == 512
+    x512 = pg.outputs["x"].copy()
     pg.controls["size"].value = 256
     cached = pg.run
     pg.controls["size"].value = 512
+    assert np.array_equal(pg.outputs["x"], x512), "the inputs of a size are made once"
     pg.controls["size"].value = 256
     assert pg.run is cached, "a setting seen before is not emulated again"
+    # grid 1 x block 128 since the grid change: the first 128 elements, from these inputs
+    assert np.array_equal(pg.outputs["out"][:128], 3 * pg.inputs[0][:128]), "the cached run belongs to these inputs"
 
 
 def test_resize_changes_a_length_parameter_too():
@@ -375,3 +381,74 @@ def test_latency_benchmark_times_a_tab():
     kernel, args = bench.kernels()["vector_add"]
     row = bench.time_tab(kernel, args, tab=5, repeat=1)
     assert row["tab"] == "source" and row["cold_ms"]["median"] > 0 and row["cached_ms"]["n"] >= 2
+
+
+def test_prefetch_makes_the_neighbouring_launches_cache_hits():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True).wait_for_prefetch(120)
+    size = 512
+    expected = {((4, 1, 1), (96, 1, 1), size), ((4, 1, 1), (256, 1, 1), size),
+                ((2, 1, 1), (128, 1, 1), size), ((8, 1, 1), (128, 1, 1), size)}
+    assert expected <= set(pg._cache), sorted(pg._cache)
+    prefetched = pg._cache[((4, 1, 1), (256, 1, 1), size)][0]
+    pg.controls["block"].value = 256
+    assert pg.run is prefetched and pg.run.blockdim == (256, 1, 1)
+    assert np.array_equal(pg.outputs["out"], 3 * x)
+    assert (id(prefetched), "x", "read", "block") in pg._tabs[0]._memo, "its mapping was drawn ahead"
+    assert bytes(pg.figure.value).startswith(PNG)
+    pg.wait_for_prefetch(120)
+
+
+def test_a_change_during_prefetch_wins():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True)
+    pg.controls["grid"].value = 2            # while the prefetch of the first run may still go on
+    pg.relaunch(x=np.ones(512, np.float32))
+    pg.wait_for_prefetch(120)
+    assert pg.run.griddim == (2, 1, 1)
+    assert np.array_equal(pg.outputs["out"][:256], np.full(256, 3, np.float32))
+    for run, error, outputs, _ in pg._cache.values():
+        assert np.array_equal(outputs["x"], np.ones(512, np.float32)), "no run of the old input was kept"
+
+
+def test_a_prefetch_running_at_exit_is_stopped_and_joined():
+    """Python's exit stops a prefetch at its next step and joins it (a thread killed inside the
+    emulator's greenlets can abort the process); checked in a fresh interpreter."""
+    import subprocess
+    import sys
+    code = ("import numpy as np\nfrom numba import cuda\nfrom simtlab.playground import playground\n"
+            "import simtlab.playground.session as session\n"
+            "@cuda.jit\ndef k(x, out):\n    i = cuda.grid(1)\n    if i < x.size:\n        out[0] = out[0] + x[i]\n"
+            "x = np.ones(2048, np.float32)\npg = playground(k, 8, 256, x, np.zeros(1, np.float32), prefetch=True)\n"
+            "assert pg._prefetch_thread.is_alive()\n"
+            "session._stop_prefetches()           # what atexit runs\n"
+            "print('alive after exit handler:', pg._prefetch_thread.is_alive(), 'prefetched:', len(pg._cache) - 1)\n")
+    path = Path(__file__).parent / "_prefetch_exit_probe.py"
+    path.write_text(code)
+    try:
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    finally:
+        path.unlink()
+    assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
+    assert "alive after exit handler: False prefetched: " in done.stdout, done.stdout
+    assert not done.stdout.strip().endswith("prefetched: 4"), "the exit stopped it before all four neighbours"
+
+
+def test_prefetch_is_off_outside_a_jupyter_kernel():
+    pg = playground(scale_1d, 1, 32, np.ones(32, np.float32), np.zeros(32, np.float32))
+    assert pg.prefetch is False and pg._prefetch_thread is None
+
+
+def test_prefetch_draws_the_tab_in_view():
+    x = np.arange(512, dtype=np.float32)
+    pg = playground(scale_1d, 4, 128, x, np.zeros_like(x), prefetch=True).wait_for_prefetch(120)
+    pg.tabs.selected_index = 4                # barriers
+    pg.wait_for_prefetch(120)
+    neighbour = pg._cache[((4, 1, 1), (256, 1, 1), 512)][0]
+    assert (id(neighbour), 0) in pg._tabs[4]._memo
+    pg.tabs.selected_index = 1                # memory
+    pg.wait_for_prefetch(120)
+    assert (id(neighbour),) in pg._tabs[1]._memo
+    pg.controls["block"].value = 256
+    assert pg.run is neighbour and len(_pngs(pg.tabs.children[1])) == 2
+    pg.wait_for_prefetch(120)

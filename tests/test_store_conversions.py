@@ -3,12 +3,18 @@
 tests/test_emulator_gpu.py::test_store_conversions_match_numba_cuda runs the same kernels
 on a GPU."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from numba import cuda, int32
 
 import simtlab
 from simtlab.emulator.conversions import store_converter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+import probe_store_conversions as probe  # noqa: E402
 
 
 @cuda.jit
@@ -47,10 +53,36 @@ WIDE = np.array([2**31, 2**32 + 5, -1, 2**40 + 2**15 + 7, -(2**31) - 1], np.int6
 
 
 def expected_float_stores(x, dtype):
-    """Truncate toward zero, saturate at the type's limits, NaN -> 0 (PTX cvt.rzi)."""
+    """Truncate toward zero and saturate (the values in FLOATS that are not NaN)."""
     info = np.iinfo(dtype)
-    out = np.where(np.isnan(x), 0, np.trunc(np.nan_to_num(x)))
-    return np.clip(out, info.min, info.max).astype(dtype)
+    return np.clip(np.trunc(x), info.min, info.max).astype(dtype)
+
+
+H100 = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "store_conversions_h100.txt"
+
+
+def _h100_table():
+    """{(source dtype, target dtype): [stored ints]} from tools/probe_store_conversions.py."""
+    table = {}
+    for line in H100.read_text().splitlines():
+        head, values = line.split(":", 1)
+        src, dst = (s.strip() for s in head.split("->"))
+        table[src, dst] = [int(pair.rsplit("->", 1)[1]) for pair in values.split(", ")]
+    return table
+
+
+@pytest.mark.parametrize("engine", ["greenlet", "vector"])
+def test_float_stores_match_what_an_h100_stored(engine):
+    table = _h100_table()
+    assert len(table) == 2 * len(probe.DTYPES)
+    for src in (np.float64, np.float32):
+        values = probe.VALUES.astype(src)
+        for dt in probe.DTYPES:
+            out = np.zeros(values.size, dt)
+            kernel = probe.store if src is np.float64 else probe.store32
+            simtlab.emulate(kernel, 1, 32, values, out, engine=engine, trace=False)
+            expected = table[np.dtype(src).name, np.dtype(dt).name]
+            assert out.tolist() == expected, (np.dtype(src).name, np.dtype(dt).name)
 
 
 def test_a_negative_ballot_stored_into_uint32_wraps():
@@ -62,10 +94,12 @@ def test_a_negative_ballot_stored_into_uint32_wraps():
 def test_floats_stored_into_integer_arrays_truncate_and_saturate():
     outs = [np.zeros(FLOATS.size, t) for t in (np.int32, np.uint32, np.uint8, np.float32)]
     simtlab.emulate(store_values, 1, 32, FLOATS, *outs)
-    for out, t in zip(outs[:3], (np.int32, np.uint32, np.uint8)):
-        np.testing.assert_array_equal(out, expected_float_stores(FLOATS, t))
-    assert list(outs[0][:3]) == [3, -3, -1] and outs[0][4] == 2**31 - 1 and outs[0][7] == 0
-    assert outs[1][2] == 0 and outs[2][8] == 255 and outs[2][9] == 255
+    finite = ~np.isnan(FLOATS)
+    for out, t in zip(outs[:2], (np.int32, np.uint32)):
+        np.testing.assert_array_equal(out[finite], expected_float_stores(FLOATS[finite], t))
+    assert list(outs[0][:3]) == [3, -3, -1] and outs[0][4] == 2**31 - 1
+    assert outs[0][7] == -(2**31) and outs[1][7] == 2**31          # NaN from a float64
+    assert outs[1][2] == 0 and outs[2][8] == 255 and outs[2][9] == 0   # 256.0 -> uint8: 0
     np.testing.assert_array_equal(outs[3], FLOATS.astype(np.float32))   # rounded to nearest
 
 
@@ -95,3 +129,4 @@ def test_store_values_is_also_a_plain_float_kernel():
     simtlab.emulate(store_values, 1, 8, x, *outs)
     np.testing.assert_array_equal(outs[3], x)
     np.testing.assert_array_equal(outs[0], np.trunc(x).astype(np.int32))
+    assert outs[2].tolist() == [0, 0, 0, 0, 0, 1, 2]      # negatives into uint8: 0

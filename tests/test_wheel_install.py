@@ -113,7 +113,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     venv = tmp_path / "venv"
     _run([_base_python(), "-m", "venv", venv], env=env, timeout=120)
     py = venv / "bin" / "python"
-    _run([py, "-m", "pip", "install", "-q", f"{wheels[0]}[grade]"], env=env, timeout=600)
+    _run([py, "-m", "pip", "install", "-q", "--no-compile", f"{wheels[0]}[grade]"], env=env, timeout=600)
     installed_s = time.monotonic() - start
 
     # 3. `simtlab open --no-browser` in an empty folder: chapters copied, JupyterLab answers
@@ -178,3 +178,23 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     assert result.returncode == 0, f"{CHAPTER} under nbval from the wheel:\n{result.stdout[-6000:]}"
     print(f"wheel built in {built_s:.0f} s, installed by {installed_s:.0f} s, all done in "
           f"{time.monotonic() - start:.0f} s")
+
+
+def test_open_from_a_wheel_uses_the_packaged_chapters_and_the_current_folder(tmp_path, monkeypatch, capsys):
+    """The fast twin of the slow test: no checkout, so the wheel's chapters go to ./simtlab-work."""
+    import simtlab.paths as paths
+    from simtlab.cli import main
+
+    packaged = tmp_path / "site-packages" / "simtlab" / "chapters"
+    packaged.mkdir(parents=True)
+    shutil.copy2(REPO / "chapters" / CHAPTER, packaged / CHAPTER)
+    monkeypatch.setattr(paths, "PACKAGED_CHAPTERS", packaged)
+    monkeypatch.setattr(paths, "checkout_root", lambda: None)
+    student = tmp_path / "student"
+    student.mkdir()
+    monkeypatch.chdir(student)
+    assert paths.chapters_dir() == packaged
+    assert main(["open", "--no-lab"]) == 0
+    assert (student / "simtlab-work" / CHAPTER).is_file()
+    assert not (packaged.parent / "work").exists()           # nothing written inside the package
+    assert f"your work folder: {student / 'simtlab-work'}" in capsys.readouterr().out

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Chapter 6 on the lent GPU machine: the GEMM GPU tests, the benchmark (with --tune) and
-# Nsight Compute on the best numba and CUDA C versions and on cuBLAS. Results go to $OUT.
+# Nsight Compute on the best numba and CUDA C versions and on cuBLAS. Results go to $OUT
+# (h100_timings.json with topics.gemm: copy it to simtlab/data/).
 #   bash tools/device_gemm.sh          (from the repository root, .whl beside it)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -9,7 +10,8 @@ timeout 240 bash tools/device_gpu_tests.sh -k gemm > "$OUT/gemm_gpu_tests_run.tx
 tail -3 "$OUT/gemm_gpu_tests_run.txt"
 cp "$OUT/gpu_tests.log" "$OUT/gemm_gpu_tests.log" 2>/dev/null
 export PYTHONPATH=/tmp/site:$PWD
-timeout 330 python3 benchmarks/gpu_gemm.py --tune --out "$OUT/gpu_gemm.json" > "$OUT/gpu_gemm.log" 2>&1
+cp simtlab/data/h100_timings.json "$OUT/h100_timings.json"
+timeout 330 python3 benchmarks/gpu_gemm.py --tune --out "$OUT/h100_timings.json" > "$OUT/gpu_gemm.log" 2>&1
 tail -45 "$OUT/gpu_gemm.log"
 {
   for target in "v7 warp tiling|numba" "v7 warp tiling|cuda-c" "v5 2-D blocking|numba" "cublas|cuda-c"; do

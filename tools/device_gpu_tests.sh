@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run on the lent GPU machine (see the developers' guide): installs the carried wheels
-# (.whl: NumPy, numba, numba-cuda, greenlet pinned like pyproject.toml), the course without
+# (.whl: NumPy, numba, numba-cuda, greenlet pinned like pyproject.toml, and ipywidgets with
+# IPython and their pure-Python needs for the playground's GPU tab), the course without
 # its dependencies, then the GPU tests. Results go to $OUT.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1

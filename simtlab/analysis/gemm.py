@@ -70,11 +70,14 @@ def profile(run) -> dict:
             "bank_conflicts": int((sreq.wavefronts - sreq.ideal).sum()) if len(sreq) else 0}
 
 
-def loads_per_element(run, name: str, block: int | None = None) -> np.ndarray:
+def loads_per_element(run, name: str, block: int | None = None, thread: int | None = None) -> np.ndarray:
     """How many times each element of ``name`` ("a" or "b") was read from global memory (by
-    ``block``, or by the whole grid): an int array of the matrix's shape."""
+    ``block``, or by the whole grid; by one ``thread`` of it, or by all): an int array of the
+    matrix's shape."""
     info = run.array(name)
     rows = run.accesses(name, "read", block=block)
+    if thread is not None:
+        rows = rows[rows.thread == thread]
     return np.bincount(rows.index, minlength=int(np.prod(info.shape))).reshape(info.shape)
 
 

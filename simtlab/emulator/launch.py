@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from .binding import plain_function
@@ -16,7 +18,7 @@ from . import vector
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
             order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
             max_steps: int = 1_000_000, max_trace: int = MAX_TRACE, checks: bool = True,
-            engine: str = "auto", trace_blocks: int | None = None, progress=None) -> Run:
+            engine: str | None = None, trace_blocks: int | None = None, progress=None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
@@ -27,7 +29,9 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     the end, but negative indices wrap and reads of unwritten shared memory go unnoticed.
     ``engine``: "greenlet" runs each thread as a greenlet (the reference); "vector" runs the
     lanes of whole blocks as NumPy vectors (much faster; kernels within its subset);
-    "auto" (default) picks vector when it can and says why not in ``run.engine_reason``.
+    "auto" picks vector when it can and says why not in ``run.engine_reason``. The default
+    is "auto", or the environment variable SIMTLAB_ENGINE when it is set (for example
+    SIMTLAB_ENGINE=greenlet to run a whole course or test session on the reference engine).
     Either way, any launch the vector engine cannot finish exactly as the greenlet engine
     would (an error, a race, a construct outside its subset) runs again on the greenlet
     engine from the original inputs, so results, traces and error messages are the same.
@@ -36,8 +40,11 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     ``progress(done, total)`` is called after each block. When the kernel fails, the
     ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
     """
+    if engine is None:
+        engine = os.environ.get("SIMTLAB_ENGINE", "auto")
     if engine not in ("auto", "vector", "greenlet"):
-        raise ValueError("engine must be 'auto', 'vector' or 'greenlet'")
+        raise ValueError(f"engine must be 'auto', 'vector' or 'greenlet', not {engine!r} "
+                         "(from engine= or the environment variable SIMTLAB_ENGINE)")
     if not checks and trace:
         raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
     func = plain_function(kernel)

@@ -278,4 +278,12 @@ def _variable_locals(fdef: ast.FunctionDef, params: set) -> dict:
 
 
 def _names(target) -> list[str]:
-    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    """The names an assignment target binds: ``a``, ``a, b``; not the names an item
+    assignment only reads (``s[i // TILE] = ...`` binds nothing)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for e in target.elts for n in _names(e)]
+    if isinstance(target, ast.Starred):
+        return _names(target.value)
+    return []

@@ -9,7 +9,10 @@
 - ``check_vecmat(vecmat)``: the seed's vector-matrix product fixed: ``block_out[row, b]`` holds
   block b's partial of row ``row``, every element of ``w`` is read exactly once.
 
-Every check draws new random inputs on each call.
+Every check draws new random inputs on each call (``hidden_check_sequential_tree``: fixed odd
+sizes and seed). Races are reported before wrong values: a missing barrier shows as the race
+(threads and lines), not as wrong sums; a read of a slot the guard skipped, or past the end
+of x, is reported as the bounds-check bug it is, not as a missing barrier.
 """
 
 from __future__ import annotations

@@ -22,10 +22,10 @@ from .harness import CHECK_N, DEFAULT_N, SWEEP_SIZES, Case, run_topic, stamp, ti
 
 __all__ = ["TOPICS", "Case", "results", "recorded", "measure", "plot_bandwidth", "plot_sweep",
            "summary_table", "RESULTS_PATH", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N", "time_launches",
-           "run_topic", "topic_module", "runner"]
+           "run_topic", "topic_module", "runner", "sizes"]
 
 #: topics in chapter order; each has a module simtlab/gpubench/<topic>.py
-TOPICS = ("patterns", "scan", "reduction")
+TOPICS = ("patterns", "scan", "reduction", "gemm")
 #: the one store of recorded GPU figures (chapter measurements under ``results``, topics under ``topics``)
 RESULTS_PATH = TIMINGS_PATH
 
@@ -68,14 +68,25 @@ def runner(topic: str, label: str, impl: str, *inputs, **options):
     return _runner(topic_module(topic), label, impl, *inputs, **options)
 
 
-def measure(topic: str, *, n: int = DEFAULT_N, sweep=None, log=print) -> dict:
-    """Check and time every version of ``topic`` on this GPU now."""
-    log(f"Timing every {topic} version at n = {n:,} float32 elements on this GPU ...")
-    out = run_topic(topic_module(topic), n=n, sweep=sweep, log=log)
+def sizes(topic: str) -> dict:
+    """A topic's benchmark sizes: ``n``, ``check_n``, ``sweep`` (chapters 3-5: element counts;
+    gemm: the side of the matrices). A topic module overrides the defaults with ``DEFAULT_N``,
+    ``CHECK_N`` and ``SWEEP_SIZES``."""
+    module = topic_module(topic)
+    return {"n": getattr(module, "DEFAULT_N", DEFAULT_N), "check_n": getattr(module, "CHECK_N", CHECK_N),
+            "sweep": getattr(module, "SWEEP_SIZES", SWEEP_SIZES)}
+
+
+def measure(topic: str, *, n: int | None = None, sweep=None, log=print) -> dict:
+    """Check and time every version of ``topic`` on this GPU now (``n``: the topic's default)."""
+    size = sizes(topic)
+    n = size["n"] if n is None else n
+    log(f"Timing every {topic} version at n = {n:,} on this GPU ...")
+    out = run_topic(topic_module(topic), n=n, sweep=sweep, check_n=size["check_n"], log=log)
     return {**out, **stamp(), "source": "measured", "topic": topic}
 
 
-def results(topic: str, *, live: bool | None = None, n: int = DEFAULT_N, log=print) -> dict:
+def results(topic: str, *, live: bool | None = None, n: int | None = None, log=print) -> dict:
     """Live measurements on a GPU (``live=None``: when one is usable), else the recorded ones.
 
     Recorded results also carry the size sweep; live ones skip it to stay quick.

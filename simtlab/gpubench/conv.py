@@ -31,8 +31,8 @@ CHECK_BATCH = 7
 
 #: v5 (CUDA C only): the tile shapes (TX, TH, TW) the benchmark tries per layer (kernels/conv.cu has them)
 V5_CONFIGS = {
-    "C1": [(32, 8, 1), (16, 8, 2), (16, 16, 4), (32, 8, 4), (16, 8, 5)],
-    "C3": [(32, 8, 1), (16, 8, 2), (32, 4, 2), (16, 16, 2), (8, 16, 4), (16, 8, 4)],
+    "C1": [(32, 8, 1), (16, 8, 2), (16, 8, 5)],
+    "C3": [(16, 8, 2), (8, 16, 4), (16, 8, 4)],
 }
 
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
@@ -51,8 +51,9 @@ def layer_shape(layer: str) -> dict:
 
 def conv_runner(version: str, impl: str, x, w, stride: int = 1, padding="valid", config=None):
     """``(run, y)``: ``run()`` enqueues the whole layer ``y = conv(x, w)`` with one version of
-    ``kernels.conv.VERSIONS`` through its launch plan (``impl`` "numba" or "cuda-c"; "v5 tuned"
-    is CUDA C only, ``config`` its tile (TX, TH, TW), default the best for the layer).
+    ``kernels.conv.VERSIONS`` through its launch plan (``impl`` "numba" or "cuda-c"; v5 and v6
+    are CUDA C only, ``config`` their tile: (TX, TH, TW) for v5, (TW, NT, IH, IWP) for v6,
+    default the layer's first in ``V5_TILES``/``V6_TILES``).
     ``x`` (B, C, H, W) and ``w`` (M, C, K, K) are float32 CuPy arrays; ``padding`` as in
     ``kernels.conv.conv_geometry`` ('valid', 'same' or an int)."""
     from .. import versions
@@ -127,7 +128,7 @@ def cases(layer: str = "C1") -> list[Case]:
     from ..kernels.conv import VERSIONS
 
     for version in VERSIONS:
-        if version.label.startswith(("v0", "v5")):          # v0 is wrong on purpose; v5 per tile below
+        if version.label.startswith(("v0", "v5", "v6")):    # v0 is wrong on purpose; v5/v6 per tile below
             continue
         for impl in version.impls:
             out.append(_case(layer, f"{version.label} ({impl})", impl,
@@ -136,6 +137,16 @@ def cases(layer: str = "C1") -> list[Case]:
         label = "v5 tuned {}x{}x{} (cuda-c)".format(*config)
         out.append(_case(layer, label, "cuda-c",
                          lambda x, w, cfg=config: conv_runner("v5 tuned", "cuda-c", x, w, config=cfg)))
+    from ..kernels.conv import V6_TILES
+
+    s = layer_shape(layer)
+    for tile in V6_TILES[(s["C"], s["M"], s["K"])]:
+        label = "v6 image per block tw{} nt{} (cuda-c)".format(*tile)
+        out.append(_case(layer, label, "cuda-c",
+                         lambda x, w, t=tile: conv_runner("v6 image per block", "cuda-c", x, w, config=t)))
+    first = V6_TILES[(s["C"], s["M"], s["K"])][0]
+    out.append(_case(layer, "v6 image per block tw{} nt{} (numba)".format(*first), "numba",
+                     lambda x, w, t=first: conv_runner("v6 image per block", "numba", x, w, config=t)))
     return out
 
 

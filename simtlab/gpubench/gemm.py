@@ -1,54 +1,37 @@
 """Chapter 6 on the GPU: every GEMM version against cuBLAS SGEMM (``cupy.matmul`` in FP32).
 
-Each version of ``kernels/gemm.py`` (numba-cuda) and ``kernels/gemm.cu`` (CUDA C through CuPy)
-multiplies two random n x n float32 matrices; the launch plan comes from the version table
-``kernels/gemm.py: VERSIONS``. cuBLAS runs with TF32 off (CuPy uses TF32 only when
-``CUPY_TF32=1``; :func:`fp32_reference` checks), so all compute is plain FP32 FMAs.
-Napkin math: ``2 n^3`` FLOPs; bytes moved at least ``3 * 4 n^2`` (each matrix once).
+Each version of the table ``kernels/gemm.py: VERSIONS`` (numba-cuda, and CUDA C through CuPy)
+multiplies two random n x n float32 matrices with its launch plan. cuBLAS runs with TF32 off
+(CuPy uses TF32 only when ``CUPY_TF32=1``; :func:`fp32_reference` checks), so all compute is
+plain FP32 FMAs. Napkin math: ``2 n^3`` FLOPs; at least ``3 * 4 n^2`` bytes (each matrix once).
+Here ``n`` is the side of the matrices (``DEFAULT_N``, ``CHECK_N``, ``SWEEP_SIZES``), not a
+count of elements as in chapters 3-5.
 
-``gemm_runner`` builds one version's launch; tests/test_gemm_gpu.py uses it too.
+``gemm_runner`` builds one version's launch on given arrays; tests/test_gemm_gpu.py uses it too.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import numpy as np
 
 from ..kernels import gemm as G
-from .harness import Case, nonzero_random
-from .launch import bind
+from .harness import Case, nonzero_random, version_cases
 
 TOPIC = "gemm"
 REFERENCE = "cuBLAS SGEMM (cupy.matmul, FP32)"
-#: the benchmark's size (n x n times n x n) and an odd one every version is checked at first
-SIZE = 4096
-CHECK_SHAPE = (1001, 999, 997)            # M, N, K
-#: the size sweep: powers of two and odd sizes between them
+#: the benchmark's size (n x n times n x n), the odd side every version is checked at first,
+#: and the size sweep: powers of two and odd sizes between them
+DEFAULT_N = 4096
+CHECK_N = 1001
 SWEEP_SIZES = (512, 1000, 1024, 2000, 2048, 3001, 4096)
-#: what benchmarks/gpu_gemm.py recorded on an H100: the chapter plots it without a GPU
-RESULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "gpu_gemm.json"
+#: an odd, non-square shape (M, N, K) the benchmark and the GPU tests check every version at
+CHECK_SHAPE = (1001, 999, 997)
 
-__all__ = ["TOPIC", "REFERENCE", "SIZE", "CHECK_SHAPE", "SWEEP_SIZES", "RESULTS_PATH", "cases", "gemm_runner",
-           "cublas_runner", "check_version", "fp32_reference", "IMPLS_OF", "recorded"]
-
-
-def recorded(path: Path | str = RESULTS_PATH) -> dict:
-    """What benchmarks/gpu_gemm.py recorded (``source``: 'recorded', or 'none' with a message)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        return {"source": "none", "topic": TOPIC,
-                "message": "No GPU timings recorded for gemm yet: run benchmarks/gpu_gemm.py on a GPU."}
-    return {**data, "source": "recorded", "topic": TOPIC}
-
-
-def IMPLS_OF(version: str) -> tuple[str, ...]:
-    """The implementations a version has: ("numba", "cuda-c") or ("cuda-c",)."""
-    return ("numba", "cuda-c") if G.VERSIONS[version]["kernel"] else ("cuda-c",)
+__all__ = ["TOPIC", "REFERENCE", "DEFAULT_N", "CHECK_N", "SWEEP_SIZES", "CHECK_SHAPE", "cases",
+           "inputs", "check", "plan_options", "gemm_runner", "cublas_runner", "check_version",
+           "fp32_reference"]
 
 
 def fp32_reference() -> None:
@@ -58,26 +41,46 @@ def fp32_reference() -> None:
                            "Unset it (or CUPY_TF32=0) before importing CuPy.")
 
 
-def gemm_runner(version: str, impl: str, a, b, c):
-    """``run()`` enqueues C = A @ B with ``version`` (``impl`` "numba" or "cuda-c") on CuPy
+def plan_options(version) -> dict:
+    return {}
+
+
+def inputs(version, n: int, seed: int = 0) -> tuple:
+    """Two n x n matrices of random floats in [-0.5, 0.5) (CuPy)."""
+    import cupy
+
+    return (nonzero_random((n, n), seed=seed) - cupy.float32(1.0),
+            nonzero_random((n, n), seed=seed + 1) - cupy.float32(1.0))
+
+
+def _relative_error(c, a, b, xp):
+    want = a.astype(xp.float64) @ b.astype(xp.float64)
+    scale = xp.abs(a).astype(xp.float64) @ xp.abs(b).astype(xp.float64)
+    return float(xp.max(xp.abs(c - want) / scale))
+
+
+def check(version, out, a, b) -> str | None:
+    """None when ``out`` is A @ B to float32 accuracy (error relative to sum |a||b| per element)."""
+    if not np.isfinite(out).all():
+        return "some outputs are not finite"
+    err = _relative_error(out, a, b, np)
+    return None if err < 1e-5 else f"relative error {err:.2e}"
+
+
+def gemm_runner(label: str, impl: str, a, b, c):
+    """``run()`` enqueues C = A @ B with version ``label`` (``impl`` "numba" or "cuda-c") on CuPy
     float32 arrays ``a`` (M x K), ``b`` (K x N), ``c`` (M x N), without synchronising."""
     import cupy
 
-    if version not in G.VERSIONS:
-        raise ValueError(f"unknown version {version!r}; the versions are {', '.join(G.VERSIONS)}")
-    if impl not in IMPLS_OF(version):
-        raise ValueError(f"{version} exists only in CUDA C (numba has no float4 loads): use impl='cuda-c'")
+    from .. import versions
+
     for name, x in (("a", a), ("b", b), ("c", c)):
         if x.dtype != cupy.float32 or x.ndim != 2 or not x.flags.c_contiguous:
             raise ValueError(f"{name} must be a C-contiguous 2-D float32 CuPy array, got {x.dtype} {x.shape}")
-    m, k = a.shape
-    n = b.shape[1]
-    if b.shape[0] != k or c.shape != (m, n):
+    if b.shape[0] != a.shape[1] or c.shape != (a.shape[0], b.shape[1]):
         raise ValueError(f"shapes do not multiply: A {a.shape}, B {b.shape}, C {c.shape}")
-    grid, block = G.launch_plan(version, m, n)
-    spec = G.VERSIONS[version]
-    name = spec["kernel"] if impl == "numba" else G.cuda_c_name(version, n, k)
-    return bind(impl, TOPIC, name, grid, block, a, b, c, np.int32(m), np.int32(n), np.int32(k))
+    run, _ = versions.gpu_runner(TOPIC, G.version(label), impl, a, b, out=c)
+    return run
 
 
 def cublas_runner(a, b, c):
@@ -91,52 +94,36 @@ def cublas_runner(a, b, c):
     return run
 
 
-def check_version(version: str, impl: str, shape=CHECK_SHAPE) -> float:
-    """Run ``version`` at an odd ``(M, N, K)`` and compare with a float64 product on the GPU;
-    returns the largest error relative to the row's magnitude (AssertionError when too big)."""
+def check_version(label: str, impl: str, shape=CHECK_SHAPE) -> float:
+    """Run version ``label`` (or cuBLAS: ``impl="library"``) at an odd ``(M, N, K)`` and compare
+    with a float64 product on the GPU; returns the largest relative error (AssertionError when
+    above 1e-5)."""
     import cupy
 
     m, n, k = shape
     a = nonzero_random((m, k), seed=1) - cupy.float32(1.0)
     b = nonzero_random((k, n), seed=2) - cupy.float32(1.0)
     c = cupy.full((m, n), cupy.nan, cupy.float32)        # an output never written stays NaN
-    if impl == "library":
-        cublas_runner(a, b, c)()
-    else:
-        gemm_runner(version, impl, a, b, c)()
-    want = a.astype(cupy.float64) @ b.astype(cupy.float64)
-    scale = cupy.abs(a).astype(cupy.float64) @ cupy.abs(b).astype(cupy.float64)
-    err = float(cupy.max(cupy.abs(c - want) / scale))
-    assert err < 1e-5, f"{version} ({impl}) at {shape}: relative error {err:.2e}"
+    (cublas_runner(a, b, c) if impl == "library" else gemm_runner(label, impl, a, b, c))()
+    err = _relative_error(c, a, b, cupy)
+    assert err < 1e-5, f"{label} ({impl}) at {shape}: relative error {err:.2e}"
     return err
 
 
-def _square(n):
-    a = nonzero_random((n, n), seed=1)
-    b = nonzero_random((n, n), seed=2)
-    return a, b, _empty(n)
+def _cublas_case() -> Case:
+    def prepare(n):
+        import cupy
 
+        a, b = inputs(None, n)
+        return cublas_runner(a, b, cupy.empty((n, n), cupy.float32))
 
-def _empty(n):
-    import cupy
-
-    return cupy.empty((n, n), cupy.float32)
+    return Case(REFERENCE, "library", prepare, lambda n: G.gemm_bytes(n, n, n),
+                check=lambda _n: check_version("", "library"), reference=True,
+                flops=lambda n: G.gemm_flops(n, n, n))
 
 
 def cases() -> list[Case]:
-    """One case per version and implementation, and cuBLAS (the reference). The case's size
-    ``n`` is the side of the square matrices."""
-    def bytes_moved(n):
-        return G.gemm_bytes(n, n, n)
+    """cuBLAS (the reference), then one case per row of the table and implementation."""
+    import sys
 
-    def flops(n):
-        return G.gemm_flops(n, n, n)
-
-    out = [Case(REFERENCE, "library", lambda n: cublas_runner(*_square(n)), bytes_moved,
-                check=lambda _n: check_version("", "library"), reference=True, flops=flops)]
-    for version in G.VERSIONS:
-        for impl in IMPLS_OF(version):
-            out.append(Case(f"{version} ({impl})", impl,
-                            lambda n, v=version, i=impl: gemm_runner(v, i, *_square(n)), bytes_moved,
-                            check=lambda _n, v=version, i=impl: check_version(v, i), flops=flops))
-    return out
+    return [_cublas_case()] + version_cases(sys.modules[__name__], G.VERSIONS)

@@ -9,7 +9,10 @@ with every check but unrecorded, and the banner says so.
 
 from __future__ import annotations
 
+import atexit
+import threading
 import time
+import weakref
 
 import ipywidgets as widgets
 import numpy as np
@@ -22,10 +25,22 @@ from ..emulator.limits import as_dim3
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
 from .progress import Progress
-from .tabs import TITLES, make_tabs
+from .tabs import DRAW_LOCK, TITLES, make_tabs
 
 #: threads traced in one run by default; more run untraced (a sample of the launch)
 MAX_TRACED_THREADS = 8192
+
+# Prefetch threads still running when Python exits are stopped at their next step and joined:
+# killing one inside the emulator's greenlets would abort the process ("terminate called").
+_PREFETCHES: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+_EXITING = threading.Event()
+
+
+@atexit.register
+def _stop_prefetches():
+    _EXITING.set()
+    for thread in list(_PREFETCHES):
+        thread.join(timeout=10)
 
 
 def _short(dims) -> object:
@@ -33,6 +48,16 @@ def _short(dims) -> object:
     while len(dims) > 1 and dims[-1] == 1:
         dims = dims[:-1]
     return dims[0] if len(dims) == 1 else dims
+
+
+def _in_jupyter_kernel() -> bool:
+    """True inside a Jupyter kernel (ipykernel's shell), where a student looks at the widget."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
 def _labelled(options) -> list:
@@ -51,7 +76,8 @@ class Playground:
 
     def __init__(self, kernel, griddim, blockdim, *args, shared_bytes: int = 0,
                  max_traced_threads: int = MAX_TRACED_THREADS, nbytes=None, flops=None,
-                 recipes=None, seed: int = 0, gpu: bool | None = None, repeat: int = 20):
+                 recipes=None, seed: int = 0, gpu: bool | None = None, repeat: int = 20,
+                 prefetch: bool | None = None):
         self.kernel = kernel
         func = plain_function(kernel)
         self.kernel_name = func.__name__
@@ -72,6 +98,14 @@ class Playground:
         self.outputs: dict = {}
         self._gpu_cache: dict = {}
         self._cache: dict = {}
+        # Prefetch: after each run, a thread emulates the launches one step away in the block
+        # and grid dropdowns and draws the tab in view for each, so picking one is a cache hit. On by
+        # default inside a Jupyter kernel (a student at the widget), off elsewhere (scripts, tests).
+        self.prefetch = _in_jupyter_kernel() if prefetch is None else bool(prefetch)
+        self._lock = threading.RLock()     # one emulation at a time: prefetch or the student's
+        self._generation = 0               # bumped by every change; a prefetch of an older one stops
+        self._prefetch_thread = None
+        self._inputs_by_size: dict = {}
         self._build_widget()
         self._launch(first=True)
 
@@ -83,34 +117,94 @@ class Playground:
             return None
         return max(1, self.max_traced_threads // tpb)
 
-    def _launch(self, first=False, key=None):
-        args = self.user_args if first else [v.copy() if isinstance(v, np.ndarray) else v for v in self.inputs]
-        if key is not None and key in self._cache:
-            self.previous = self.run
-            self.run, self.error, self.outputs, self.elapsed = self._cache[key]
-            self._after_run()
-            return
-        trace_blocks = self._trace_blocks(self.griddim, self.blockdim)
+    def _emulate(self, griddim, blockdim, args, progress=None) -> tuple:
+        """``(run, error, outputs, seconds)`` of one launch on ``args`` (updated in place)."""
+        trace_blocks = self._trace_blocks(griddim, blockdim)
         # A progress report (like a sampled trace) makes the emulator run block by block on its
         # greenlet engine; a kernel the vector engine runs needs none: it is done in a blink.
         slow = trace_blocks is not None or vector.why_not(plain_function(self.kernel)) is not None
-        progress = Progress(self.progress_bar, f"emulating {self.kernel_name}", standalone=first)
         t0 = time.perf_counter()
         error, run = None, None
-        try:
-            run = emulate(self.kernel, self.griddim, self.blockdim, *args, shared_bytes=self.shared_bytes,
-                          trace_blocks=trace_blocks, progress=progress if slow else None)
-        except EmulationError as exc:
-            error, run = exc, getattr(exc, "run", None)
-        finally:
-            progress.close()
-        self.elapsed = time.perf_counter() - t0
+        with self._lock:
+            try:
+                run = emulate(self.kernel, griddim, blockdim, *args, shared_bytes=self.shared_bytes,
+                              trace_blocks=trace_blocks, progress=progress if slow else None)
+            except EmulationError as exc:
+                error, run = exc, getattr(exc, "run", None)
+        outputs = {n: a for n, a in zip(self.names, args) if isinstance(a, np.ndarray)}
+        return run, error, outputs, time.perf_counter() - t0
+
+    def _launch(self, first=False, key=None):
+        self._generation += 1
+        args = self.user_args if first else [v.copy() if isinstance(v, np.ndarray) else v for v in self.inputs]
+        entry = self._cache.get(key) if key is not None else None
+        if entry is None:
+            progress = Progress(self.progress_bar, f"emulating {self.kernel_name}", standalone=first)
+            try:
+                entry = self._emulate(self.griddim, self.blockdim, args, progress)
+            finally:
+                progress.close()
+            if key is not None:
+                self._cache[key] = entry
         self.previous = self.run
-        self.run, self.error = run, error
-        self.outputs = {n: a for n, a in zip(self.names, args) if isinstance(a, np.ndarray)}
-        if key is not None:
-            self._cache[key] = (self.run, self.error, self.outputs, self.elapsed)
+        self.run, self.error, self.outputs, self.elapsed = entry
         self._after_run()
+        self._start_prefetch()
+
+    # --- prefetch -------------------------------------------------------------------------------
+    def _neighbours(self) -> list:
+        """The launches one step away in the block and grid dropdowns: (griddim, blockdim)."""
+        out = []
+        for which, options, current in (("block", block_options(self.blockdim), _short(self.blockdim)),
+                                        ("grid", grid_options(self.griddim), _short(self.griddim))):
+            i = options.index(current)
+            for j in (i + 1, i - 1):
+                if 0 <= j < len(options):
+                    dims = as_dim3(options[j], which)
+                    out.append((self.griddim, dims) if which == "block" else (dims, self.blockdim))
+        return out
+
+    def _start_prefetch(self):
+        if not self.prefetch or self.run is None or _EXITING.is_set():
+            return
+        generation, inputs, size = self._generation, list(self.inputs), self.size
+        self._prefetch_thread = threading.Thread(target=self._prefetch, args=(generation, inputs, size),
+                                                 name="simtlab-playground-prefetch", daemon=True)
+        _PREFETCHES.add(self._prefetch_thread)
+        self._prefetch_thread.start()
+
+    def _prefetch(self, generation, inputs, size):
+        """Emulate and draw (the tab in view) each neighbouring launch, until the student changes
+        something (the generation moves on). Never raises: a failure only means no prefetch."""
+        try:
+            for griddim, blockdim in self._neighbours():
+                key = (griddim, blockdim, size)
+                if generation != self._generation or _EXITING.is_set():
+                    return
+                if int(np.prod(griddim)) * int(np.prod(blockdim)) > self.max_traced_threads:
+                    continue                         # a sampled launch: the greenlet engine, too slow
+                with self._lock:
+                    if generation != self._generation or _EXITING.is_set():
+                        return
+                    entry = self._cache.get(key)
+                    if entry is None:
+                        args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs]
+                        entry = self._emulate(griddim, blockdim, args)
+                    run = entry[0]
+                    if run is not None and entry[1] is None and run.traced:
+                        run.metrics                          # the banner's numbers
+                        # what the tab in view will show (the mapping when none is picked)
+                        self._tabs[self.tabs.selected_index or 0].prepare(run)
+                    if generation == self._generation:
+                        self._cache.setdefault(key, entry)
+        except Exception:                      # noqa: BLE001 - a prefetch must never disturb the notebook
+            return
+
+    def wait_for_prefetch(self, timeout: float | None = None):
+        """Block until the background prefetch is done (tests, benchmarks)."""
+        if self._prefetch_thread is not None:
+            self._prefetch_thread.join(timeout)
+        return self
 
     def _after_run(self):
         self._stale = set(range(len(self._tabs)))
@@ -123,6 +217,7 @@ class Playground:
     def relaunch(self, griddim=None, blockdim=None, **args):
         """Run again with another launch and/or other arguments (by parameter name); the run
         before stays as ``previous`` and the compare tab shows both."""
+        self._generation += 1                  # a running prefetch stops at its next step
         unknown = set(args) - set(self.names)
         if unknown:
             raise TypeError(f"{self.kernel_name}() has no parameter {sorted(unknown)[0]!r}; its parameters: "
@@ -138,6 +233,8 @@ class Playground:
             self.inputs[i] = value.copy() if isinstance(value, np.ndarray) else value
         if args:
             self._cache.clear()
+            self._gpu_cache.clear()
+            self._inputs_by_size.clear()
             self.size = main_length(self.inputs)
         self._sync_controls()
         self._launch(key=None if args else self._key())
@@ -147,7 +244,12 @@ class Playground:
         """Run again with input size ``n`` (see ``inputs.resize`` for what changes)."""
         if self.size is None:
             raise ValueError(f"{self.kernel_name} has no 1-D array argument whose size could change")
-        self.inputs, self.recipes = resize(self.inputs, self.recipes, self.size, int(n), self.rng)
+        self._generation += 1
+        # the inputs of each size are made once: a cached run of that size was made from them
+        self._inputs_by_size.setdefault(self.size, (self.inputs, self.recipes))
+        if int(n) not in self._inputs_by_size:
+            self._inputs_by_size[int(n)] = resize(self.inputs, self.recipes, self.size, int(n), self.rng)
+        self.inputs, self.recipes = self._inputs_by_size[int(n)]
         self.size = int(n)
         self._sync_controls()
         self._launch(key=self._key())
@@ -204,7 +306,7 @@ class Playground:
         self._tabs = make_tabs()
         self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=list(TITLES))
         self._stale = set(range(len(self._tabs)))
-        self.tabs.observe(lambda c: self._draw(c["new"]), names="selected_index")
+        self.tabs.observe(self._tab_picked, names="selected_index")
         self.widget = widgets.VBox([widgets.HBox(list(self.controls.values()),
                                                  layout=widgets.Layout(flex_flow="row wrap")),
                                     self.progress_bar, self.banner, self.tabs])
@@ -225,11 +327,16 @@ class Playground:
         finally:
             self._syncing = False
 
+    def _tab_picked(self, change):
+        self._draw(change["new"])
+        self._start_prefetch()                 # the neighbours' drawings of this tab
+
     def _draw(self, index):
         if index is None or index not in self._stale:
             return
         self._stale.discard(index)
-        self._tabs[index].draw(self)
+        with DRAW_LOCK:
+            self._tabs[index].draw(self)
 
     def draw_all(self):
         """Draw every tab now (a test, or a screenshot of all of them)."""

@@ -5,6 +5,8 @@ once), so a re-run costs one emulation and one tab, not eight.
 
 from __future__ import annotations
 
+import threading
+
 import ipywidgets as widgets
 import numpy as np
 
@@ -16,6 +18,10 @@ from ..plots.memory_requests import plot_bank_access, plot_request_costs, reques
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
+
+#: every playground drawing holds this lock: the playground's prefetch draws in a thread of its
+#: own, and one matplotlib figure at a time is drawn by the playground, whichever thread asks
+DRAW_LOCK = threading.RLock()
 
 TITLES = ("mapping", "memory", "divergence", "races & errors", "barriers", "source", "GPU", "compare")
 # a playground figure is looked at on screen, not printed: 80 dpi keeps a redraw quick
@@ -31,8 +37,15 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
+
+
+def _note_html(text: str) -> str:
+    return f"<p style='color:#555555'>{text}</p>"
+
+
 def _note(text: str) -> widgets.HTML:
-    return widgets.HTML(f"<p style='color:#555555'>{text}</p>")
+    return widgets.HTML(_note_html(text))
 
 
 def _has_trace(run) -> bool:
@@ -61,14 +74,22 @@ class Tab:
 
     def memo(self, run, key, make):
         full = (id(run),) + tuple(key)
-        if full not in self._memo:
-            if len(self._memo) > 256:
-                self._memo.clear()
-            self._memo[full] = make()
-        return self._memo[full]
+        found = self._memo.get(full)
+        if found is None:
+            with DRAW_LOCK:
+                found = self._memo.get(full)
+                if found is None:
+                    if len(self._memo) > 256:
+                        self._memo.clear()
+                    found = self._memo[full] = make()
+        return found
 
     def draw(self, pg) -> None:
         raise NotImplementedError
+
+    def prepare(self, run) -> None:
+        """Draw what ``draw`` would show for ``run`` into the memo, without touching a widget
+        (the prefetch thread calls it; widgets are only made and changed by the kernel's thread)."""
 
 
 class MappingTab(Tab):
@@ -104,22 +125,38 @@ class MappingTab(Tab):
         self._redraw()
         self.box.children = [widgets.HBox([self.array, self.kind, self.color_by]), self.summary, self.figure]
 
+    def settings(self, run) -> tuple:
+        """(array, kind, colour) this tab shows for ``run``: the array picked (or the first), and
+        the access kind picked when the array has such accesses (else writes, else the first)."""
+        names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
+        array = self.array.value if self.array.value in names else names[0]
+        kind = self.kind.value
+        present = [KIND_NAMES[k] for k in sorted(set(run.accesses(array).kind.tolist()))]
+        if kind != "any" and kind not in present and present:
+            kind = "write" if "write" in present else present[0]
+        return array, kind, self.color_by.value
+
+    def picture(self, run, settings) -> bytes:
+        array, kind, color_by = settings
+        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by)))
+
+    def prepare(self, run):
+        if _has_trace(run):
+            self.picture(run, self.settings(run))
+
     def _redraw(self, *_):
         run = self.pg.run if self.pg else None
         if not _has_trace(run) or self.array.value is None:
             return
-        rows = run.accesses(self.array.value)
-        kinds = {0: "read", 1: "write", 2: "atomic"}
-        present = [kinds[k] for k in sorted(set(rows.kind.tolist()))]
-        if self.kind.value != "any" and self.kind.value not in present and present:
+        settings = self.settings(run)
+        if self.kind.value != settings[1]:
             self.kind.unobserve(self._redraw, names="value")
-            self.kind.value = "write" if "write" in present else present[0]
+            self.kind.value = settings[1]
             self.kind.observe(self._redraw, names="value")
+        rows = run.accesses(self.array.value)
         self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
-                              f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in kinds.items())})")
-        self.figure.value = self.memo(run, (self.array.value, self.kind.value, self.color_by.value),
-                                      lambda: _png(plot_run_mapping(run, self.array.value, kind=self.kind.value,
-                                                                    color_by=self.color_by.value)))
+                              f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in KIND_NAMES.items())})")
+        self.figure.value = self.picture(run, settings)
 
 
 class MemoryTab(Tab):
@@ -130,23 +167,29 @@ class MemoryTab(Tab):
         if not _has_trace(run):
             self.box.children = [_note("no memory trace: the launch did not start")]
             return
-        self.box.children = self.memo(run, (), lambda: self._children(run))
+        parts = self.memo(run, (), lambda: self._parts(run))
+        self.box.children = [widgets.HTML(p) if isinstance(p, str) else FigureImage(value=p) for p in parts]
 
-    def _children(self, run):
-        children = [widgets.HTML(request_table_html(run)), FigureImage(value=_png(plot_request_costs(run)))]
+    def prepare(self, run):
+        if _has_trace(run):
+            self.memo(run, (), lambda: self._parts(run))
+
+    def _parts(self, run) -> list:
+        """The tab's content as HTML strings and PNG bytes, in order."""
+        parts = [request_table_html(run), _png(plot_request_costs(run))]
         worst = worst_request(run, "global")
         if worst is not None:
             name, line, gwarp, seq = worst
             addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
-            children.append(_note(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
-            children.append(FigureImage(value=_png(plot_warp_access(addresses, size=run.array(name).itemsize,
-                                                                    title=f"{name}, line {line}, global warp {gwarp}"))))
+            parts.append(_note_html(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
+            parts.append(_png(plot_warp_access(addresses, size=run.array(name).itemsize,
+                                               title=f"{name}, line {line}, global warp {gwarp}")))
         worst = worst_request(run, "shared")
         if worst is not None:
             name, line, gwarp, seq = worst
-            children.append(_note(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
-            children.append(FigureImage(value=_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq))))
-        return children
+            parts.append(_note_html(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
+            parts.append(_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq)))
+        return parts
 
 
 class DivergenceTab(Tab):
@@ -166,12 +209,7 @@ class DivergenceTab(Tab):
         if not _has_lines(run):
             self.box.children = [_note(NO_LINES)]
             return
-        from ..analysis.divergence import instructions
-        ins = instructions(run.lines)
-        gwarps = np.unique(ins.gwarp)
-        # warps with the least efficient instruction first: where divergence is
-        lanes = {int(g): int(ins.lanes[ins.gwarp == g].sum()) / (32 * int((ins.gwarp == g).sum())) for g in gwarps}
-        order = sorted(lanes, key=lambda g: (lanes[g], g))[:64]
+        order, lanes = self.memo(run, ("order",), lambda: _warps_by_efficiency(run))
         wpb = run.warps_per_block
         self.warp.unobserve(self._redraw, names="value")
         self.warp.options = [(f"block {g // wpb}, warp {g % wpb}: {lanes[g]:.0%}", g) for g in order]
@@ -183,11 +221,27 @@ class DivergenceTab(Tab):
         self._redraw()
         self.box.children = [self.summary, self.warp, self.figure]
 
+    def picture(self, run, warp) -> bytes:
+        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp)))
+
+    def prepare(self, run):
+        if _has_lines(run):
+            order, _ = self.memo(run, ("order",), lambda: _warps_by_efficiency(run))
+            self.picture(run, order[0])
+
     def _redraw(self, *_):
         if self.pg is None or self.warp.value is None:
             return
-        run = self.pg.run
-        self.figure.value = self.memo(run, (self.warp.value,), lambda: _png(plot_lane_activity(run, self.warp.value)))
+        self.figure.value = self.picture(self.pg.run, self.warp.value)
+
+
+def _warps_by_efficiency(run):
+    """``(global warps, least efficient first (64 at most), {warp: SIMT efficiency})``."""
+    from ..analysis.divergence import instructions
+    ins = instructions(run.lines)
+    lanes = {int(g): int(ins.lanes[ins.gwarp == g].sum()) / (32 * int((ins.gwarp == g).sum()))
+             for g in np.unique(ins.gwarp)}
+    return sorted(lanes, key=lambda g: (lanes[g], g))[:64], lanes
 
 
 class RacesTab(Tab):
@@ -229,11 +283,16 @@ class BarriersTab(Tab):
         self._redraw()
         self.box.children = [self.block, self.figure]
 
+    def picture(self, run, block) -> bytes:
+        return self.memo(run, (block,), lambda: _png(plot_barrier_timeline(run, block)))
+
+    def prepare(self, run):
+        if _has_lines(run):
+            self.picture(run, int(run.lines.block.min()))
+
     def _redraw(self, *_):
         if self.pg is not None and self.block.value is not None:
-            run = self.pg.run
-            self.figure.value = self.memo(run, (self.block.value,),
-                                          lambda: _png(plot_barrier_timeline(run, self.block.value)))
+            self.figure.value = self.picture(self.pg.run, self.block.value)
 
 
 class SourceTab(Tab):
@@ -245,6 +304,10 @@ class SourceTab(Tab):
             return
         run, error = pg.run, pg.error
         self.box.children = [widgets.HTML(self.memo(run, (id(error),), lambda: source_view_html(run, error=error)))]
+
+    def prepare(self, run):
+        if _has_trace(run):
+            self.memo(run, (id(None),), lambda: source_view_html(run))
 
 
 class GpuTab(Tab):

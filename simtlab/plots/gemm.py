@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
 from ..hardware import H100_SXM, DeviceProperties, occupancy
 from .style import PALETTE, label, new_figure
@@ -14,7 +15,44 @@ from .style import PALETTE, label, new_figure
 FP32_LANES_PER_SM = 128
 
 __all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
-           "plot_sweep", "plot_registers_occupancy", "FP32_LANES_PER_SM"]
+           "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM"]
+
+
+def _label_of(row_name: str) -> str:
+    return row_name.rsplit(" (", 1)[0]
+
+
+def roofline_points(res: dict) -> dict:
+    """From benchmark results: each version's fastest implementation, placed at the FLOPs per
+    byte it loads from global memory (``kernels/gemm.py: loads_per_flop``, 4 bytes a load)."""
+    from ..kernels import gemm as G
+
+    n = res["n"]
+    known = {v.label for v in G.VERSIONS}
+    best: dict = {}
+    for r in res["rows"]:
+        label = _label_of(r["name"])
+        if label in known and (label not in best or r["tflops"] > best[label]["tflops"]):
+            best[label] = r
+    source = "measured" if res.get("source") == "measured" else "recorded"
+    return {f"{label} ({_impl_name(r['impl'])})": (1 / (4 * G.loads_per_flop(label, n, n, n)), r["tflops"], source)
+            for label, r in best.items()}
+
+
+def _impl_name(impl: str) -> str:
+    return {"cuda-c": "CUDA C", "numba": "numba"}.get(impl, impl)
+
+
+def occupancy_points(res: dict) -> dict:
+    """From recorded results: label -> (registers, threads, shared bytes) of each kernel the
+    compilers reported on (``resources``), scalar twins left out."""
+    out = {}
+    for name, r in (res.get("resources") or {}).items():
+        if "scalar" in name or "1 block/SM" in name:
+            continue
+        impl = "numba" if name.endswith("(numba)") else "CUDA C"
+        out[f"{r['version'].split()[0]} {impl}"] = (r["registers"], r["threads"], r["shared_bytes"])
+    return out
 
 
 def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
@@ -22,14 +60,15 @@ def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
     return props.multiprocessors * FP32_LANES_PER_SM * 2 * props.clock_mhz * 1e6 / 1e12
 
 
-def plot_tile_phases(run, block: int = 0):
+def plot_tile_phases(run, block: int = 0, thread: int | None = None):
     """A and B side by side for one block: each element coloured by the phase (step along K) in
     which the block loaded it, grey where it never did; a number where it was loaded more
-    than once. ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
+    than once; black dots on the elements ``thread`` (its index in the block) loaded itself.
+    ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
     from ..analysis.gemm import loads_per_element, tile_map
 
-    fig, axes = new_figure(f"{run.kernel_name}: what block {block} loads, phase by phase", ncols=2,
-                           figsize=(9.0, 4.5))
+    who = f"block {block}" + (f" (dots: thread {thread})" if thread is not None else "")
+    fig, axes = new_figure(f"{run.kernel_name}: what {who} loads, phase by phase", ncols=2, figsize=(9.0, 4.5))
     phases_seen = 0
     images = {}
     for name in ("a", "b"):
@@ -43,10 +82,14 @@ def plot_tile_phases(run, block: int = 0):
         if counts.size <= 64 * 64:
             for r, c in zip(*np.nonzero(counts > 1)):
                 ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
+        if thread is not None:
+            rr, cc = np.nonzero(loads_per_element(run, name, block, thread))
+            ax.scatter(cc, rr, s=14, color="black", zorder=3, label=f"loaded by thread {thread}")
         label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
               f"{int(counts.sum())} loads")
-    handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=colours(i + 1), label=f"phase {i}")
-               for i in range(phases_seen)]
+    handles = [Patch(color=colours(i + 1), label=f"phase {i}") for i in range(phases_seen)]
+    if thread is not None:
+        handles.append(axes[0].collections[-1])
     fig.legend(handles=handles, loc="outside lower center", ncols=min(phases_seen, 8), fontsize="small")
     return fig
 
@@ -123,8 +166,6 @@ def plot_versions(res: dict):
     ax.set_yticks(y, names, fontsize="small")
     ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.25)
     label(ax, "TFLOP/s (2 n^3 FLOPs / median time)", "")
-    from matplotlib.patches import Patch
-
     ax.legend(handles=[Patch(color=PALETTE[0], label="numba-cuda"), Patch(color=PALETTE[1], label="CUDA C"),
                        Patch(color="0.3", label="cuBLAS")], fontsize="small", loc="lower right")
     return fig
@@ -135,8 +176,12 @@ def plot_sweep(res: dict):
     sweep = res.get("sweep")
     if not sweep:
         raise ValueError("these results have no size sweep: run benchmarks/gpu_gemm.py without --no-sweep")
+    series = sweep.get("tflops")
+    if series is None:          # benchmarks/gpu_bandwidth.py records GB/s of 12 n^2 bytes: 2 n^3 FLOPs in the same time
+        series = {name: [g * 1e9 * (2 * s**3) / (12 * s**2) / 1e12 for g, s in zip(values, sweep["sizes"])]
+                  for name, values in sweep["gbps"].items()}
     fig, ax = new_figure(f"SGEMM n x n x n: TFLOP/s against size ({_title_source(res)})")
-    for i, (name, values) in enumerate(sweep["tflops"].items()):
+    for i, (name, values) in enumerate(series.items()):
         ax.plot(sweep["sizes"], values, "o-", color=PALETTE[i % len(PALETTE)], label=name)
     ax.set_xticks(sweep["sizes"], [str(s) for s in sweep["sizes"]])
     ax.grid(True, alpha=0.3)
@@ -146,22 +191,35 @@ def plot_sweep(res: dict):
 
 
 def plot_registers_occupancy(kernels: dict, props: DeviceProperties = H100_SXM):
-    """Occupancy against registers per thread for each block size the kernels use, with each
-    kernel placed on its curve. ``kernels``: label -> (registers, threads per block, shared
-    bytes per block)."""
+    """Occupancy against registers per thread, one curve per block size the kernels use (with
+    the most shared memory any of them asks), each kernel placed at its own registers and shared
+    memory. ``kernels``: label -> (registers, threads per block, shared bytes per block)."""
     fig, ax = new_figure(f"Registers per thread against occupancy on the {props.name}")
     regs = np.arange(16, props.max_registers_per_thread + 1)
-    styles = {}
-    for threads, shared in sorted({(t, s) for _, t, s in kernels.values()}):
+    colours = {}
+    for i, threads in enumerate(sorted({t for _, t, _ in kernels.values()})):
+        shared = max(s for _, t, s in kernels.values() if t == threads)
         occ = [occupancy(threads, int(r), shared, props).occupancy * 100 for r in regs]
-        line, = ax.plot(regs, occ, lw=1.2, label=f"{threads} threads, {shared / 1024:.1f} KiB shared per block")
-        styles[(threads, shared)] = line.get_color()
-    for name, (r, t, s) in kernels.items():
+        colours[threads] = PALETTE[i % len(PALETTE)]
+        ax.plot(regs, occ, lw=1.5, color=colours[threads],
+                label=f"blocks of {threads} threads ({shared / 1024:.1f} KiB shared)")
+    crowded = []                 # kernels with few registers sit on one spot: one label for them
+    for k, (name, (r, t, s)) in enumerate(sorted(kernels.items(), key=lambda kv: kv[1][0])):
         o = occupancy(t, int(r), s, props)
-        ax.scatter([r], [o.occupancy * 100], color=styles[(t, s)], s=45, zorder=3, edgecolor="black")
-        ax.annotate(name, (r, o.occupancy * 100), xytext=(4, 4), textcoords="offset points", fontsize="x-small")
-    ax.set_ylim(0, 105)
+        ax.scatter([r], [o.occupancy * 100], color=colours[t], s=45, zorder=3, edgecolor="black")
+        if r < 40:
+            crowded.append((name, r, o.occupancy * 100))
+            continue
+        ax.annotate(f"{name} ({r})", (r, o.occupancy * 100), xytext=(6, 6 + 11 * (k % 3)), textcoords="offset points",
+                    fontsize="x-small", arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"})
+    if crowded:
+        regs_seen = [r for _, r, _ in crowded]
+        ax.annotate(f"{', '.join(sorted({n.split()[0] for n, _, _ in crowded}))}: {min(regs_seen)}-{max(regs_seen)} registers",
+                    (crowded[0][1], crowded[0][2]), xytext=(10, -22), textcoords="offset points", fontsize="x-small")
+    ax.set_ylim(0, 115)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="x-small", loc="upper right")
     label(ax, "registers per thread", f"occupancy (% of {props.max_warps_per_sm} warps per SM)")
     return fig
+
+

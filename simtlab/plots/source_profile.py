@@ -17,9 +17,7 @@ import numpy as np
 
 from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
-from ..simt import make_site, site_code, site_line
-
-WARP_SIZE = 32
+from ..simt import WARP_SIZE, make_site, site_code, site_line
 
 #: columns of the source view: (key in a profile row, header, format)
 COLUMNS = (("lane_executions", "thread-lines", "{:,}"),

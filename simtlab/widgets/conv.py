@@ -31,7 +31,7 @@ def unroll_widget(size: int = 6, k: int = 3):
     k_box = widgets.Dropdown(options=[2, 3, 4, 5], value=k, description="K")
     stride = widgets.Dropdown(options=[1, 2], value=1, description="stride")
     padding = widgets.Dropdown(options=["valid", "same"], value="valid", description="padding")
-    n_box = widgets.IntSlider(value=size, min=5, max=9, description="input size")
+    n_box = widgets.IntSlider(value=size, min=5, max=9, description="input size", continuous_update=False)
     summary = widgets.HTML()
     image = FigureImage()
 

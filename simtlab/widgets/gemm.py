@@ -1,5 +1,6 @@
-"""Chapter 6's widget: pick a GEMM version and a block, see which elements of A and B that
-block loads in each phase (from the emulator's trace), with the version's memory figures.
+"""Chapter 6's widget: pick a GEMM version, a block and a thread, see which elements of A and B
+that block loads in each phase and which of them the thread loads itself (from the emulator's
+trace), with the version's memory figures.
 
 Each version is emulated once, on small matrices, when first chosen; its pictures are cached
 per block, so moving between versions and blocks afterwards only swaps a PNG.
@@ -16,8 +17,9 @@ SHAPE = (40, 36, 24)          # M, N, K
 
 
 def gemm_widget(shape=SHAPE, versions=None):
-    """Dropdowns ``version`` and ``block``; the summary gives loads, reuse per loaded element,
-    sectors per request and bank conflicts of the whole launch."""
+    """Dropdowns ``version`` and ``block`` and a ``thread`` box (black dots: what that thread of
+    the block loads itself); the summary gives loads, reuse per loaded element, sectors per
+    request and bank conflicts of the whole launch."""
     from ..analysis.gemm import profile, trace_version
     from ..kernels import gemm as G
     from ..plots.gemm import plot_tile_phases
@@ -35,6 +37,7 @@ def gemm_widget(shape=SHAPE, versions=None):
 
     version = widgets.Dropdown(options=names, value=names[0], description="version")
     block = widgets.Dropdown(description="block")
+    thread = widgets.BoundedIntText(value=0, min=0, max=1023, description="thread", layout=widgets.Layout(width="160px"))
     summary = widgets.HTML()
     figure = FigureImage()
 
@@ -44,9 +47,10 @@ def gemm_widget(shape=SHAPE, versions=None):
 
     def redraw(*_):
         run, p = run_of(version.value)
-        key = (version.value, block.value)
+        thread.max = run.threads_per_block - 1
+        key = (version.value, block.value, thread.value)
         if key not in pngs:
-            pngs[key] = figure_to_png(plot_tile_phases(run, block.value or 0), dpi=80)
+            pngs[key] = figure_to_png(plot_tile_phases(run, block.value or 0, thread.value), dpi=80)
         figure.value = pngs[key]
         summary.value = (f"<b>{version.value}</b> on {m}x{k} times {k}x{n}: <b>{p['loads']:,}</b> global loads "
                          f"for {p['flops']:,} FLOPs, reuse <b>{p['reuse']:.1f}</b> FMA operands per loaded element; "
@@ -63,5 +67,6 @@ def gemm_widget(shape=SHAPE, versions=None):
 
     version.observe(new_version, "value")
     block.observe(redraw, "value")
+    thread.observe(redraw, "value")
     new_version()
-    return panel([version, block], figure, summary, version=version, block=block)
+    return panel([version, block, thread], figure, summary, version=version, block=block, thread=thread)

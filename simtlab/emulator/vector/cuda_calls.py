@@ -110,32 +110,28 @@ def _fence(eng, node, m, frame, site):
 
 
 # --- warp collectives ---------------------------------------------------------------------------
-def _mask_value(mask, kind):
-    if is_vector(mask):
-        a = raw(mask)
-        if not (a == a[0]).all():
-            raise Fallback(f"{kind}() with a mask that differs between lanes")
-        mask = a[0]
+def _mask_value(eng, mask, kind):
+    """The mask as one int64 per lane (masks may differ between warps)."""
+    a = raw(mask)
+    if isinstance(a, np.ndarray):
+        if a.dtype.kind not in "iub":
+            raise Fallback(f"{kind}() mask is not an integer")
+        return a.astype(np.int64) & FULL_MASK
     try:
-        return int(mask) & FULL_MASK
+        return np.full(eng.n, int(a) & FULL_MASK, np.int64)
     except (TypeError, ValueError):
         raise Fallback(f"{kind}() mask is not an integer") from None
 
 
 def _check_warps(eng, m, mask, kind):
-    """The lanes of each warp that are here must be exactly the lanes the mask names (those
-    that exist); any other arrangement is left to the greenlet engine."""
-    act = eng.ALL if m is eng.ALL else m
-    bits = np.where(act, np.left_shift(1, eng.lane), 0).astype(np.int64)
-    per_warp = np.zeros(eng.nb * eng.engine.launch.warps_per_block, np.int64)
-    np.bitwise_or.at(per_warp, eng.gwarp, bits)
-    here = per_warp[per_warp != 0]
-    wsize = min(eng.tpb, WARP_SIZE)
+    """The lanes of each warp that are here must be exactly the lanes their mask names;
+    any other arrangement is left to the greenlet engine (which reports or resolves it)."""
     if eng.tpb % WARP_SIZE:
         raise Fallback(f"{kind}() in a block whose last warp is partial")
-    if mask >> wsize:
-        raise Fallback(f"{kind}() mask names lanes that do not exist")
-    if (here != mask).any():
+    act = eng.ALL if m is eng.ALL else m
+    bits = np.left_shift(1, eng.lane).astype(np.int64)
+    here = _per_warp_or(eng, act, bits)
+    if (mask[act] != here[act]).any():
         raise Fallback(f"{kind}() reached by other lanes than its mask names")
     eng.phase[m] += 1
 
@@ -143,7 +139,7 @@ def _check_warps(eng, m, mask, kind):
 def _shuffle(kind):
     def run(eng, node, m, frame, site):
         mask, value, arg = _args(eng, node, m, frame)
-        mask = _mask_value(mask, kind)
+        mask = _mask_value(eng, mask, kind)
         _check_warps(eng, m, mask, kind)
         lane = eng.lane
         a = raw(arg)
@@ -159,7 +155,7 @@ def _shuffle(kind):
             src = lane ^ a
             src = np.where(src >= WARP_SIZE, lane, src)
         act = eng.ALL if m is eng.ALL else m
-        if ((mask >> src[act]) & 1 == 0).any():
+        if ((mask[act] >> src[act]) & 1 == 0).any():
             raise Fallback(f"{kind}() reads a lane outside its mask")
         v = broadcast(value, eng.n)
         idx = eng.lanes - lane + src
@@ -176,7 +172,7 @@ def _per_warp_or(eng, m, bits):
 def _vote(kind):
     def run(eng, node, m, frame, site):
         mask, pred = _args(eng, node, m, frame)
-        mask = _mask_value(mask, kind)
+        mask = _mask_value(eng, mask, kind)
         _check_warps(eng, m, mask, kind)
         p = np.broadcast_to(truth(pred), (eng.n,))
         ballot = _per_warp_or(eng, m, np.where(p, np.left_shift(1, eng.lane), 0).astype(np.int64))
@@ -192,7 +188,7 @@ def _vote(kind):
 
 def _syncwarp(eng, node, m, frame, site):
     args = _args(eng, node, m, frame)
-    mask = _mask_value(args[0], "syncwarp") if args else FULL_MASK
+    mask = _mask_value(eng, args[0] if args else FULL_MASK, "syncwarp")
     _check_warps(eng, m, mask, "syncwarp")
     eng.wsync[m] += 1
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import time
 
 import numpy as np
@@ -41,6 +40,19 @@ class _RecordingBinder(KernelBinder):
         return bound
 
 
+_FUNCTIONS: dict = {}      # (function, its code index) -> Function: parsed once
+
+
+def _parsed(func, index) -> Function:
+    key = (func, index)
+    fn = _FUNCTIONS.get(key)
+    if fn is None or fn.globals is not func.__globals__:
+        if len(_FUNCTIONS) > 1024:
+            _FUNCTIONS.clear()
+        fn = _FUNCTIONS[key] = Function(func, index)
+    return fn
+
+
 class VectorEngine:
     def __init__(self, launch: Launch):
         self.launch = launch
@@ -52,7 +64,7 @@ class VectorEngine:
         for index, code in enumerate(self.codes):
             func = binder.funcs.get(code)
             if func is not None:
-                self._functions[code] = Function(func, index)
+                self._functions[code] = _parsed(func, index)
         self.kernel = self._functions[launch.func.__code__]
         self.arrays: list = []
         self._sites: dict = {}
@@ -68,12 +80,7 @@ class VectorEngine:
         """Atomics or fences: blocks may hand each other values through global memory (a
         ticket, a look-back flag). The greenlet engine runs blocks one after another, so
         these kernels do too here, one block at a time, and see what it sees."""
-        for fn in self._functions.values():
-            for node in ast.walk(fn.fdef):
-                if isinstance(node, ast.Attribute) and (
-                        node.attr == "atomic" or node.attr.startswith("threadfence")):
-                    return True
-        return False
+        return any(fn.talks for fn in self._functions.values())
 
     def function(self, py_func) -> Function:
         fn = self._functions.get(py_func.__code__)

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...simt import FULL_MASK, WARP_SIZE, make_site
 from ..binding import _is_cuda_dispatcher, _is_numba_cuda_module, to_numpy_dtype
+from ..errors import EmulationError
 from ..function_ast import parse_function
 from . import arrays as va
 from . import cuda_calls
@@ -49,12 +50,16 @@ class Function:
     """A kernel or device function, parsed once: its AST with file line numbers and names."""
 
     def __init__(self, func, code_index):
-        parsed = parse_function(func)
+        parsed = parse_function(func)          # its own tree: the line numbers change
         if parsed is None:
             raise Fallback(f"no source for {func.__name__}()")
         _, first, tree = parsed
         ast.increment_lineno(tree, first - 1)
         self.fdef = tree.body[0]
+        # atomics or fences: blocks may hand each other values through global memory
+        self.talks = any(isinstance(node, ast.Attribute) and (
+            node.attr == "atomic" or node.attr.startswith("threadfence"))
+            for node in ast.walk(self.fdef))
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
@@ -120,8 +125,10 @@ class Interpreter:
             cols[5], cols[6], cols[7] = self.epoch[m], self.wsync[m], self.phase[m]
         e.mem_chunks.append(cols)
         e.mem_rows += k
-        if e.mem_rows > e.launch.max_trace:
-            raise Fallback("the trace passed max_trace")
+        if e.mem_rows > e.launch.max_trace:      # the greenlet engine's error, without its wait
+            raise EmulationError(
+                f"the trace passed {e.launch.max_trace:,} memory accesses",
+                fix="trace a smaller launch, or run with trace=False for speed")
 
     def line(self, m, site):
         self.steps += 1

@@ -19,12 +19,26 @@ _BUILTINS = {"range", "min", "max", "abs", "int", "float", "len", "True", "False
 _MATH = {f.__name__ for f in cuda_calls.MATH_FUNCS}
 
 
-def why_not(func, _path=()) -> str | None:
-    """None when the vector engine can run ``func``; else the reason, naming the construct."""
+_VERDICTS: dict = {}
+
+
+def why_not(func) -> str | None:
+    """None when the vector engine can run ``func``; else the reason, naming the construct.
+    Remembered per function: a device function redefined later (a notebook cell run again)
+    is met by the interpreter, which hands anything outside the subset to the greenlet engine."""
+    key = (func.__code__, id(func.__globals__))
+    if key not in _VERDICTS:
+        if len(_VERDICTS) > 4096:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _why_not(func)
+    return _VERDICTS[key]
+
+
+def _why_not(func, _path=()) -> str | None:
     if func.__code__ in _path:
         return f"{func.__name__}() calls itself (recursion)"
     seen = _path + (func.__code__,)
-    parsed = parse_function(func)
+    parsed = parse_function(func, shared=True)
     if parsed is None:
         return f"the source of {func.__name__}() cannot be read"
     _, first, tree = parsed
@@ -77,7 +91,7 @@ def _check_call(node, scope, seen, at):
         if value is None:
             return f"{at(node)}: {f.id}() is not known to the vector engine"
         if _is_cuda_dispatcher(value):
-            return why_not(value.py_func, seen)
+            return _why_not(value.py_func, seen)
         if value in cuda_calls.MATH_FUNCS:
             return None
         from .interpreter import _as_dtype

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from ..conversions import store_converter
+from ..conversions import float_to_int, store_converter
 
 
 class Fallback(Exception):
@@ -46,11 +46,18 @@ def weak(a):
     return Weak(a)
 
 
+_PY_NUMBERS = (int, float, bool)
+
+
 def _unify(a, b):
     """Operands with NumPy's scalar promotion: a weak vector takes the strong side's type."""
     wa, wb = a.__class__ is Weak, b.__class__ is Weak
     if wa and wb:
         return a.a, b.a, True
+    if wa and b.__class__ in _PY_NUMBERS:
+        return a.a, b, True
+    if wb and a.__class__ in _PY_NUMBERS:
+        return a, b.a, True
     if wa:
         return _weak_as(a.a, b), b, False
     if wb:
@@ -173,11 +180,7 @@ def convert_for_store(values, dtype):
         conv = store_converter(dtype)
         return dtype.type(a if conv is None else conv(a))
     if dtype.kind in "iu" and a.dtype.kind == "f":
-        info = np.iinfo(dtype)
-        with np.errstate(invalid="ignore"):
-            t = np.trunc(np.nan_to_num(a, nan=0.0, posinf=float(info.max), neginf=float(info.min)))
-            t = np.clip(t, info.min, info.max)
-        return t.astype(dtype)
+        return float_to_int(a, dtype)
     return a.astype(dtype)
 
 

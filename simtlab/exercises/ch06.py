@@ -1,0 +1,202 @@
+"""Checks for chapter 6 (GEMM).
+
+- ``check_tiled_gemm(gemm_tiled)``: C = A @ B with 16 x 16 blocks of threads and 16 x 16 tiles of A
+  and B in shared memory, right on sizes that are not multiples of 16, and from the trace: every
+  element of A and B a block needs is loaded from global memory exactly once by that block, each
+  phase loads one tile of each, no races.
+- ``check_register_blocked(gemm_1d, loads_per_flop)``: a 32 x 32 tile of C per block of 256 threads,
+  4 outputs per thread (a column strip), right on odd sizes, at most 4 stores per thread, each
+  A/B element loaded once per block; and ``loads_per_flop(bm, bn)``, the napkin figure, equals the
+  loads per FLOP counted in the trace.
+- ``check_bias_epilogue(gemm_bias_act)``: the seed's layer ``act(W @ X + bias)`` fixed: right for
+  bias on and off and every activation, and each output element stored exactly once.
+
+Every check draws new random sizes and inputs on each call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import cdiv, rng
+from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+
+__all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
+
+TILE = 16
+#: exercise 6.2: a BM x BN tile of C per block, TM outputs per thread -> BM * BN / TM threads
+BM, BN, TM = 32, 32, 4
+THREADS_2 = BM * BN // TM
+
+
+def _odd_shape(r, low=17, high=50):
+    """(M, N, K): odd sizes, none a multiple of 16, M and N spanning more than one tile."""
+    dims = []
+    for _ in range(3):
+        d = int(r.integers(low, high)) | 1
+        dims.append(d + 2 if d % 16 == 0 else d)
+    return tuple(dims)
+
+
+def _matrices(r, m, n, k):
+    return (r.standard_normal((m, k)).astype(np.float32), r.standard_normal((k, n)).astype(np.float32))
+
+
+def _reference(a, b):
+    from ..kernels.gemm import gemm_cpu
+
+    return gemm_cpu(a, b)
+
+
+def _compare(c, a, b, context):
+    k = a.shape[1]
+    with failing_in(context, "On sizes that are not multiples of the tile, threads whose row or column lies "
+                    "outside A or B must load 0 into the tile (not skip the load: the tile would keep the previous "
+                    "phase's values) and must not store."):
+        compare_arrays(c, _reference(a, b), "c", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
+
+
+def _global(run, position: int) -> str:
+    """The name of the kernel's ``position``-th array argument (students may rename a, b, c)."""
+    return [x.name for x in run.arrays if x.space == "global"][position]
+
+
+def _loads_once_per_block(run, m, n, k, bm, bn, context):
+    """Every A element of the block's rows and every B element of its columns read exactly once
+    by that block; nothing else read."""
+    from ..analysis.gemm import loads_per_element
+
+    gx = run.griddim[0]
+    for blk in range(run.num_blocks):
+        bx, by = blk % gx, blk // gx
+        rows = slice(by * bm, min(m, (by + 1) * bm))
+        cols = slice(bx * bn, min(n, (bx + 1) * bn))
+        for name, need in (("a", (rows, slice(0, k))), ("b", (slice(0, k), cols))):
+            counts = loads_per_element(run, _global(run, 0 if name == "a" else 1), blk)
+            want = np.zeros_like(counts)
+            want[need] = 1
+            if not np.array_equal(counts, want):
+                bad = np.argwhere(counts != want)[0]
+                raise CheckFailed(
+                    f"{context}\nBlock (x={bx}, y={by}) read {name}[{bad[0]}, {bad[1]}] {counts[tuple(bad)]} times "
+                    f"from global memory; it should read each element of its {'rows of A' if name == 'a' else 'columns of B'} "
+                    "exactly once (and nothing else). Load each tile into shared memory once per phase, and let the "
+                    "inner loop read the tiles, not A and B.")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 6.1: tiled GEMM on odd sizes
+# ------------------------------------------------------------------------------------------
+#: the hidden check's shapes (M, N, K): one element, exactly one tile, K a multiple of the tile,
+#: a matrix thinner than a tile, and a long K
+HIDDEN_TILED_SHAPES = [(1, 1, 1), (16, 16, 16), (15, 33, 64), (70, 3, 5), (18, 17, 131)]
+
+
+def check_tiled_gemm(gemm_tiled, shapes=None, seed=None) -> None:
+    """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads
+    (one random odd shape, or each of ``shapes``)."""
+    r = rng() if seed is None else np.random.default_rng(seed)
+    for m, n, k in shapes or [_odd_shape(r)]:
+        _check_tiled_once(gemm_tiled, r, m, n, k)
+
+
+def hidden_check_tiled_gemm(gemm_tiled) -> None:
+    """The graded twin of :func:`check_tiled_gemm`: edge shapes the visible check never draws."""
+    check_tiled_gemm(gemm_tiled, shapes=HIDDEN_TILED_SHAPES, seed=14_06)
+
+
+def _check_tiled_once(gemm_tiled, r, m, n, k) -> None:
+    a, b = _matrices(r, m, n, k)
+    c = poison((m, n))
+    grid = (cdiv(n, TILE), cdiv(m, TILE))
+    context = f"C = A @ B with A {m}x{k}, B {k}x{n}: grid {grid} of {TILE}x{TILE} threads."
+    with failing_in(context):
+        run = run_student_kernel(gemm_tiled, grid, (TILE, TILE), a, b, c)
+    _compare(c, a, b, context)
+    shared = [x for x in run.arrays if x.space == "shared"]
+    if not shared:
+        raise CheckFailed(f"{context}\nThe product is right but the kernel uses no shared memory: stage TILE x TILE "
+                          "tiles of A and B in cuda.shared.array((TILE, TILE), float32) arrays.")
+    _loads_once_per_block(run, m, n, k, TILE, TILE, context)
+    if run.metrics["races"]:
+        raise CheckFailed(f"{context}\nThe product is right here, but only by luck of the schedule: the emulator "
+                          f"found {run.metrics['races']} races, first: {run.races[0]}.\nEvery phase needs two "
+                          "barriers: after the tile is loaded (before anyone reads it) and after the inner loop "
+                          "(before the next phase overwrites it).")
+    phases = cdiv(k, TILE)
+    passed(f"Tiled GEMM right on {m}x{k} times {k}x{n}: every block loaded each element it needs once, "
+           f"in {phases} phases; {run.metrics['global_requests']} global requests, no races.")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 6.2: 1-D register blocking and its loads per FLOP
+# ------------------------------------------------------------------------------------------
+def check_register_blocked(gemm_1d, loads_per_flop) -> None:
+    """``gemm_1d(a, b, c)`` on (ceil(N/32), ceil(M/32)) blocks of 256 threads, 4 outputs each;
+    ``loads_per_flop(bm, bn)``: global loads per FLOP of a bm x bn tile."""
+    r = rng()
+    m, n, k = _odd_shape(r, 33, 70)
+    a, b = _matrices(r, m, n, k)
+    c = poison((m, n))
+    grid = (cdiv(n, BN), cdiv(m, BM))
+    context = f"C = A @ B with A {m}x{k}, B {k}x{n}: grid {grid} of {THREADS_2} threads, {BM}x{BN} tiles."
+    with failing_in(context):
+        run = run_student_kernel(gemm_1d, grid, THREADS_2, a, b, c)
+    _compare(c, a, b, context)
+    writes = run.accesses(_global(run, 2), "write")
+    per_thread = np.bincount(writes.block * THREADS_2 + writes.thread).max()
+    if per_thread > TM:
+        raise CheckFailed(f"{context}\nOne thread stored {per_thread} outputs; each of the {THREADS_2} threads "
+                          f"must own {TM} outputs of the {BM}x{BN} tile (keep them in registers, store each once).")
+    if np.bincount(writes.block * THREADS_2 + writes.thread, minlength=run.num_blocks * THREADS_2).max() < TM \
+            and m >= BM and n >= BN:
+        raise CheckFailed(f"{context}\nNo thread stored {TM} outputs: each thread must own {TM} of them.")
+    _loads_once_per_block(run, m, n, k, BM, BN, context)
+    answer = call_student(loads_per_flop, "loads_per_flop", BM, BN)
+    counted = (BM + BN) * k / (2 * BM * BN * k)      # one full block: its strips over 2*BM*BN*K FLOPs
+    if not np.isclose(float(answer), counted, rtol=1e-9):
+        raise CheckFailed(f"The kernel is right. loads_per_flop({BM}, {BN}) returned {answer}, but a block of the "
+                          f"trace loads {BM + BN} elements per step along K ({BM} of A, {BN} of B) for "
+                          f"{BM}*{BN} FMAs = {2 * BM * BN} FLOPs. Give the formula in bm and bn.")
+    loads = len(run.accesses(_global(run, 0), "read")) + len(run.accesses(_global(run, 1), "read"))
+    passed(f"1-D register blocking right on {m}x{k} times {k}x{n}, {TM} outputs per thread; "
+           f"{loads:,} global loads for {2 * m * n * k:,} FLOPs here (padding tiles skip loads), "
+           f"{answer:.4f} per FLOP for a full {BM}x{BN} tile: {1 / answer:.0f} FLOPs per loaded float.")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 6.3: the seed's bias + activation epilogue, fixed
+# ------------------------------------------------------------------------------------------
+def check_bias_epilogue(gemm_bias_act) -> None:
+    """``gemm_bias_act(w, x, p, bias, use_bias, activation)`` on 16 x 16 blocks: p = act(w @ x +
+    bias[row]) for use_bias in (0, 1) and activation in (none, swish, sigmoid), one store each."""
+    from ..kernels.gemm import ACTIVATIONS, dense_layer_cpu
+
+    r = rng()
+    m, n, k = _odd_shape(r, 17, 40)
+    w, x = _matrices(r, m, n, k)
+    bias = r.uniform(1.0, 2.0, m).astype(np.float32)       # >= 1: a lost bias cannot hide
+    grid = (cdiv(n, TILE), cdiv(m, TILE))
+    for act_name, act in ACTIVATIONS.items():
+        for use_bias in (1, 0):
+            p = poison((m, n))
+            context = (f"P = {act_name}(W @ X{' + bias' if use_bias else ''}) with W {m}x{k}, X {k}x{n} "
+                       f"(use_bias={use_bias}, activation={act} = {act_name}).")
+            with failing_in(context):
+                run = run_student_kernel(gemm_bias_act, grid, (TILE, TILE), w, x, p, bias, use_bias, act)
+            want = dense_layer_cpu(w, x, bias if use_bias else None, act_name)
+            def lost_bias(_, p=p, use_bias=use_bias):
+                if use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k):
+                    return ("That is the layer without its bias: the seed's bug. The value stored must be the "
+                            "one after the bias (and the activation).")
+                return None
+
+            with failing_in(context, lost_bias):
+                compare_arrays(p, want, "p", rtol=1e-5, atol=2e-5 * k, index_names=("row", "col"))
+            stores = len(run.accesses(_global(run, 2), "write"))
+            if stores != m * n:
+                raise CheckFailed(f"{context}\nThe values are right, but the kernel made {stores} stores to p for "
+                                  f"{m * n} elements: store each finished value once (the seed stores the raw "
+                                  "product first, then overwrites it).")
+    passed(f"The epilogue is right with and without bias, for every activation, on {m}x{k} times {k}x{n}: "
+           "one store per output.")

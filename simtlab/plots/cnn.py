@@ -1,0 +1,139 @@
+"""Chapter 8's pictures: the network layer by layer, its per-layer timings on the GPU, Amdahl
+across layers, batch-1 latency with and without a CUDA graph, and images with predictions.
+
+The timing figures read the benchmark's results (benchmarks/gpu_cnn.py, recorded on an H100 in
+simtlab/data/cnn_gpu.json: :func:`recorded`)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from simtlab.plots.style import PALETTE, label, new_figure
+
+__all__ = ["recorded", "plot_network", "plot_layer_timings", "plot_layer_shares", "plot_latency",
+           "plot_predictions", "layer_shares", "timing_rows"]
+
+
+def recorded() -> dict:
+    """The H100 results benchmarks/gpu_cnn.py recorded (simtlab/data/cnn_gpu.json)."""
+    from ..cnn_data import DATA_DIR
+
+    return json.loads((DATA_DIR / "cnn_gpu.json").read_text())
+
+
+def plot_network(batch: int = 1, *, title: str | None = None):
+    """The network drawn layer by layer: each layer's output shape under its name, its work in
+    FLOPs (bars) and its fewest bytes (dots: input, weights, output crossing DRAM once)."""
+    from ..kernels.cnn import layer_table
+
+    rows = layer_table(batch)
+    fig, ax = new_figure(title or f"The network layer by layer, batch {batch:,}", figsize=(9, 4.5))
+    xs = np.arange(len(rows))
+    bars = ax.bar(xs, [r["flops"] for r in rows], color=PALETTE[0])
+    ax.bar_label(bars, labels=[f"{r['flops'] / 1e3:,.1f} k" if r["flops"] < 1e6 else f"{r['flops'] / 1e6:,.2f} M"
+                               for r in rows], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xticks(xs, [f"{r['layer']}\n{'x'.join(map(str, r['out_shape'][1:]))}" for r in rows])
+    label(ax, "layer (output shape per image: maps x height x width)", "work [FLOP] (log scale)")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r["bytes"] for r in rows], "o", color=PALETTE[5])
+    ax2.set_yscale("log")
+    ax2.set_ylabel("fewest bytes moved [byte] (log scale)")
+    ax.legend([bars, ax2.lines[0]], ["FLOPs", "bytes: input + weights + output once"], loc="upper right")
+    return fig
+
+
+def timing_rows(res: dict, batch: str = "big") -> list[tuple[str, dict]]:
+    """``(layer, {implementation: ms})`` in network order, for batch "big" (10,000) or "1"."""
+    table = res["per_layer_big_ms"] if batch == "big" else res["per_layer_1_ms"]
+    cpu = res.get("per_layer_numpy_cpu_batch1000_ms", {}) if batch == "big" else {}
+    order = ["conv1", "pool1", "conv1+pool1", "conv2", "pool2", "conv2+pool2", "fc1", "fc2", "softmax"]
+    rows = []
+    for layer in order:
+        if layer in table:
+            row = dict(table[layer])
+            if layer in cpu:
+                row["NumPy CPU (batch 1,000)"] = cpu[layer]
+            rows.append((layer, row))
+    return rows
+
+
+def plot_layer_timings(res: dict, batch: str = "big", *, title: str | None = None):
+    """Grouped bars per layer: the course's kernels (implicit GEMM path, and conv+pool fused),
+    PyTorch/cuDNN, NumPy on the CPU; ms, log scale."""
+    rows = timing_rows(res, batch)
+    impls = ["course implicit", "course fused", "PyTorch", "NumPy CPU (batch 1,000)"]
+    impls = [i for i in impls if any(i in r for _, r in rows)]
+    n = res.get("batch_big", 10_000) if batch == "big" else 1
+    fig, ax = new_figure(title or f"Time per layer, batch {n:,} ({res['stamp'].get('device', 'GPU')})", figsize=(10, 4.8))
+    xs = np.arange(len(rows))
+    width = 0.8 / len(impls)
+    for j, impl in enumerate(impls):
+        vals = [r.get(impl, np.nan) for _, r in rows]
+        ax.bar(xs + (j - (len(impls) - 1) / 2) * width, vals, width, label=impl, color=PALETTE[j])
+    ax.set_xticks(xs, [layer for layer, _ in rows])
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    label(ax, "layer", "time [ms] (log scale)")
+    return fig
+
+
+def layer_shares(res: dict, impl: str = "course implicit", batch: str = "big") -> dict:
+    """Each layer's share of the whole forward pass's time (the sum of the per-layer times)."""
+    rows = [(layer, r[impl]) for layer, r in timing_rows(res, batch) if "+" not in layer and impl in r]
+    total = sum(ms for _, ms in rows)
+    return {layer: ms / total for layer, ms in rows}
+
+
+def plot_layer_shares(res: dict, batch: str = "big", *, title: str | None = None):
+    """Amdahl across layers: each layer's share of the time, for the course's kernels and for
+    PyTorch; the layer with the largest share bounds what speeding up any other can gain."""
+    fig, ax = new_figure(title or "Where the time goes: share of each layer", figsize=(9, 3.2))
+    for y, impl in enumerate(("course implicit", "PyTorch")):
+        left = 0.0
+        for j, (layer, share) in enumerate(layer_shares(res, impl, batch).items()):
+            ax.barh(y, share * 100, left=left, color=PALETTE[j % len(PALETTE)], label=layer if y == 0 else None)
+            if share > 0.06:
+                ax.text(left + share * 50, y, f"{layer}\n{share:.0%}", ha="center", va="center", fontsize=8, color="white")
+            left += share * 100
+    ax.set_yticks([0, 1], ["course kernels", "PyTorch"])
+    ax.legend(ncols=4, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    label(ax, "share of the forward pass [%]", "implementation")
+    return fig
+
+
+def plot_latency(res: dict, *, title: str | None = None):
+    """Batch-1 latency (host wall clock to the end of a synchronize): launched one by one vs
+    replayed as a CUDA graph, the course's kernels vs PyTorch."""
+    lat = res["batch1_latency_ms"]
+    names = sorted(lat, key=lat.get, reverse=True)
+    fig, ax = new_figure(title or f"One image through the network ({res['stamp'].get('device', 'GPU')})",
+                         figsize=(9, 1.4 + 0.4 * len(names)))
+    ys = np.arange(len(names))
+    colours = [PALETTE[7] if n.startswith("PyTorch") else PALETTE[0] for n in names]
+    ax.barh(ys, [lat[n] * 1e3 for n in names], color=colours)
+    for y, n in zip(ys, names):
+        ax.text(lat[n] * 1e3, y, f" {lat[n] * 1e3:.0f} µs", va="center", fontsize=8)
+    ax.set_yticks(ys, names)
+    label(ax, "latency per image [µs]", "implementation")
+    return fig
+
+
+def plot_predictions(images, labels, predicted, probs, classes, *, title: str | None = None):
+    """A grid of images, each titled with its predicted class and probability; wrong ones in red."""
+    n = len(images)
+    cols = min(n, 6)
+    rows = -(-n // cols)
+    fig, axes = new_figure(title or "Predictions of the course's kernels", nrows=rows, ncols=cols,
+                           figsize=(1.6 * cols, 1.9 * rows + 0.4), squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        ax.set_axis_off()
+        if i >= n:
+            continue
+        ax.imshow(images[i], cmap="gray_r", vmin=0, vmax=255)
+        ok = predicted[i] == labels[i]
+        ax.set_title(f"{classes[predicted[i]]} {probs[i]:.0%}" + ("" if ok else f"\n(is {classes[labels[i]]})"),
+                     fontsize=8, color="black" if ok else PALETTE[5])
+    return fig

@@ -1,0 +1,98 @@
+"""Chapter 8 on a GPU: every layer of the network from the course's kernels (numba-cuda and
+CUDA C, every conv path, the batch-1 vector-matrix product) equals the NumPy reference; on the
+shipped Fashion-MNIST sample the GPU predicts what the reference predicts; a CUDA graph of the
+forward pass gives the same result as its launches; PyTorch with the same weights agrees."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_support import requires_gpu
+from simtlab import cnn_data
+from simtlab.kernels import cnn
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+PATHS = [("numba", "implicit"), ("numba", "im2col"), ("numba", "fused"), ("cuda-c", "implicit"), ("cuda-c", "fused")]
+
+
+def _params(seed=1):
+    p = cnn.init_params(seed)
+    r = np.random.default_rng(seed + 10)
+    for k in p:
+        if k.endswith("_b"):
+            p[k] = (r.standard_normal(p[k].shape) * 0.1).astype(np.float32)
+    return p
+
+
+def _run(params, x, impl, conv, fc="gemm"):
+    import cupy
+
+    from simtlab.gpubench.cnn import course_forward, to_gpu_params
+
+    run, out, _ = course_forward(to_gpu_params(params), cupy.asarray(x), impl=impl, conv=conv, fc=fc)
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    return {k: cupy.asnumpy(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("impl, conv", PATHS)
+def test_every_layer_matches_the_reference(impl, conv):
+    p = _params()
+    x = np.random.default_rng(0).random((37, 1, 28, 28), dtype=np.float32)      # not a multiple of a tile
+    ref = cnn.forward_cpu(p, x)
+    out = _run(p, x, impl, conv)
+    for layer, got in out.items():
+        np.testing.assert_allclose(got, ref[layer], rtol=1e-4, atol=1e-5, err_msg=f"{impl} {conv}: {layer}")
+
+
+@pytest.mark.parametrize("impl", ["numba", "cuda-c"])
+def test_batch_1_vector_matrix_product(impl):
+    p = _params(3)
+    x = np.random.default_rng(4).random((1, 1, 28, 28), dtype=np.float32)
+    ref = cnn.forward_cpu(p, x)
+    out = _run(p, x, impl, "fused", fc="vecmat")
+    for layer, got in out.items():
+        np.testing.assert_allclose(got, ref[layer], rtol=1e-4, atol=1e-5, err_msg=f"{impl}: {layer}")
+
+
+def test_sample_predictions_equal_the_reference():
+    params = cnn_data.load_weights()
+    s = cnn_data.load_sample()
+    x = cnn_data.to_input(s.images)
+    ref = cnn.forward_cpu(params, x)
+    for impl, conv in [("cuda-c", "fused"), ("cuda-c", "implicit"), ("numba", "fused")]:
+        out = _run(params, x, impl, conv)
+        np.testing.assert_array_equal(out["labels"], ref["labels"], err_msg=f"{impl} {conv}")
+    assert (ref["labels"] == s.labels).mean() >= 0.85
+
+
+def test_cuda_graph_replays_the_forward_pass():
+    import cupy
+
+    from simtlab.gpubench.cnn import capture_graph, course_forward, to_gpu_params
+
+    p = _params(5)
+    x = np.random.default_rng(6).random((1, 1, 28, 28), dtype=np.float32)
+    xg = cupy.asarray(x)
+    run, out, _ = course_forward(to_gpu_params(p), xg, conv="fused", fc="vecmat")
+    replay, stream = capture_graph(run)
+    out["softmax"].fill(0)
+    cupy.cuda.runtime.deviceSynchronize()          # the graph's stream does not wait for the default one
+    replay()
+    stream.synchronize()
+    np.testing.assert_allclose(cupy.asnumpy(out["softmax"]), cnn.forward_cpu(p, x)["softmax"], rtol=1e-4, atol=1e-6)
+
+
+def test_pytorch_with_the_same_weights_agrees():
+    torch = pytest.importorskip("torch")
+    from simtlab.gpubench.cnn import torch_model
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    p = _params(7)
+    x = np.random.default_rng(8).random((9, 1, 28, 28), dtype=np.float32)
+    with torch.inference_mode():
+        probs = torch_model(p)(torch.from_numpy(x).cuda()).cpu().numpy()
+    np.testing.assert_allclose(probs, cnn.forward_cpu(p, x)["softmax"], rtol=1e-4, atol=1e-6)

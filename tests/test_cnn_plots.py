@@ -1,0 +1,66 @@
+"""Chapter 8's figures, headless: each returns a Figure with a title and labelled axes (units),
+drawn from a results dict shaped like benchmarks/gpu_cnn.py's and from the recorded one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from simtlab import cnn_data
+from simtlab.plots import cnn as P
+
+LAYERS = ["conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax"]
+
+
+def _fake_results():
+    big = {layer: {"course implicit": 0.1 * (i + 1), "PyTorch": 0.2} for i, layer in enumerate(LAYERS)}
+    big["conv1+pool1"] = {"course fused": 0.05, "PyTorch": 0.4}
+    big["conv2+pool2"] = {"course fused": 0.06, "PyTorch": 0.4}
+    return {"stamp": {"device": "Test GPU"}, "batch_big": 10_000, "per_layer_big_ms": big, "per_layer_1_ms": big,
+            "per_layer_numpy_cpu_batch1000_ms": {layer: 5.0 for layer in LAYERS},
+            "batch1_latency_ms": {"PyTorch eager": 0.2, "PyTorch CUDA graph": 0.03, "course cuda-c CUDA graph": 0.02}}
+
+
+def _check(fig):
+    assert isinstance(fig, Figure)
+    assert fig._suptitle is not None and fig._suptitle.get_text()
+    for ax in fig.axes:
+        if ax.get_visible() and ax.axison:
+            assert ax.get_xlabel() or ax.get_ylabel()
+
+
+def test_network_figure_has_every_layer_with_its_shape():
+    fig = P.plot_network(batch=1)
+    _check(fig)
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert ticks[0] == "conv1\n6x24x24" and ticks[3] == "pool2\n16x4x4" and len(ticks) == 7
+    assert "[FLOP]" in fig.axes[0].get_ylabel()
+
+
+def test_timing_figures_from_a_results_dict():
+    res = _fake_results()
+    for fig in (P.plot_layer_timings(res), P.plot_layer_timings(res, "1"), P.plot_layer_shares(res), P.plot_latency(res)):
+        _check(fig)
+    rows = dict(P.timing_rows(res))
+    assert rows["conv1"]["NumPy CPU (batch 1,000)"] == 5.0
+    shares = P.layer_shares(res)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert max(shares, key=shares.get) == "softmax"              # 0.7 of 2.8 in the fake table
+    assert "conv1+pool1" not in shares                            # fused rows are not double-counted
+
+
+def test_recorded_results_draw():
+    res = P.recorded()
+    for fig in (P.plot_layer_timings(res), P.plot_layer_shares(res), P.plot_latency(res)):
+        _check(fig)
+
+
+def test_predictions_grid_marks_wrong_ones():
+    s = cnn_data.load_sample()
+    pred = s.labels[:7].copy()
+    pred[2] = (pred[2] + 1) % 10
+    fig = P.plot_predictions(s.images[:7], s.labels[:7], pred, np.full(7, 0.9), cnn_data.CLASSES)
+    _check(fig)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == 7 and "(is " in titles[2] and "(is " not in titles[0]

@@ -1,0 +1,307 @@
+"""The vector engine and the greenlet engine agree: outputs, run.memory and run.lines rows,
+metrics, races and error messages (tests/engines_support.py does the comparing)."""
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import cuda, float32, int32
+
+import simtlab
+from simtlab.emulator import launch as launch_module
+from simtlab.kernels import filter2d, gemm, intro, reduction
+from simtlab.kernels import divergence as dv
+from engines_support import agreeing_run_engines
+
+ROOT = Path(__file__).resolve().parent.parent
+rng = np.random.default_rng(9)
+
+
+@pytest.fixture
+def agree(monkeypatch, tmp_path):
+    """Every emulate(engine="auto") in the test runs both engines and compares them; the
+    fixture returns the log of (kernel, engine that ran, reason) per launch."""
+    log = tmp_path / "engines.log"
+    monkeypatch.setattr(launch_module, "_run_engines", agreeing_run_engines(log))
+
+    def rows():
+        return [line.split("\t") for line in log.read_text().splitlines()]
+    return rows
+
+
+def _f32(*shape):
+    return rng.random(shape, dtype=np.float32)
+
+
+CASES = {
+    "tree reduction": lambda: (reduction.block_sum_tree, 64, 256,
+                               (_f32(2**14), np.zeros(64, np.float32))),
+    "warp-shuffle reduction": lambda: (reduction.reduce_v5_warp_shuffle, 32, 256,
+                                       (_f32(2**14), np.zeros(32, np.float32))),
+    "tiled GEMM": lambda: (gemm.gemm_tiled, (3, 2), (16, 16),
+                           (_f32(40, 24), _f32(24, 45), np.zeros((40, 45), np.float32))),
+    "naive GEMM": lambda: (gemm.gemm_naive, (3, 3), (16, 16),
+                           (_f32(40, 24), _f32(24, 45), np.zeros((40, 45), np.float32))),
+    "conv2d shared": lambda: (filter2d.conv2d_v2_shared, (4, 4), (16, 16),
+                              (_f32(64, 64), _f32(5, 5), np.zeros((60, 60), np.float32))),
+    "conv2d global": lambda: (filter2d.conv2d_v1_global, (4, 4), (16, 16),
+                              (_f32(64, 64), _f32(5, 5), np.zeros((60, 60), np.float32))),
+    "vector add": lambda: (intro.vector_add_v2, 3, 128,
+                           (_f32(1000), _f32(1000), np.zeros(1000, np.float32))),
+    "conv2d relu (ch 1)": lambda: (intro.conv2d_relu_v1, 4, 32,
+                                   (_f32(40, 40) - 0.5, _f32(4, 5, 5) - 0.5,
+                                    np.zeros((4, 8, 8), np.float32))),
+    "whoami": lambda: (intro.whoami_2d, (3, 2), (16, 8),
+                       tuple(np.full((15, 45), -1, np.int32) for _ in range(3))),
+    "branch by parity": lambda: (dv.branch_by_parity, 2, 64, (_f32(100), np.zeros(100, np.float32))),
+    "branch by warp": lambda: (dv.branch_by_warp, 2, 64, (_f32(100), np.zeros(100, np.float32))),
+    "triangle sums": lambda: (dv.triangle_sum, 2, 64,
+                              (rng.integers(0, 40, 100).astype(np.int32), np.zeros(100, np.int64))),
+    "triangle sums by order": lambda: (
+        dv.triangle_sum_by_order, 2, 64,
+        (np.arange(100, dtype=np.int32) % 37, np.argsort(np.arange(100) % 37).astype(np.int32),
+         np.zeros(100, np.int64))),
+}
+
+
+@pytest.mark.parametrize("trace", [True, False])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_course_kernels_agree_and_run_on_the_vector_engine(agree, case, trace):
+    kernel, grid, block, args = CASES[case]()
+    run = simtlab.emulate(kernel, grid, block, *args, trace=trace)
+    assert run.engine == "vector", run.engine_reason
+    assert [row[1] for row in agree()] == ["vector"]
+
+
+# --- what the vector engine covers beyond the course kernels ----------------------------------
+@cuda.jit(device=True)
+def clamp_add(v, lo, hi):
+    if v < lo:
+        return lo
+    if v > hi:
+        return hi
+    return v + float32(1)
+
+
+@cuda.jit
+def control_flow(x, out, counts):
+    i = cuda.grid(1)
+    if i >= x.size:
+        return                                     # early return
+    acc = float32(0)
+    k = 0
+    while True:
+        k += 1
+        if k % 3 == 0:
+            continue
+        if k > i % 7 + 2:
+            break
+        acc += x[i] * k
+    for j in range(i % 5, 9, 2):                   # per-lane bounds
+        if j == 7:
+            break
+        acc += j if j % 2 == 0 else -j
+    v = clamp_add(acc, float32(-4), float32(40)) if i % 2 == 0 or x[i] > 0.5 else acc
+    out[i] = math.sqrt(abs(v)) + min(i, 3) - max(k, 2)
+    old = cuda.atomic.add(counts, i % 4, 1)
+    counts[4 + i] = old
+
+
+@cuda.jit
+def warp_work(x, out, votes):
+    t = cuda.threadIdx.x
+    lane = t % 32
+    v = x[cuda.grid(1)]
+    offset = 1
+    while offset < 32:                              # inclusive scan by shuffles
+        n = cuda.shfl_up_sync(0xFFFFFFFF, v, offset)
+        if lane >= offset:
+            v += n
+        offset *= 2
+    out[cuda.grid(1)] = v + cuda.shfl_xor_sync(0xFFFFFFFF, v, 1)
+    b = cuda.ballot_sync(0xFFFFFFFF, v > 8)
+    if lane == 0:
+        votes[cuda.blockIdx.x * 8 + t // 32] = b
+    if t < 32:
+        m = cuda.activemask()
+        a = cuda.all_sync(m, v > -1)
+        votes[64 + cuda.blockIdx.x * 32 + lane] = m + a + cuda.any_sync(m, v > 100)
+    c = cuda.syncthreads_count(1 if v > 4 else 0)
+    if t == 0:
+        votes[200 + cuda.blockIdx.x] = c
+
+
+@cuda.jit
+def shared_2d_and_local(x, out):
+    tile = cuda.shared.array((8, 33), float32)
+    dyn = cuda.shared.array(0, int32)
+    priv = cuda.local.array(4, float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    tile[ty, tx] = x[cuda.blockIdx.x, ty, tx]
+    dyn[ty * 32 + tx] = ty
+    for k in range(4):
+        priv[k] = k * tile[ty, tx]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x, ty, tx] = tile[7 - ty, 31 - tx] + priv[3] + dyn[(7 - ty) * 32 + tx]
+
+
+def test_control_flow_device_functions_math_atomics_agree(agree):
+    x = _f32(200)
+    out, counts = np.zeros(200, np.float32), np.zeros(204, np.int64)
+    run = simtlab.emulate(control_flow, 4, 64, x, out, counts)
+    assert run.engine == "vector", run.engine_reason
+    assert sorted(counts[4:]) == sorted(k for r in range(4) for k in range(50))
+
+
+def test_warp_collectives_agree(agree):
+    x = _f32(512) * 2
+    out, votes = np.zeros(512, np.float32), np.zeros(256, np.int64)
+    run = simtlab.emulate(warp_work, 2, 256, x, out, votes)
+    assert run.engine == "vector", run.engine_reason
+
+
+def test_2d_shared_dynamic_shared_and_local_arrays_agree(agree):
+    x = _f32(3, 8, 32)
+    out = np.zeros_like(x)
+    run = simtlab.emulate(shared_2d_and_local, 3, (32, 8), x, out, shared_bytes=1024)
+    assert run.engine == "vector", run.engine_reason
+    assert [a.space for a in run.arrays] == ["global", "global", "shared", "shared", "local"]
+
+
+# --- errors: the same messages, from the greenlet engine, after the vector engine stops -------
+@cuda.jit
+def out_of_bounds(x):
+    x[cuda.grid(1) + 1] = 1.0
+
+
+@cuda.jit
+def early_return_barrier(x):
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    if t >= 40:
+        return
+    s[t] = x[t]
+    cuda.syncthreads()
+    x[t] = s[39 - t]
+
+
+@cuda.jit
+def unwritten_shared(x):
+    s = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    if t < 32:
+        s[t] = x[t]
+    cuda.syncthreads()
+    x[t] = s[63 - t]
+
+
+@cuda.jit
+def shuffle_in_a_branch(x):
+    t = cuda.threadIdx.x
+    if t < 16:
+        x[t] = cuda.shfl_down_sync(0xFFFFFFFF, x[t], 1)
+
+
+@cuda.jit
+def spins_forever(x):
+    while x[0] < 1:
+        pass
+
+
+@pytest.mark.parametrize("kernel, size, error, kw", [
+    (out_of_bounds, 64, simtlab.OutOfBoundsError, {}),
+    (early_return_barrier, 64, simtlab.BarrierError, {}),
+    (unwritten_shared, 64, simtlab.UninitializedReadError, {}),
+    (shuffle_in_a_branch, 32, simtlab.WarpCollectiveError, {}),
+    (spins_forever, 32, simtlab.RunawayKernelError, {"max_steps": 2000}),
+])
+def test_errors_agree(agree, kernel, size, error, kw):
+    with pytest.raises(error):
+        simtlab.emulate(kernel, 1, size, np.zeros(size, np.float32), **kw)
+    (row,) = agree()
+    assert row[1:] == ["error", error.__name__]     # the same error from both engines
+
+
+def test_a_trace_past_max_trace_is_the_same_error(agree):
+    x = np.zeros(256, np.float32)
+    with pytest.raises(simtlab.EmulationError, match="the trace passed 100 memory accesses"):
+        simtlab.emulate(dv.branch_by_parity, 2, 128, x, np.zeros(256, np.float32), max_trace=100)
+    assert agree()[0][1:] == ["error", "EmulationError"]
+
+
+def test_a_race_keeps_the_greenlet_engines_order(agree):
+    from simtlab.kernels import patterns
+    x = np.arange(64, dtype=np.float32)
+    run = simtlab.emulate(patterns.average3_in_place, 1, 64, x)
+    assert run.engine == "greenlet" and "races" in run.engine_reason
+    assert run.metrics["races"] > 0
+
+
+def test_auto_says_why_it_chose_the_greenlet_engine():
+    x = np.zeros(32, np.float32)
+    run = simtlab.emulate(out_of_bounds, 1, 31, x, order="random", seed=1)
+    assert run.engine == "greenlet" and "order='random'" in run.engine_reason
+
+    @cuda.jit
+    def with_a_slice(a):
+        b = a[0:4]
+        b[0] = 1.0
+
+    run = simtlab.emulate(with_a_slice, 1, 1, x)
+    assert run.engine == "greenlet" and "slice" in run.engine_reason
+    run = simtlab.emulate(out_of_bounds, 1, 31, x, engine="greenlet")
+    assert run.engine == "greenlet" and "asked" in run.engine_reason
+    run = simtlab.emulate(out_of_bounds, 1, 31, x, engine="vector")
+    assert run.engine == "vector" and run.engine_reason == ""
+    with pytest.raises(ValueError, match="engine"):
+        simtlab.emulate(out_of_bounds, 1, 31, x, engine="fast")
+
+
+# --- every course kernel and exercise solution, through the course's own tests -------------------
+RACY = {"average3_in_place", "scan_in_place_racy", "reduce_v3_missing_barrier"}
+
+
+@pytest.mark.slow
+def test_the_kernel_and_exercise_tests_pass_with_both_engines_compared(tmp_path):
+    """Runs tests/test_kernels_*.py and tests/test_exercises_*.py with every launch compared
+    between the engines; every course kernel they launch must have run on the vector engine
+    (the racy ones on the greenlet engine, for its order)."""
+    log = tmp_path / "engines.log"
+    files = sorted(str(p) for p in (ROOT / "tests").glob("test_kernels_*.py")) + \
+        sorted(str(p) for p in (ROOT / "tests").glob("test_exercises_ch0*.py"))
+    env = dict(os.environ, SIMTLAB_ENGINES_AGREE=str(log))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "-x",
+                           "-p", "no:cacheprovider", *files], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:]
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    engines = {}
+    for name, engine, _ in rows:
+        engines.setdefault(name, set()).add(engine)
+    import importlib
+    for topic in ("patterns", "reduction", "scan"):
+        module = importlib.import_module(f"simtlab.kernels.{topic}")
+        for name, value in vars(module).items():
+            if not hasattr(value, "py_func") or value.py_func.__module__ != module.__name__ \
+                    or value.targetoptions.get("device"):
+                continue
+            name = value.py_func.__name__
+            assert name in engines, f"{topic}.{name} was not launched by the tests"
+            expected = "greenlet" if name in RACY else "vector"
+            assert expected in engines[name], (name, engines[name])
+    assert sum(engine == "vector" for _, engine, _ in rows) > 300
+
+
+def test_the_environment_picks_the_default_engine(monkeypatch):
+    x = np.zeros(32, np.float32)
+    monkeypatch.setenv("SIMTLAB_ENGINE", "greenlet")
+    assert simtlab.emulate(out_of_bounds, 1, 31, x).engine == "greenlet"
+    monkeypatch.setenv("SIMTLAB_ENGINE", "vector")
+    assert simtlab.emulate(out_of_bounds, 1, 31, x).engine == "vector"
+    monkeypatch.setenv("SIMTLAB_ENGINE", "turbo")
+    with pytest.raises(ValueError, match="SIMTLAB_ENGINE"):
+        simtlab.emulate(out_of_bounds, 1, 31, x)
