@@ -16,7 +16,6 @@ is no GPU; a table is printed at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path

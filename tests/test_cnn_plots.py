@@ -95,3 +95,12 @@ def test_cnn_widget_runs_the_chosen_image_through_the_emulated_network():
     assert w.figure.value != first[0] and "output (6, 12, 12)" in w.summary.value
     w.controls["image"].value = w.controls["image"].options[1][1]
     assert "Trouser" in w.summary.value          # image 1 is the first trouser of the sample
+
+
+def test_chapter_8_timings_are_recorded_without_a_gpu():
+    from simtlab.gpubench import cnn as G
+
+    res = G.results(live=False)
+    assert res["source"] == "recorded" and res["batch_big"] == 10_000
+    assert res["batch_big_ms"]["course cuda-c fused"] < res["batch_big_ms"]["PyTorch eager"]
+    _check(P.plot_layer_timings(res))

@@ -7,7 +7,6 @@ the key topics.cnn of simtlab/data/h100_timings.json, the one store of recorded 
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
