@@ -206,7 +206,7 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
     section("batch 1", batch1)
 
     # ---------------------------------------------------------------- batch 10,000 throughput
-    def big():
+    def throughput():
         reps = -(-big // len(sample))
         xb = cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:big])
         labels_b = np.tile(sample.labels, reps)[:big]
@@ -235,7 +235,7 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
                                "accuracy PyTorch": float((torch_labels == labels_b).mean())}
         st.update(xbg=xbg, xbt=xbt, runs=runs, steps_f=steps_f)
 
-    section("batch big", big)
+    section("batch big", throughput)
 
     # ---------------------------------------------------------------- per layer
     def per_layer(xg, xt, course_steps_implicit, course_steps_fused):
