@@ -8,14 +8,14 @@ the CPU reference at a batch of 7, then timed with CUDA events (warm-up, batches
 median of 15). cuDNN (PyTorch ``conv2d``, TF32 off, ``cudnn.benchmark`` on) is timed in the same
 run; the ratio is cuDNN's time over the version's time (above 1: faster than cuDNN).
 
-Results go to ``simtlab/data/conv_gpu.json`` (or ``--out``), which chapter 7 plots when there
+Results go to the key ``topics.conv`` of ``simtlab/data/h100_timings.json``, the one store of
+recorded GPU figures (or of ``--out``), which chapter 7 plots when there
 is no GPU; a table is printed at the end.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,7 +28,7 @@ H100_HBM_GBPS = 3350.0       # H100 SXM HBM3
 
 
 def main(argv=None) -> int:
-    from simtlab import backend
+    from simtlab import backend, gpubench
     from simtlab.gpubench import conv as G
     from simtlab.gpubench.harness import run_topic, stamp
 
@@ -36,12 +36,13 @@ def main(argv=None) -> int:
     p.add_argument("--layers", nargs="+", default=list(G.LAYERS), choices=G.LAYERS)
     p.add_argument("--batches", nargs="+", type=int, default=list(G.BATCHES))
     p.add_argument("--only", nargs="+", help="time only versions whose name contains one of these")
-    p.add_argument("--out", type=Path, default=ROOT / "simtlab" / "data" / "conv_gpu.json")
+    p.add_argument("--out", type=Path, default=None, help="the store to write (default: simtlab/data/h100_timings.json)")
     args = p.parse_args(argv)
+    args.out = args.out or gpubench.RESULTS_PATH
     if not backend.gpu_available():
         print(f"conv_gpu: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
         return 1
-    data = json.loads(args.out.read_text()) if args.out.exists() else {}
+    data = gpubench.stored("conv", args.out) or {}
     data.update(stamp())
     data.setdefault("layers", {})
     data["peaks"] = {"fp32_tflops": H100_FP32_TFLOPS, "hbm_gbps": H100_HBM_GBPS}
@@ -60,7 +61,7 @@ def main(argv=None) -> int:
                        roofline_ms=max(flops / (H100_FP32_TFLOPS * 1e12), nbytes / (H100_HBM_GBPS * 1e9)) * 1e3)
             data["layers"].setdefault(layer, {})[str(batch)] = res
             args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(data, indent=1) + "\n")
+            gpubench.store("conv", data, args.out)
     print(f"\n{data['device']}, {data['date']}; {time.perf_counter() - t0:.0f} s in all; written to {args.out}")
     for layer in args.layers:
         for batch in args.batches:

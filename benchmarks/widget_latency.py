@@ -43,7 +43,8 @@ def main_widgets(solutions: Path = REPO / "solutions") -> dict[str, str]:
         nb = json.loads(path.read_text(encoding="utf-8"))
         for cell in nb["cells"]:
             if "main-widget" in cell.get("metadata", {}).get("tags", []):
-                calls = re.findall(r"(\w+_widget)\(", "".join(cell["source"]))
+                # a chapter's widget function, or the playground (chapter 0's main widget)
+                calls = re.findall(r"(\w+_widget|playground)\(", "".join(cell["source"]))
                 if calls:
                     found[calls[-1]] = path.stem
     return found

@@ -17,10 +17,11 @@ import math
 import numpy as np
 from numba import cuda, float32, int32
 
+from simtlab.simt import WARP_SIZE
 from simtlab.versions import Launch, Version, emulate, find
 
 FULL_MASK = 0xFFFFFFFF
-WARP = 32
+WARP = WARP_SIZE
 LOG_NUM_BANKS = 5            # 32 banks of 4 bytes: Blelloch v3 pads one word every 32
 ITEMS = 8                    # elements per thread in v5 and v6 (numba: one per warp round)
 MAX_WARPS = 32               # 1024 threads per block at most

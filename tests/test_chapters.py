@@ -38,3 +38,14 @@ def test_student_notebook_checks_fail(master):
     assert not problems, f"{student.name}: the student notebook does not behave as it should:\n\n" + "\n\n".join(
         problems
     )
+
+
+def test_every_chapter_links_to_the_playground():
+    """Chapter 0 is where a student opens any kernel: every other chapter points there."""
+    import nbformat
+    chapters = sorted(p for p in CHAPTERS.glob("0*.ipynb") if not p.name.startswith("00_"))
+    assert len(chapters) >= 8
+    for path in chapters:
+        nb = nbformat.read(path, as_version=4)
+        links = [c for c in nb.cells if c.cell_type == "markdown" and "(00_playground.ipynb)" in c.source]
+        assert links, f"{path.name} has no link to 00_playground.ipynb"

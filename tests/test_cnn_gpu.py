@@ -96,3 +96,18 @@ def test_pytorch_with_the_same_weights_agrees():
     with torch.inference_mode():
         probs = torch_model(p)(torch.from_numpy(x).cuda()).cpu().numpy()
     np.testing.assert_allclose(probs, cnn.forward_cpu(p, x)["softmax"], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_the_chapter_measures_the_network_live_on_a_gpu():
+    """What chapter 8 runs on a GPU: every part of the measurement completes, agrees with PyTorch
+    and yields the figures the chapter plots."""
+    from simtlab.gpubench import cnn as G
+    from simtlab.plots import cnn as P
+
+    res = G.results(live=True, big=1_000, log=lambda s: None)
+    assert res["source"] == "measured" and not res.get("errors"), res.get("errors")
+    assert res["agreement"]["course vs PyTorch labels equal"] > 0.99
+    assert set(res["batch1_latency_ms"]) >= {"PyTorch eager", "PyTorch CUDA graph", "course cuda-c CUDA graph"}
+    fig = P.plot_layer_timings(res)
+    assert fig.axes and fig.axes[0].get_title() or fig._suptitle is not None

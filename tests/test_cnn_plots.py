@@ -64,3 +64,43 @@ def test_predictions_grid_marks_wrong_ones():
     _check(fig)
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert len(titles) == 7 and "(is " in titles[2] and "(is " not in titles[0]
+
+
+def test_activations_show_every_channel_or_every_unit():
+    from simtlab.cnn_data import CLASSES
+    from simtlab.plots.cnn import plot_activations
+
+    rng = np.random.default_rng(0)
+    outputs = {"conv2": rng.random((1, 16, 8, 8), dtype=np.float32),
+               "softmax": np.full((1, 10), 0.1, np.float32)}
+    image = np.zeros((28, 28), np.uint8)
+    maps = plot_activations(image, outputs, "conv2", CLASSES)
+    assert len(maps.axes) == 1 + 16 and "conv2" in maps._suptitle.get_text()
+    bars = plot_activations(image, outputs, "softmax", CLASSES)
+    assert len(bars.axes) == 2
+    assert bars.axes[1].get_ylabel() == "probability" and bars.axes[1].get_xlabel() == "class"
+    with pytest.raises(ValueError, match="unknown layer 'conv3'"):
+        plot_activations(image, outputs, "conv3", CLASSES)
+
+
+def test_cnn_widget_runs_the_chosen_image_through_the_emulated_network():
+    from simtlab.widgets import cnn_widget
+
+    w = cnn_widget(choices=3)
+    first = (w.figure.value, w.summary.value)
+    assert "largest difference from the NumPy reference" in first[1]
+    diff = float(first[1].rsplit(" ", 1)[1])
+    assert diff < 1e-4, "the emulated kernels and the NumPy reference disagree"
+    w.controls["layer"].value = "pool1"
+    assert w.figure.value != first[0] and "output (6, 12, 12)" in w.summary.value
+    w.controls["image"].value = w.controls["image"].options[1][1]
+    assert "Trouser" in w.summary.value          # image 1 is the first trouser of the sample
+
+
+def test_chapter_8_timings_are_recorded_without_a_gpu():
+    from simtlab.gpubench import cnn as G
+
+    res = G.results(live=False)
+    assert res["source"] == "recorded" and res["batch_big"] == 10_000
+    assert res["batch_big_ms"]["course cuda-c fused"] < res["batch_big_ms"]["PyTorch eager"]
+    _check(P.plot_layer_timings(res))

@@ -120,3 +120,14 @@ def test_deep_nesting_is_a_rejection_not_a_crash():
     deep = "x = " + "[" * 5000 + "]" * 5000
     assert vet_answer(source, **CH03) == []
     assert vet_answer(deep, **CH03)  # the parser or the vetter gives up: a rejection
+
+
+@pytest.mark.parametrize("chapter, source", [
+    ("06_gemm.ipynb", "gemm_tiled = G.gemm_v3_tiled"),
+    ("07_im2col.ipynb", "from simtlab.kernels.conv import im2col as unroll"),
+    ("07_im2col.ipynb", "def conv_output_size(n, k, stride, pad):\n    return K.conv_geometry(n, n, k, stride, pad)"),
+    ("08_cnn.ipynb", "maxpool = K.maxpool2"),
+])
+def test_later_chapters_course_kernels_are_not_answers(chapter, source):
+    rejected = vet_answer(source, chapter=chapter)
+    assert any("course's own kernel" in r.construct for r in rejected), [str(r) for r in rejected]

@@ -10,4 +10,4 @@ export PYTHONPATH=/tmp/site:$PWD
 python3 -c "import simtlab.kernels.cnn" || exit 1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -m pytest -m gpu -q -p no:cacheprovider -o addopts="" tests/test_cnn_gpu.py 2>&1 | tee "${OUT:-/tmp}/cnn_gpu_tests.log"
-python3 benchmarks/gpu_cnn.py --out "${OUT:-/tmp}/cnn_gpu.json" 2>&1 | tee "${OUT:-/tmp}/cnn_gpu.log"
+python3 benchmarks/gpu_cnn.py --store --out "${OUT:-/tmp}/cnn_gpu.json" 2>&1 | tee "${OUT:-/tmp}/cnn_gpu.log"

@@ -22,7 +22,7 @@ from .harness import CHECK_N, DEFAULT_N, SWEEP_SIZES, Case, run_topic, stamp, ti
 
 __all__ = ["TOPICS", "Case", "results", "recorded", "measure", "plot_bandwidth", "plot_sweep",
            "summary_table", "RESULTS_PATH", "DEFAULT_N", "SWEEP_SIZES", "CHECK_N", "time_launches",
-           "run_topic", "topic_module", "runner", "sizes"]
+           "run_topic", "topic_module", "runner", "sizes", "stored", "store"]
 
 #: topics in chapter order; each has a module simtlab/gpubench/<topic>.py
 TOPICS = ("patterns", "scan", "reduction", "gemm")
@@ -46,6 +46,19 @@ def _load(path: Path | str = RESULTS_PATH) -> dict:
             return json.load(f)
     except FileNotFoundError:
         return {"topics": {}}
+
+
+def stored(topic: str, path: Path | str = RESULTS_PATH) -> dict | None:
+    """A topic's raw entry in the one store of recorded GPU figures (None if not recorded).
+    Chapters 7 and 8 keep their own shapes of results (per layer, per batch) under their topic."""
+    return _load(path).get("topics", {}).get(topic)
+
+
+def store(topic: str, entry: dict, path: Path | str = RESULTS_PATH) -> None:
+    """Write ``entry`` as ``topic``'s figures into the store, keeping every other topic."""
+    data = _load(path)
+    data.setdefault("topics", {})[topic] = entry
+    Path(path).write_text(json.dumps(data, indent=1) + "\n")
 
 
 def recorded(topic: str, path: Path | str = RESULTS_PATH) -> dict:

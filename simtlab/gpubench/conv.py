@@ -157,22 +157,15 @@ def layer_module(layer: str):
 
 
 # ------------------------------------------------------------------------------------------
-# Recorded results (simtlab/data/conv_gpu.json, written by benchmarks/conv_gpu.py)
+# Recorded results: the key topics.conv of the one store (simtlab/data/h100_timings.json),
+# written by benchmarks/conv_gpu.py
 # ------------------------------------------------------------------------------------------
-def _results_path():
-    from pathlib import Path
-
-    return Path(__file__).resolve().parent.parent / "data" / "conv_gpu.json"
-
-
 def recorded(path=None) -> dict:
     """The figures benchmarks/conv_gpu.py recorded (``source``: 'recorded', or 'none')."""
-    import json
+    from . import RESULTS_PATH, stored
 
-    try:
-        with open(path or _results_path(), encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
+    data = stored("conv", path or RESULTS_PATH)
+    if data is None:
         return {"source": "none", "message": "No convolution timings recorded yet: run benchmarks/conv_gpu.py on a GPU."}
     return {**data, "source": "recorded"}
 

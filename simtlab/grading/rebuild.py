@@ -398,9 +398,10 @@ def _tampering(master: Master, sub_cells, by_sid, out: Rebuilt) -> list[str]:
         )
     # a code cell is the student's own when nothing ties it to the course's notebook:
     # no exercise id of the course, no cell id of the course, no source of the course
-    known_ids = {m["id"] for m in _metas(master.student)}
-    known_cells = {c.get("id") for c in master.student.cells if c.get("id")}
-    known_sources = {_norm(_source(c)) for c in master.student.cells}
+    # (the master's own cells too: a master handed in holds its hidden checks)
+    known_ids = {m["id"] for m in _metas(master.student)} | master.ids
+    known_cells = {c.get("id") for nb in (master.student, master.nb) for c in nb.cells if c.get("id")}
+    known_sources = {_norm(_source(c)) for nb in (master.student, master.nb) for c in nb.cells}
     extra = [
         i for i, c in enumerate(sub_cells)
         if c.get("cell_type") == "code" and _source(c).strip() and i not in out.used

@@ -2,25 +2,31 @@
 across layers, batch-1 latency with and without a CUDA graph, and images with predictions.
 
 The timing figures read the benchmark's results (benchmarks/gpu_cnn.py, recorded on an H100 in
-simtlab/data/cnn_gpu.json: :func:`recorded`)."""
+the key topics.cnn of simtlab/data/h100_timings.json, the one store of recorded GPU figures:
+:func:`recorded`)."""
 
 from __future__ import annotations
 
-import json
 
 import numpy as np
 
 from simtlab.plots.style import PALETTE, label, new_figure
 
 __all__ = ["recorded", "plot_network", "plot_layer_timings", "plot_layer_shares", "plot_latency",
-           "plot_predictions", "layer_shares", "timing_rows"]
+           "plot_predictions", "plot_activations", "layer_shares", "timing_rows", "LAYERS"]
+
+#: the network's layers in order, as the forward passes name their outputs
+LAYERS = ("conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax")
 
 
 def recorded() -> dict:
-    """The H100 results benchmarks/gpu_cnn.py recorded (simtlab/data/cnn_gpu.json)."""
-    from ..cnn_data import DATA_DIR
+    """The H100 results benchmarks/gpu_cnn.py recorded (topics.cnn of the one store)."""
+    from ..gpubench import stored
 
-    return json.loads((DATA_DIR / "cnn_gpu.json").read_text())
+    data = stored("cnn")
+    if data is None:
+        raise LookupError("no chapter 8 timings recorded: run benchmarks/gpu_cnn.py --store on a GPU")
+    return data
 
 
 def plot_network(batch: int = 1, *, title: str | None = None):
@@ -136,4 +142,42 @@ def plot_predictions(images, labels, predicted, probs, classes, *, title: str | 
         ok = predicted[i] == labels[i]
         ax.set_title(f"{classes[predicted[i]]} {probs[i]:.0%}" + ("" if ok else f"\n(is {classes[labels[i]]})"),
                      fontsize=8, color="black" if ok else PALETTE[5])
+    return fig
+
+
+def plot_activations(image, outputs: dict, layer: str, classes, *, title: str | None = None):
+    """One image and what one layer made of it: the feature maps of a convolution or pooling
+    layer (one panel per channel), or the values of a fully connected layer (bars).
+    ``outputs`` is a forward pass's dict (layer -> array with a batch axis of 1)."""
+    if layer not in LAYERS:
+        raise ValueError(f"unknown layer {layer!r}; the layers are {', '.join(LAYERS)}")
+    act = np.asarray(outputs[layer])[0]
+    maps = act.ndim == 3
+    channels = act.shape[0] if maps else 0
+    cols = 1 + (min(channels, 8) if maps else 3)
+    rows = max(1, -(-channels // 8)) if maps else 1
+    fig, default_ax = new_figure(title or f"Layer {layer}: output {tuple(act.shape)} for one image",
+                                 figsize=(1.5 * cols + 0.5, 1.6 * rows + 0.8) if maps else (8, 2.8))
+    default_ax.remove()                      # the panels below are laid out on their own grid
+    grid = fig.add_gridspec(rows, cols, width_ratios=None if maps else [1, 1, 1, 1])
+    ax = fig.add_subplot(grid[:, 0])
+    ax.imshow(image, cmap="gray_r", vmin=0, vmax=255)
+    ax.set_title("input 28 x 28", fontsize=8)
+    ax.set_axis_off()
+    if maps:
+        top = float(act.max()) or 1.0
+        for c in range(channels):
+            a = fig.add_subplot(grid[c // 8, 1 + c % 8])
+            a.imshow(act[c], cmap="viridis", vmin=0, vmax=top)
+            a.set_title(f"channel {c}", fontsize=7)
+            a.set_xticks([])
+            a.set_yticks([])
+    else:
+        a = fig.add_subplot(grid[0, 1:])
+        names = classes if act.size == len(classes) else [str(i) for i in range(act.size)]
+        a.bar(range(act.size), act, color=PALETTE[0])
+        if act.size == len(classes):
+            a.set_xticks(range(act.size), names, rotation=60, fontsize=7)
+        label(a, "class" if act.size == len(classes) else "unit", "probability" if layer == "softmax"
+              else "activation (no unit)")
     return fig

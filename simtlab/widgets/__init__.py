@@ -1,6 +1,7 @@
 """Interactive widgets: each is built by one function, and its controls are on ``.controls``."""
 
 from .amdahl import amdahl_widget
+from .cnn import cnn_widget
 from .conv import unroll_widget
 from .device_panel import device_panel
 from .divergence import divergence_widget
@@ -12,6 +13,6 @@ from .patterns import patterns_widget
 from .reduction import reduction_widget
 from .scan import scan_widget
 
-__all__ = ["amdahl_widget", "device_panel", "divergence_widget", "gemm_widget", "mapping_widget",
+__all__ = ["amdahl_widget", "cnn_widget", "device_panel", "divergence_widget", "gemm_widget", "mapping_widget",
            "warp_access_widget", "occupancy_widget", "patterns_widget",
            "reduction_widget", "scan_widget", "unroll_widget"]
