@@ -119,7 +119,9 @@ def test_chapter_in_the_browser(master, lab, browser):
         assert not problems, f"{master.name} in JupyterLab:\n" + "\n".join(problems)
         page_text = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").inner_text()
         assert "Error displaying widget" not in page_text, f"{master.name}: a widget did not display"
-        assert page.locator(".jp-RenderedImage img").count() > 0, f"{master.name}: no figure rendered"
+        # a figure: matplotlib's inline output, or a widget's image (the playground draws only in widgets)
+        figures = page.locator(".jp-RenderedImage img, .jp-OutputArea-output .widget-image")
+        assert figures.count() > 0, f"{master.name}: no figure rendered"
         probe = "".join(saved["cells"][-1]["outputs"][0]["text"]).strip().split("|")
         assert probe[0] == PROBE_MARK, probe
         assert "inline" in probe[1], f"the kernel's matplotlib backend is {probe[1]!r}, not the inline one"
