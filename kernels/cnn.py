@@ -38,6 +38,7 @@ import numpy as np
 from numba import cuda, float32
 
 from simtlab.kernels.conv import conv2d_cpu, conv_geometry, im2col  # noqa: F401  (im2col: run_plan finds it here)
+from simtlab.simt import cdiv
 from simtlab.versions import Launch, run_plan
 
 TOPIC = "cnn"
@@ -332,10 +333,6 @@ def softmax_argmax(z, probs, labels):
 # ------------------------------------------------------------------------------------------
 # The forward pass: one plan, per layer
 # ------------------------------------------------------------------------------------------
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _i32(*v):
     return tuple(np.int32(a) for a in v)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.simt import cdiv
 from simtlab.versions import Launch, Version
 
 TOPIC = "conv"
@@ -357,10 +358,6 @@ def make_conv_v6_image_per_block(c: int, m: int, k: int, tw: int, nt: int, ih: i
 # Launch plans and the table of versions: the emulator, the GPU tests and the benchmark all
 # run a version through its plan (simtlab.versions)
 # ------------------------------------------------------------------------------------------
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 #: v5's tile shape (TX, TH, TW) per layer shape (C, M, K), the fastest in benchmarks/conv_gpu.py
 V5_TILES = {(1, 4, 7): (16, 8, 2), (4, 16, 7): (16, 8, 4)}
 

@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.simt import cdiv
+
 TILE = 16                 # v1-v3 and the epilogue kernels: TILE x TILE threads, one output each
 # v4, 1-D register blocking: a BM4 x BN4 tile of C per block, BK4 deep slices of A and B,
 # TM4 outputs (a column strip) per thread: BM4 * BN4 / TM4 = 512 threads
@@ -345,10 +347,6 @@ def gemm_bias_act(a, b, c, bias, use_bias, activation):
 # ------------------------------------------------------------------------------------------
 # Launch plans and napkin math
 # ------------------------------------------------------------------------------------------
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 #: the CUDA C-only versions' tiles and threads (kernels/gemm.cu: V6_CONFIG, V7_CONFIG)
 TILE6, THREADS6 = (128, 128), 256
 TILE7, THREADS7 = (BM7, BN7), THREADS7N

@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.simt import cdiv
 from simtlab.versions import Launch, Version, find
 
 # ------------------------------------------------------------------------------------------
@@ -38,10 +39,6 @@ BLOCK_ROWS = 8                            # with TILE x BLOCK_ROWS threads: 4 ro
 TILE_PAD = TILE + 1                       # one spare column: a tile column spans all 32 banks
 BIG_TILE = 64                             # transpose v4: 64 x 64 tile, 16 elements per thread
 BIG_TILE_PAD = BIG_TILE + 1
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # ------------------------------------------------------------------------------------------

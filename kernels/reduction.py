@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
+from simtlab.simt import cdiv
 from simtlab.versions import Launch, Version, find, run_plan
 
 BLOCK = 256                   # threads per block: shared arrays have BLOCK slots; v1-v4 also run with
@@ -458,10 +459,6 @@ def vecmat_flops(rows, n):
 # Launch plans: every launch one whole sum (or product) needs. The emulator, the GPU tests and
 # the benchmark all run these (simtlab/versions.py); sizes for the CUDA C twin are np.int64/32.
 # ------------------------------------------------------------------------------------------
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def grid_stride_blocks(n: int, max_blocks: int) -> int:
     """Blocks for a grid-stride kernel: enough for every thread to have work, at most max_blocks."""
     return max(1, min(max_blocks, cdiv(n, BLOCK)))

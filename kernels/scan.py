@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numba import cuda, float32, int32
 
-from simtlab.simt import WARP_SIZE
+from simtlab.simt import WARP_SIZE, cdiv
 from simtlab.versions import Launch, Version, emulate, find
 
 FULL_MASK = 0xFFFFFFFF
@@ -30,10 +30,6 @@ LOOKBACK_SLOTS = 34          # v6: + the tile's exclusive prefix
 
 # status flags of a tile in the single-pass scan (v6)
 NOT_READY, AGGREGATE, PREFIX = 0, 1, 2
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # ------------------------------------------------------------------------------------------

@@ -11,6 +11,11 @@ import numpy as np
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
 
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division: how many blocks of ``b`` cover ``a`` items."""
+    return -(-a // b)
+
 # memory spaces (column ``space`` of ``run.memory``)
 GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
 SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}

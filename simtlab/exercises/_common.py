@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import WARP_SIZE
+from ..simt import WARP_SIZE, cdiv  # noqa: F401  (cdiv: used by the chapters' checks)
 from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
 
@@ -12,10 +12,6 @@ def rng(seed: int | None = None) -> np.random.Generator:
     """A generator seeded from the OS (every check call gets new inputs), or from ``seed``
     (the hidden checks: the same inputs for every submission)."""
     return np.random.default_rng(seed)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def plural(n: int, word: str) -> str:

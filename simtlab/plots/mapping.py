@@ -14,7 +14,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb
 from matplotlib.patches import Patch
 
 from .style import PALETTE, label, new_figure
-from ..simt import WARP_SIZE
+from ..simt import WARP_SIZE, cdiv
 
 ID_KEYS = ("block", "block_x", "block_y", "thread", "thread_x", "thread_y", "warp", "gwarp", "lane")
 COLOR_BY = ("block", "warp", "thread", "lane")
@@ -41,10 +41,6 @@ def _shape(shape) -> tuple[int, ...]:
     if len(shape) not in (1, 2) or any(s < 1 for s in shape):
         raise ValueError(f"shape must be 1-D or 2-D with positive sizes, got {shape!r}")
     return shape
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def thread_mapping(shape, blockdim, griddim=None, layout: str = "2d") -> dict:
@@ -74,7 +70,7 @@ def thread_mapping(shape, blockdim, griddim=None, layout: str = "2d") -> dict:
         bdim = bdim + (1,) * (2 - len(bdim))
     n = int(np.prod(shape))
     if griddim is None:
-        gdim = (_cdiv(n, bdim[0]), 1) if one_d else (_cdiv(shape[1], bdim[0]), _cdiv(shape[0], bdim[1]))
+        gdim = (cdiv(n, bdim[0]), 1) if one_d else (cdiv(shape[1], bdim[0]), cdiv(shape[0], bdim[1]))
     else:
         gdim = _dims(griddim, "griddim")
         gdim = (gdim[0], 1) if one_d else gdim + (1,) * (2 - len(gdim))
@@ -92,7 +88,7 @@ def thread_mapping(shape, blockdim, griddim=None, layout: str = "2d") -> dict:
     block_y, thread_y = np.divmod(gy, bdim[1])
     block = block_x + block_y * gdim[0]
     thread = thread_x + thread_y * bdim[0]  # CUDA linearises x fastest
-    warps_per_block = _cdiv(bdim[0] * bdim[1], WARP_SIZE)
+    warps_per_block = cdiv(bdim[0] * bdim[1], WARP_SIZE)
     ids = {
         "block": block, "block_x": block_x, "block_y": block_y,
         "thread": thread, "thread_x": thread_x, "thread_y": thread_y,
