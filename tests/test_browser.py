@@ -16,6 +16,7 @@ cells raise NotImplementedError by design, and this test asserts there is no err
 from __future__ import annotations
 
 import shutil
+import re
 import time
 from pathlib import Path
 
@@ -189,7 +190,8 @@ def test_a_run_that_never_finishes_is_reported_with_the_stuck_cell(lab, browser)
         with pytest.raises(AssertionError) as failure:
             notebook.run_all(timeout_ms=4_000)
         message = str(failure.value)
-        assert "did not finish" in message and "started on try 1" in message, message
+        # the harness may need a second click on Run All to start (a menu that did not open): any try counts
+        assert "did not finish" in message and re.search(r"started on try \d", message), message
         assert '"running_or_queued": 2' in message and '"done": 1' in message, message
         assert "time.sleep(60)" in message and '"cell": 1' in message, message
         assert '"kernel": "busy"' in message, message
