@@ -319,8 +319,16 @@ class NotebookPage:
             time.sleep(0.2)
         raise AssertionError(f"Ctrl+S did not save {path} within {timeout_s:.0f} s")
 
-    def image_hash(self, img) -> str | None:
-        return img.evaluate(_IMG_HASH_JS)
+    def image_hash(self, img, tries: int = 5) -> str | None:
+        """A hash of the image's bytes. A widget that redraws revokes the old image's blob URL,
+        so a fetch racing a redraw fails: read the new one instead."""
+        for attempt in range(tries):
+            try:
+                return img.evaluate(_IMG_HASH_JS)
+            except Exception as exc:                 # playwright.sync_api.Error
+                if "Failed to fetch" not in str(exc) or attempt == tries - 1:
+                    raise
+                self.page.wait_for_timeout(100)
 
     def full_screenshot(self, path: Path, max_height: int = 16000) -> list[Path]:
         """The whole notebook from the top, in one image (more when taller than
