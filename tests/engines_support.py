@@ -37,22 +37,30 @@ def compare_launch(run_engines, launch, engine="auto"):
     ref_launch = dataclasses.replace(launch, args=copies)
     ref, ref_err = _outcome(run_engines, ref_launch, "greenlet")
     got, got_err = _outcome(run_engines, launch, engine)
+    for a, b in zip(copies, launch.args):        # outputs, also up to a fault
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(b, a, err_msg="outputs differ between engines")
     if ref_err is not None or got_err is not None:
         assert type(got_err) is type(ref_err), (ref_err, got_err)
         assert str(got_err) == str(ref_err)
+        ref_run, got_run = getattr(ref_err, "run", None), getattr(got_err, "run", None)
+        assert (ref_run is None) == (got_run is None), "only one error carries a partial run"
+        if ref_run is not None:
+            _same_runs(ref_run, got_run)
         raise got_err
-    for a, b in zip(copies, launch.args):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(b, a, err_msg="outputs differ between engines")
     name = launch.func.__name__
-    r1, r2 = Run(ref, name), Run(got, name)
+    _same_runs(Run(ref, name), Run(got, name))
+    return got
+
+
+def _same_runs(r1, r2):
     assert r1.arrays == r2.arrays
     if r1.traced:
         _same_table(r1.memory, r2.memory, "run.memory")
         _same_table(r1.lines, r2.lines, "run.lines")
         assert r1.races == r2.races
         assert r1.metrics == r2.metrics
-    return got
+    assert r1.traced_blocks == r2.traced_blocks
 
 
 def agreeing_run_engines(log_path):

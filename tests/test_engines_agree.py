@@ -327,3 +327,74 @@ def test_a_python_division_by_zero_is_the_greenlet_engines_error(agree):
     x[8] = 0.0
     run = simtlab.emulate(python_float_division, 1, 64, x, np.zeros(64, np.float32))
     assert run.engine == "vector", run.engine_reason
+
+
+# --- a sampled trace, progress reports and max_trace on the vector engine ----------------------
+SAMPLED = ["tree reduction", "warp-shuffle reduction", "tiled GEMM", "conv2d shared",
+           "vector add", "triangle sums"]
+
+
+@pytest.mark.parametrize("chunk_lanes", [1 << 16, 256])
+@pytest.mark.parametrize("case", SAMPLED)
+def test_a_sampled_trace_with_progress_agrees_on_the_vector_engine(agree, monkeypatch, case,
+                                                                   chunk_lanes):
+    """trace_blocks and progress= run on the vector engine with the greenlet engine's rows
+    and the greenlet engine's progress calls; chunk_lanes=256 makes chunks of one or a few
+    blocks, so the sample's end falls inside the launch's chunks."""
+    from simtlab.emulator.vector import engine as vector_engine
+    monkeypatch.setattr(vector_engine, "CHUNK_LANES", chunk_lanes)
+    kernel, grid, block, args = CASES[case]()
+    blocks = int(np.prod(grid))
+    for sample in (0, 1, blocks // 2 + 1, blocks + 3):
+        calls = []
+        fresh = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+        run = simtlab.emulate(kernel, grid, block, *fresh, trace_blocks=sample,
+                              progress=lambda done, total: calls.append((done, total)))
+        assert run.engine == "vector", run.engine_reason
+        assert run.traced_blocks == min(sample, blocks)
+        assert set(run.memory.block.tolist()) == set(range(min(sample, blocks)))
+        per_block = [(d, blocks) for d in range(1, blocks + 1)]
+        assert calls == per_block + per_block, "both engines report every block, in order"
+    assert [row[1] for row in agree()] == ["vector"] * 4
+
+
+def test_trace_blocks_must_be_a_count_of_blocks():
+    x = np.zeros(32, np.float32)
+    for bad in (-1, 2.5, "3", True):
+        with pytest.raises(ValueError, match="trace_blocks must be None"):
+            simtlab.emulate(out_of_bounds, 1, 31, x, trace_blocks=bad)
+
+
+@pytest.mark.parametrize("chunk_lanes", [1 << 16, 128])
+@pytest.mark.parametrize("case, max_trace", [
+    # a block of the tree reduction records 1,279 rows: 512, 384, 192, ... per barrier round
+    ("tree reduction", 2 * 1279 + 512 + 384 + 10),   # past it in block 2's third round
+    ("tree reduction", 3 * 1279 + 100),              # in the first barrier round of block 3
+    ("vector add", 777),                        # no barrier: past it at the end of a block
+    ("tiled GEMM", 5000),
+])
+def test_max_trace_stops_where_the_greenlet_engine_stops(agree, monkeypatch, case, max_trace,
+                                                         chunk_lanes):
+    """The vector engine's max_trace error carries the greenlet engine's partial run (rows,
+    lines of the finished threads, outputs so far: compared by the agree fixture)."""
+    from simtlab.emulator.vector import engine as vector_engine
+    monkeypatch.setattr(vector_engine, "CHUNK_LANES", chunk_lanes)
+    kernel, grid, block, args = CASES[case]()
+    with pytest.raises(simtlab.EmulationError, match="the trace passed") as err:
+        simtlab.emulate(kernel, grid, block, *args, max_trace=max_trace)
+    partial = err.value.run
+    assert partial.engine == "vector"
+    assert len(partial.memory) > max_trace
+    assert agree()[0][1:] == ["error", "EmulationError"]
+
+
+def test_max_trace_counts_only_the_sampled_blocks(agree):
+    # 64 blocks of 1,279 rows each: over 3,000 in all, under it for the first two blocks
+    kernel, grid, block, args = CASES["tree reduction"]()
+    run = simtlab.emulate(kernel, grid, block, *args, trace_blocks=2, max_trace=3000)
+    assert run.engine == "vector" and run.traced_blocks == 2 and len(run.memory) == 2 * 1279
+    with pytest.raises(simtlab.EmulationError, match="the trace passed") as err:
+        simtlab.emulate(kernel, grid, block, *CASES["tree reduction"]()[3], trace_blocks=4,
+                        max_trace=3000)
+    assert set(err.value.run.memory.block.tolist()) == {0, 1, 2}    # stopped in block 2
+    assert len(err.value.run.memory) == 2 * 1279 + 512                # after its first round

@@ -37,7 +37,9 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     engine from the original inputs, so results, traces and error messages are the same.
     ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with every
     check, unrecorded: a sample of a large launch; ``run.traced_blocks`` says how many).
-    ``progress(done, total)`` is called after each block. When the kernel fails, the
+    ``progress(done, total)`` is called after each block, done = 1, 2, ... total (the vector
+    engine runs blocks in chunks and reports a chunk's blocks when the chunk ends; a launch the
+    greenlet engine runs again counts from 1 again). When the kernel fails, the
     ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
     """
     if engine is None:
@@ -47,6 +49,11 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
                          "(from engine= or the environment variable SIMTLAB_ENGINE)")
     if not checks and trace:
         raise ValueError("checks=False needs trace=False: the trace is recorded by the checks")
+    if trace_blocks is not None and (isinstance(trace_blocks, bool) or
+                                     not isinstance(trace_blocks, (int, np.integer))
+                                     or trace_blocks < 0):
+        raise ValueError(f"trace_blocks must be None (trace every block) or a number of "
+                         f"blocks >= 0, not {trace_blocks!r}")
     func = plain_function(kernel)
     griddim = as_dim3(griddim, "griddim")
     blockdim = as_dim3(blockdim, "blockdim")
@@ -73,7 +80,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     launch = Launch(func, griddim, blockdim, tuple(kernel_args), tuple(names),
                     shared_bytes=int(shared_bytes), trace=bool(trace), order=order, seed=seed,
                     time_limit=time_limit, max_steps=max_steps, max_trace=max_trace,
-                    checks=checks, trace_blocks=trace_blocks, progress=progress)
+                    checks=checks, progress=progress,
+                    trace_blocks=None if trace_blocks is None else int(trace_blocks))
     try:
         trace_ = _run_engines(launch, engine)
     finally:
@@ -86,9 +94,6 @@ def _run_engines(launch: Launch, engine: str):
     reason = None
     if engine == "greenlet":
         reason = "engine='greenlet' was asked for"
-    elif launch.trace_blocks is not None or launch.progress is not None:
-        reason = "a sampled trace (trace_blocks) and progress reports run block by block on " \
-                 "the greenlet engine"
     elif launch.order == "random":
         reason = "order='random' shuffles threads one at a time, which only the greenlet " \
                  "engine does"
@@ -99,7 +104,7 @@ def _run_engines(launch: Launch, engine: str):
     if reason is None:
         inputs = [(a, a.copy()) for a in launch.args if isinstance(a, np.ndarray)]
         try:
-            trace_ = vector.run(launch)
+            trace_ = _run_vector(launch, inputs)
             if launch.trace and _has_races(trace_):
                 reason = "the kernel races: its result depends on the order threads run " \
                          "in, so the greenlet engine's order is kept"
@@ -107,8 +112,7 @@ def _run_engines(launch: Launch, engine: str):
                 return trace_
         except vector.Fallback as stop:
             reason = f"the vector engine stopped ({stop}); the greenlet engine reports it"
-        for array, saved in inputs:          # start again from the launch's inputs
-            array[...] = saved
+        _restore(inputs)                      # start again from the launch's inputs
     sched = Scheduler(launch)
     try:
         trace_ = sched.run()
@@ -117,6 +121,28 @@ def _run_engines(launch: Launch, engine: str):
         raise
     trace_.engine_reason = reason
     return trace_
+
+
+def _run_vector(launch: Launch, inputs):
+    """The vector engine's trace; its ``max_trace`` error carries the partial run the
+    greenlet engine's would (a chunk of several blocks that passed it runs again, one block
+    at a time from that chunk, to stop where the greenlet engine stops)."""
+    try:
+        try:
+            return vector.run(launch)
+        except vector.TraceOverflow as over:
+            _restore(inputs)
+            return vector.run(launch, one_block_from=over.block, reported=over.block)
+    except EmulationError as exc:
+        partial = getattr(exc, "partial_trace", None)
+        if partial is not None:
+            exc.run = Run(partial, launch.func.__name__)
+        raise
+
+
+def _restore(inputs):
+    for array, saved in inputs:
+        array[...] = saved
 
 
 def _has_races(trace_) -> bool:

@@ -8,7 +8,8 @@ within the subset. See ``interpreter.py`` for how statements run over lanes.
 from __future__ import annotations
 
 from .engine import run
+from .interpreter import TraceOverflow
 from .subset import why_not
 from .values import Fallback
 
-__all__ = ["run", "why_not", "Fallback"]
+__all__ = ["run", "why_not", "Fallback", "TraceOverflow"]

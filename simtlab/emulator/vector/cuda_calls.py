@@ -100,6 +100,7 @@ def _barrier(kind):
                 result = Weak((per == eng.tpb).astype(np.int64))
             else:
                 result = Weak((per > 0).astype(np.int64))
+        eng.end_of_round(finished=False)     # the greenlet engine checks max_trace here
         eng.epoch[m] += 1
         return result
     return run

@@ -12,7 +12,7 @@ from ..launch_spec import GLOBAL_ALIGN, Launch
 from ..memory import ArrayInfo
 from ..tracing import Trace
 from . import arrays as va
-from .interpreter import Function, Interpreter
+from .interpreter import Function, Interpreter, TraceOverflow
 from .values import Fallback
 
 CHUNK_LANES = 1 << 16        # lanes run together: whole blocks, up to this many threads
@@ -109,20 +109,37 @@ class VectorEngine:
             out.append(va.VArray(info.id, name, GLOBAL, data.shape or (1,), data.reshape(-1)))
         return tuple(out)
 
-    def run(self) -> Trace:
+    def run(self, one_block_from: int | None = None, reported: int = 0) -> Trace:
+        """Run the launch chunk by chunk. ``one_block_from``: from this block on, one block per
+        chunk (the rerun after a multi-block chunk passed ``max_trace``: see ``TraceOverflow``);
+        ``reported``: blocks already announced to ``progress`` by that first attempt."""
         launch = self.launch
         self.t0 = time.perf_counter()
         per_chunk = max(1, CHUNK_LANES // launch.threads_per_block)
         if self._blocks_talk():
             per_chunk = 1
-        for b0 in range(0, launch.num_blocks, per_chunk):
-            b1 = min(launch.num_blocks, b0 + per_chunk)
-            Interpreter(self, b0, b1).run_kernel(self.kernel, self.args)
+        for b0, b1, traced in _chunks(launch.num_blocks, per_chunk, launch.trace_blocks,
+                                      one_block_from):
+            interp = Interpreter(self, b0, b1, trace=launch.trace and traced)
+            interp.run_kernel(self.kernel, self.args)
+            interp.end_of_round()               # the greenlet engine's check after a block
+            if launch.progress is not None:
+                # the greenlet engine reports every block; the blocks of a chunk end together
+                for done in range(max(b0, reported) + 1, b1 + 1):
+                    launch.progress(done, launch.num_blocks)
+        return self.trace()
+
+    def trace(self, *, drop_lines_from: int | None = None) -> Trace:
+        """What ran so far as a ``Trace`` (all of it, or the partial one an error carries);
+        ``drop_lines_from``: line chunks from this one on are left out (a block whose threads
+        have not finished: the greenlet engine keeps a thread's lines once it finishes)."""
         memory = lines = None
-        if launch.trace:
+        if self.launch.trace:
+            if drop_lines_from is not None:
+                del self.line_chunks[drop_lines_from:]
             memory = self._memory_records()
             lines = self._line_columns()
-        return Trace(launch=launch, arrays=list(self.arrays), codes=self.codes,
+        return Trace(launch=self.launch, arrays=list(self.arrays), codes=self.codes,
                      memory_records=memory, line_records=lines,
                      elapsed_s=time.perf_counter() - self.t0, engine="vector")
 
@@ -156,5 +173,24 @@ class VectorEngine:
         return ("columns", gtid[order], site[order], epoch[order])
 
 
-def run(launch: Launch) -> Trace:
-    return VectorEngine(launch).run()
+def _chunks(num_blocks, per_chunk, trace_blocks, one_block_from):
+    """``(b0, b1, traced)`` per chunk of whole blocks: no chunk straddles the end of a sampled
+    trace (``trace_blocks``) or the start of the one-block-per-chunk part."""
+    cuts = {num_blocks}
+    if trace_blocks is not None and 0 < trace_blocks < num_blocks:
+        cuts.add(int(trace_blocks))
+    if one_block_from is not None and 0 <= one_block_from < num_blocks:
+        cuts.add(one_block_from)
+    b0 = 0
+    for cut in sorted(cuts):
+        step = 1 if one_block_from is not None and b0 >= one_block_from else per_chunk
+        for start in range(b0, cut, step):
+            yield start, min(cut, start + step), trace_blocks is None or start < trace_blocks
+        b0 = cut
+
+
+def run(launch: Launch, one_block_from: int | None = None, reported: int = 0) -> Trace:
+    """The launch's ``Trace``. Raises ``Fallback`` (the greenlet engine takes over),
+    ``TraceOverflow`` (run again from the original inputs with ``one_block_from``) or the
+    ``max_trace`` ``EmulationError`` with its partial trace in ``.trace``."""
+    return VectorEngine(launch).run(one_block_from, reported)

@@ -73,10 +73,21 @@ class Function:
                     pass
 
 
-class Interpreter:
-    """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep."""
+class TraceOverflow(Exception):
+    """A chunk of several blocks passed ``max_trace``. The greenlet engine stops at the end of
+    the first barrier round (of one block) after which the trace holds more than
+    ``max_trace`` rows: the launch runs again from its inputs, one block per chunk from
+    ``block`` on, to stop at that same round with the same partial trace."""
 
-    def __init__(self, engine, b0, b1):
+    def __init__(self, block):
+        super().__init__(f"the trace passed max_trace in the chunk starting at block {block}")
+        self.block = block
+
+
+class Interpreter:
+    """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep (``trace``: recorded)."""
+
+    def __init__(self, engine, b0, b1, trace=None):
         self.engine = engine
         launch = engine.launch
         tpb = launch.threads_per_block
@@ -100,7 +111,8 @@ class Interpreter:
         self.epoch = np.zeros(n, np.int64)
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
-        self.trace = launch.trace
+        self.trace = launch.trace if trace is None else trace
+        self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
         self.dynamic = None
         self.static_used = 0
@@ -125,10 +137,21 @@ class Interpreter:
             cols[5], cols[6], cols[7] = self.epoch[m], self.wsync[m], self.phase[m]
         e.mem_chunks.append(cols)
         e.mem_rows += k
-        if e.mem_rows > e.launch.max_trace:      # the greenlet engine's error, without its wait
-            raise EmulationError(
-                f"the trace passed {e.launch.max_trace:,} memory accesses",
-                fix="trace a smaller launch, or run with trace=False for speed")
+        if e.mem_rows > e.launch.max_trace and self.nb > 1:
+            raise TraceOverflow(self.b0)
+
+    def end_of_round(self, finished=True):
+        """Where the greenlet engine checks the trace's size: when every thread of the block
+        waits at a barrier (``finished=False``) or has returned. Past ``max_trace``, its error
+        carries the trace so far (``.partial_trace``): every row recorded, and the lines of
+        the threads that finished (not this block's, at a barrier)."""
+        e = self.engine
+        if not self.trace or e.mem_rows <= e.launch.max_trace:
+            return
+        err = EmulationError(f"the trace passed {e.launch.max_trace:,} memory accesses",
+                             fix="trace a smaller launch, or run with trace=False for speed")
+        err.partial_trace = e.trace(drop_lines_from=None if finished else self.first_line_chunk)
+        raise err
 
     def line(self, m, site):
         self.steps += 1
