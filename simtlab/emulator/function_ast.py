@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import textwrap
 import types
 
@@ -18,18 +19,54 @@ _TREES: dict = {}       # code object -> the parsed tree shared by read-only cal
 
 
 def _source(func: types.FunctionType):
-    """The source of ``func``, read once per code object (reading it tokenizes the file)."""
+    """The source of ``func``, read once per code object."""
     code = func.__code__
     if code not in _SOURCES:
         if len(_SOURCES) > 4096:
             _SOURCES.clear()
             _TREES.clear()
-        try:
-            lines, first = inspect.getsourcelines(func)
-            _SOURCES[code] = (lines, first, textwrap.dedent("".join(lines)))
-        except (OSError, TypeError):
-            _SOURCES[code] = None
+        found = _lines_by_positions(func)
+        if found is not None:
+            found, _TREES[code] = found[:2], found[2]     # its tree serves read-only callers
+        else:
+            try:
+                found = inspect.getsourcelines(func)
+            except (OSError, TypeError):
+                found = None
+        _SOURCES[code] = None if found is None else \
+            (found[0], found[1], textwrap.dedent("".join(found[0])))
     return _SOURCES[code]
+
+
+def _lines_by_positions(func: types.FunctionType):
+    """``(lines, first, tree)`` from the file's lines (linecache) and the code object's own line
+    span: from ``co_firstlineno`` (the first decorator) to the last line any of its
+    instructions (or those of code nested in it) covers. ``inspect.getsourcelines`` finds the
+    same block by tokenizing the file, which costs more than the rest of a small launch the
+    first time (it compiles tokenize's regular expressions). None when the span does not
+    parse as one ``def`` (the caller then asks ``inspect``)."""
+    code = func.__code__
+    linecache.checkcache(code.co_filename)    # as inspect does: the file may have changed
+    lines = linecache.getlines(code.co_filename, func.__globals__)
+    first = code.co_firstlineno
+    if not lines or first < 1:
+        return None
+    last, todo = first, [code]
+    while todo:
+        c = todo.pop()
+        for _, end, _, _ in c.co_positions():
+            if end is not None and end > last:
+                last = end
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    block = lines[first - 1:last]
+    try:
+        tree = ast.parse(textwrap.dedent("".join(block)))
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.FunctionDef) or \
+            tree.body[0].name != code.co_name:
+        return None
+    return block, first, tree
 
 
 def parse_function(func: types.FunctionType, *, shared: bool = False

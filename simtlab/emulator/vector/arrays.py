@@ -15,7 +15,7 @@ class VArray:
     "lane" (local: one copy per thread)."""
 
     __slots__ = ("id", "name", "space", "shape", "strides", "size", "ndim", "dtype",
-                 "storage", "per", "written", "readonly")
+                 "storage", "per", "written", "all_written", "readonly")
 
     def __init__(self, aid, name, space, shape, storage, per=None, written=None,
                  readonly=False):
@@ -33,47 +33,95 @@ class VArray:
         self.storage = storage
         self.dtype = storage.dtype
         self.per = per
-        self.written = written
+        self.written = written          # shared: which elements were written (None: unchecked)
+        self.all_written = False
         self.readonly = readonly
 
     def __len__(self):
         return self.shape[0]
 
 
-def flat_index(eng, arr: VArray, idx, m):
-    """The flat element index per lane, or Fallback when an active lane is out of bounds (the
-    greenlet engine then reports it with its own message)."""
-    if not isinstance(idx, tuple):
+def locate(eng, arr: VArray, idx, m):
+    """``(const, vflat, vpos)``: lane ``l``'s flat element index is ``vflat[l] + const`` and
+    its position in ``storage`` ``vpos[l] + const`` (``vflat`` None: the same element for
+    every lane, and ``vpos`` then None too when the array has one copy).
+
+    The lane-vector part is remembered per interpreter, keyed by the identity of the index
+    vectors (values are never changed in place once made): ``sa[ty, j]`` in a loop over ``j``
+    costs one bounds check and one multiply-add for ``ty`` in all, then one add per access."""
+    if idx.__class__ is not tuple:
         idx = (idx,)
     if len(idx) != arr.ndim:
         raise Fallback(f"{arr.name} indexed with {len(idx)} indices")
-    flat = 0
+    const, vecs = 0, None
     for v, n, s in zip(idx, arr.shape, arr.strides):
-        a = raw(v)
-        if isinstance(a, np.ndarray):
-            if a.dtype.kind not in "iub":
-                raise Fallback(f"{arr.name} indexed with non-integers")
-            am = a[m] if m is not eng.ALL else a
-            if am.size and (am.min() < 0 or am.max() >= n):
-                raise Fallback(f"out-of-bounds index into {arr.name}")
-            a = a.astype(np.int64, copy=False)
+        a = v.a if v.__class__ is Weak else v
+        if a.__class__ is np.ndarray:
+            if vecs is None:
+                vecs = []
+            vecs.append((a, n, s))
         else:
             if isinstance(a, (float, np.floating)) or not isinstance(a, (int, np.integer)):
                 raise Fallback(f"{arr.name} indexed with {type(a).__name__}")
             if not 0 <= a < n:
                 raise Fallback(f"out-of-bounds index into {arr.name}")
-            a = int(a)
-        flat = flat + (a * s if s != 1 else a)
-    return flat
+            const += int(a) * s
+    if vecs is None:
+        return const, None, _offsets(eng, arr)
+    key = (arr.per, arr.size, *[(id(a), n, s) for a, n, s in vecs])
+    hit = eng.index_cache.get(key)
+    if hit is None:
+        vflat, inside = None, True
+        for a, n, s in vecs:
+            if a.dtype.kind not in "iub":
+                raise Fallback(f"{arr.name} indexed with non-integers")
+            if a.size and (a.min() < 0 or a.max() >= n):
+                inside = False             # on some lane: an active one? checked below
+            a = a.astype(np.int64, copy=False)
+            term = a * s if s != 1 else a
+            vflat = term if vflat is None else vflat + term
+        off = _offsets(eng, arr)
+        hit = (vecs, vflat, vflat if off is None else vflat + off, inside)
+        if len(eng.index_cache) >= _INDEX_CACHE_SIZE:
+            eng.index_cache.clear()
+        eng.index_cache[key] = hit
+    _, vflat, vpos, inside = hit
+    if not inside:
+        if m is eng.ALL:
+            raise Fallback(f"out-of-bounds index into {arr.name}")
+        for a, n, _ in vecs:
+            am = a[m]
+            if am.size and (am.min() < 0 or am.max() >= n):
+                raise Fallback(f"out-of-bounds index into {arr.name}")
+    return const, vflat, vpos
 
 
-def _positions(eng, arr: VArray, flat):
-    """Where each lane's element lives in ``storage``."""
+_INDEX_CACHE_SIZE = 64      # entries of lane vectors kept per interpreter (bounded memory)
+
+
+def _offsets(eng, arr: VArray):
+    """Where each lane's copy of the array starts in ``storage`` (None: one copy)."""
     if arr.per is None:
-        return flat
-    if arr.per == "block":
-        return eng.lblock * arr.size + flat
-    return eng.lanes * arr.size + flat
+        return None
+    key = (arr.per, arr.size)
+    off = eng.index_cache.get(key)
+    if off is None:
+        off = eng.index_cache[key] = (eng.lblock if arr.per == "block" else eng.lanes) * arr.size
+    return off
+
+
+def _located(eng, arr, idx, m):
+    """``(flat, pa)``: flat indices (for the trace; None when not traced) and storage
+    positions of the active lanes (an int when every lane has the same)."""
+    const, vflat, vpos = locate(eng, arr, idx, m)
+    flat = None
+    if eng.trace:
+        flat = const if vflat is None else (vflat + const if const else vflat)
+        flat = _active(eng, m, flat)
+    if vpos is None:
+        return flat, const
+    pos = vpos + const if const else vpos
+    return flat, (pos if m is eng.ALL else pos[m])
 
 
 def _active(eng, m, v):
@@ -81,46 +129,60 @@ def _active(eng, m, v):
     return a if m is eng.ALL else a[m]
 
 
+def _check_written(arr: VArray, pa, what):
+    if arr.written is not None and not arr.all_written and not arr.written[pa].all():
+        raise Fallback(f"{what} unwritten shared memory in {arr.name}")
+
+
+def _mark_written(arr: VArray, pa):
+    if arr.written is not None and not arr.all_written:
+        arr.written[pa] = True
+        # once every element is written, reads need no check (the common case: a tile
+        # loaded in full before the barrier)
+        arr.all_written = bool(arr.written.all())
+
+
 def read(eng, arr: VArray, idx, m, site):
-    flat = flat_index(eng, arr, idx, m)
-    pos = _positions(eng, arr, flat)
-    pa = _active(eng, m, pos)
-    if arr.written is not None and not arr.written[pa].all():
-        raise Fallback(f"read of unwritten shared memory in {arr.name}")
-    eng.record(m, arr.id, _active(eng, m, flat), READ, site)
+    flat, pa = _located(eng, arr, idx, m)
+    _check_written(arr, pa, "read of")
+    if eng.trace:
+        eng.record(m, arr.id, flat, READ, site)
     if m is eng.ALL:
-        return arr.storage[pa]
+        if pa.__class__ is np.ndarray:
+            return arr.storage[pa]
+        return np.full(eng.n, arr.storage[pa])
     out = np.zeros(eng.n, arr.dtype)
     out[m] = arr.storage[pa]
     return out
 
 
 def write(eng, arr: VArray, idx, value, m, site):
-    flat = flat_index(eng, arr, idx, m)
     if arr.readonly:
+        locate(eng, arr, idx, m)             # an out-of-bounds index is reported first
         raise Fallback(f"write to constant array {arr.name}")
-    pos = _positions(eng, arr, flat)
-    pa = _active(eng, m, pos)
-    eng.record(m, arr.id, _active(eng, m, flat), WRITE, site)
+    flat, pa = _located(eng, arr, idx, m)
+    if eng.trace:
+        eng.record(m, arr.id, flat, WRITE, site)
     vals = convert_for_store(value, arr.dtype)
     if isinstance(vals, np.ndarray):
         vals = vals if m is eng.ALL else vals[m]
+        if pa.__class__ is not np.ndarray:
+            vals = vals[-1]              # every lane stores to one element: the last one's stays
     arr.storage[pa] = vals
-    if arr.written is not None:
-        arr.written[pa] = True
+    _mark_written(arr, pa)
 
 
 def atomic(eng, arr: VArray, idx, m, site, update):
     """One indivisible read-modify-write per active lane, in lane order; the old values."""
-    flat = flat_index(eng, arr, idx, m)
     if arr.readonly:
+        locate(eng, arr, idx, m)
         raise Fallback(f"atomic on constant array {arr.name}")
-    pos = _positions(eng, arr, flat)
-    pa = _active(eng, m, pos)
-    if arr.written is not None and not arr.written[pa].all():
-        raise Fallback(f"atomic on unwritten shared memory in {arr.name}")
-    eng.record(m, arr.id, _active(eng, m, flat), ATOMIC, site)
+    flat, pa = _located(eng, arr, idx, m)
+    _check_written(arr, pa, "atomic on")
+    if eng.trace:
+        eng.record(m, arr.id, flat, ATOMIC, site)
     lanes = eng.lanes if m is eng.ALL else np.flatnonzero(m)
+    pa = _active(eng, m, pa) if not isinstance(pa, np.ndarray) else pa
     old = np.zeros(eng.n, arr.dtype)
     store = arr.storage
     for lane, p in zip(lanes.tolist(), pa.tolist()):
@@ -132,4 +194,4 @@ def atomic(eng, arr: VArray, idx, m, site, update):
 
 SPACE_OF = {"global": 0, "shared": SHARED, "local": LOCAL, "const": CONST}
 
-__all__ = ["VArray", "read", "write", "atomic", "flat_index", "Weak", "is_vector"]
+__all__ = ["VArray", "read", "write", "atomic", "locate", "Weak", "is_vector"]

@@ -114,6 +114,7 @@ class Interpreter:
         self.trace = launch.trace if trace is None else trace
         self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
+        self.index_cache: dict = {}               # see arrays.locate
         self.dynamic = None
         self.static_used = 0
         self.steps = 0
