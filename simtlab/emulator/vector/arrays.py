@@ -73,18 +73,12 @@ def locate(eng, arr: VArray, idx, m):
     if hit is None:
         vflat, inside = None, True
         for a, n, s in vecs:
-            if a.dtype.kind not in "iub":
-                raise Fallback(f"{arr.name} indexed with non-integers")
-            if a.size and (a.min() < 0 or a.max() >= n):
-                inside = False             # on some lane: an active one? checked below
-            a = a.astype(np.int64, copy=False)
-            term = a * s if s != 1 else a
+            term, term_inside = _term(eng, arr, a, n, s)
+            inside = inside and term_inside
             vflat = term if vflat is None else vflat + term
         off = _offsets(eng, arr)
         hit = (vecs, vflat, vflat if off is None else vflat + off, inside)
-        if len(eng.index_cache) >= _INDEX_CACHE_SIZE:
-            eng.index_cache.clear()
-        eng.index_cache[key] = hit
+        _remember(eng, key, hit)
     _, vflat, vpos, inside = hit
     if not inside:
         if m is eng.ALL:
@@ -96,7 +90,25 @@ def locate(eng, arr: VArray, idx, m):
     return const, vflat, vpos
 
 
-_INDEX_CACHE_SIZE = 64      # entries of lane vectors kept per interpreter (bounded memory)
+def _term(eng, arr, a, n, s):
+    """``(a * s, every lane inside [0, n))`` for one index vector, remembered by identity
+    (``patch[ty + u, tx + v]`` in a loop nest: each ``ty + u`` is checked once)."""
+    key = (id(a), n, s)
+    hit = eng.index_cache.get(key)
+    if hit is None:
+        if a.dtype.kind not in "iub":
+            raise Fallback(f"{arr.name} indexed with non-integers")
+        inside = not a.size or (a.min() >= 0 and a.max() < n)
+        a64 = a.astype(np.int64, copy=False)
+        hit = (a, a64 * s if s != 1 else a64, inside)
+        _remember(eng, key, hit)
+    return hit[1], hit[2]
+
+
+def _remember(eng, key, value):
+    if len(eng.index_cache) >= eng.cache_entries:
+        eng.index_cache.clear()
+    eng.index_cache[key] = value
 
 
 def _offsets(eng, arr: VArray):

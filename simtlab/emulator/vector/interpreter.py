@@ -29,10 +29,11 @@ from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector,
 
 
 class _Frame:
-    __slots__ = ("vars", "fn", "returned", "retval")
+    __slots__ = ("vars", "defined", "fn", "returned", "retval")
 
     def __init__(self, fn):
         self.vars = {}
+        self.defined = {}            # name -> the lanes that have assigned it (see set_var)
         self.fn = fn
         self.returned = None         # lanes that have returned
         self.retval = None
@@ -115,6 +116,9 @@ class Interpreter:
         self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
         self.index_cache: dict = {}               # see arrays.locate
+        self.memo: dict = {}                      # see index_arithmetic
+        # entries of lane vectors each of those keeps: about 32 MB of int64 at most
+        self.cache_entries = max(16, min(1024, (1 << 22) // max(n, 1)))
         self.dynamic = None
         self.static_used = 0
         self.steps = 0
@@ -177,6 +181,7 @@ class Interpreter:
         frame = _Frame(fn)
         for name, value in zip(fn.params, args):
             frame.vars[name] = value
+            frame.defined[name] = self.ALL
         self.exec_body(fn.fdef.body, self.ALL, frame, None)
 
     def _mask(self, m):
@@ -313,8 +318,7 @@ class Interpreter:
     def assign(self, target, value, m, frame):
         t = target.__class__
         if t is ast.Name:
-            old = frame.vars.get(target.id)
-            frame.vars[target.id] = value if m is self.ALL else select(m, value, old, self.n)
+            self.set_var(frame, target.id, value, m)
         elif t is ast.Tuple or t is ast.List:
             if not isinstance(value, tuple) or len(value) != len(target.elts):
                 raise Fallback("tuple unpacking of a non-tuple")
@@ -330,6 +334,25 @@ class Interpreter:
         else:
             raise Fallback(f"assignment to {t.__name__}")
 
+    def set_var(self, frame, name, value, m):
+        """``name = value`` on the lanes of ``m``. Lanes outside ``m`` keep their value, if
+        they have one: when no lane outside ``m`` ever assigned ``name`` (a loop counter or
+        an accumulator defined under the same mask), ``value`` is taken as it is, with no
+        per-lane select; a lane that never assigned a variable cannot read it (Python
+        raises, numba refuses), so what it would see there does not matter."""
+        old = frame.vars.get(name)
+        if m is self.ALL or old is None:
+            frame.vars[name] = value
+            frame.defined[name] = m
+            return
+        had = frame.defined.get(name, self.ALL)
+        if had is m or (had is not self.ALL and not (had & ~m).any()):
+            frame.vars[name] = value
+            frame.defined[name] = m
+            return
+        frame.vars[name] = select(m, value, old, self.n)
+        frame.defined[name] = self.ALL if had is self.ALL else (had | m)
+
     def aug_assign(self, s, m, frame):
         op = s.op.__class__.__name__
         target = s.target
@@ -337,7 +360,7 @@ class Interpreter:
         if isinstance(target, ast.Name):
             old = self.lookup(target.id, frame)
             new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
-            frame.vars[target.id] = new if m is self.ALL else select(m, new, old, self.n)
+            self.set_var(frame, target.id, new, m)
         elif isinstance(target, ast.Subscript):
             arr = self.eval(target.value, m, frame)
             idx = self.eval(target.slice, m, frame)
@@ -374,7 +397,11 @@ class Interpreter:
         if t is ast.BinOp:
             a = self.eval(node.left, m, frame)
             b = self.eval(node.right, m, frame)
-            return binop(node.op.__class__.__name__, a, b, None if m is self.ALL else m)
+            op = node.op.__class__.__name__
+            if (a.__class__ is Weak or b.__class__ is Weak) and a.__class__ in _INDEX_TYPES \
+                    and b.__class__ in _INDEX_TYPES and op not in _CHECKED_OPS:
+                return self.index_arithmetic(op, a, b)
+            return binop(op, a, b, None if m is self.ALL else m)
         if t is ast.Subscript:
             arr = self.eval(node.value, m, frame)
             idx = self.eval(node.slice, m, frame)
@@ -415,6 +442,19 @@ class Interpreter:
         if t is ast.Tuple:
             return tuple(self.eval(e, m, frame) for e in node.elts)
         raise Fallback(f"expression {t.__name__}")
+
+    def index_arithmetic(self, op, a, b):
+        """``binop`` on Python-number lane vectors (indices, loop counters), remembered by the
+        operands' identity (values never change in place): ``ty + u`` in a loop nest is
+        computed once per value of ``u``, and the array positions built from it
+        (``arrays.locate``) are found again by identity too."""
+        key = (op, _operand_key(a), _operand_key(b))
+        hit = self.memo.get(key)
+        if hit is None:
+            if len(self.memo) >= self.cache_entries:
+                self.memo.clear()
+            hit = self.memo[key] = (binop(op, a, b), a, b)    # a, b kept: their ids stay theirs
+        return hit[0]
 
     def bool_op(self, node, m, frame):
         is_and = isinstance(node.op, ast.And)
@@ -484,11 +524,20 @@ class Interpreter:
             raise Fallback("device function called with a different number of arguments")
         for name, value in zip(fn.params, args):
             frame.vars[name] = value
+            frame.defined[name] = m
         self.exec_body(fn.fdef.body, m, frame, None)
         return frame.retval
 
 
 _MISSING = object()
+_CHECKED_OPS = frozenset(("Div", "FloorDiv", "Mod"))   # a zero divisor depends on the mask
+
+
+_INDEX_TYPES = frozenset((Weak, int, bool))     # no floats: 0.0 == -0.0 as a key
+
+
+def _operand_key(v):
+    return id(v) if v.__class__ is Weak else (v.__class__, v)
 
 
 class _CudaMarker:
