@@ -88,7 +88,7 @@ def check_source(func: types.FunctionType, *, kernel: bool) -> None:
 
 
 def _check_source(func: types.FunctionType, kernel: bool) -> None:
-    parsed = parse_function(func)
+    parsed = parse_function(func, shared=True)     # read only: the tree shared with others
     if parsed is None:
         return                                    # no source (exec'd code): nothing to check
     lines, first, tree = parsed
@@ -150,11 +150,13 @@ def _short(node, limit: int = 60) -> str:
 def _check_array_shapes(fdef: ast.FunctionDef, refuse) -> None:
     """Refuse a shared or local array whose shape is not a compile-time constant."""
     params = {a.arg for a in (*fdef.args.posonlyargs, *fdef.args.args, *fdef.args.kwonlyargs)}
-    variable = _variable_locals(fdef, params)
+    variable = None                   # worked out at the first array: most functions have none
     for node in _walk_body(fdef):
         space = _array_space(node)
         if space is None:
             continue
+        if variable is None:
+            variable = _variable_locals(fdef, params)
         shape = node.args[0] if node.args else next(
             (k.value for k in node.keywords if k.arg == "shape"), None)
         if shape is None:

@@ -122,6 +122,7 @@ class Interpreter:
         self.dynamic = None
         self.static_used = 0
         self.steps = 0
+        self.exits = 0                            # break/continue/return run so far
 
     # --- trace ------------------------------------------------------------------------------
     def record(self, m, aid, flat, kind, site):
@@ -191,17 +192,21 @@ class Interpreter:
         return self.ALL if m.all() else m
 
     def exec_body(self, stmts, m, frame, loop):
+        seen = -1
         for stmt in stmts:
-            if frame.returned is not None:
-                m = m & ~frame.returned
-            if loop is not None:
-                if loop.broken is not None:
-                    m = m & ~loop.broken
-                if loop.continued is not None:
-                    m = m & ~loop.continued
-            m = self._mask(m)
-            if m is not self.ALL and not m.any():
-                return
+            if seen != self.exits:
+                # first statement, or a break, continue or return ran: lanes may have left
+                seen = self.exits
+                if frame.returned is not None:
+                    m = m & ~frame.returned
+                if loop is not None:
+                    if loop.broken is not None:
+                        m = m & ~loop.broken
+                    if loop.continued is not None:
+                        m = m & ~loop.continued
+                m = self._mask(m)
+                if m is not self.ALL and not m.any():
+                    return
             self.line(m, make_site(frame.fn.code_index, stmt.lineno))
             self.exec_stmt(stmt, m, frame, loop)
 
@@ -233,14 +238,17 @@ class Interpreter:
         elif t is ast.While:
             self.exec_while(s, m, frame)
         elif t is ast.Break:
+            self.exits += 1
             loop.broken = m.copy() if loop.broken is None else (loop.broken | m)
         elif t is ast.Continue:
+            self.exits += 1
             loop.continued = m.copy() if loop.continued is None else (loop.continued | m)
         elif t is ast.Return:
             if s.value is not None:
                 v = self.eval(s.value, m, frame)
                 frame.retval = select(m, v, frame.retval, self.n) \
                     if m is not self.ALL else v
+            self.exits += 1
             frame.returned = m.copy() if frame.returned is None else (frame.returned | m)
         elif t is ast.Pass:
             pass
