@@ -68,18 +68,24 @@ def locate(eng, arr: VArray, idx, m):
             const += int(a) * s
     if vecs is None:
         return const, None, _offsets(eng, arr)
-    key = (arr.per, arr.size, *[(id(a), n, s) for a, n, s in vecs])
-    hit = eng.index_cache.get(key)
-    if hit is None:
+    if len(vecs) == 1:                  # sa[ty, j]: the positions of ty, remembered
+        a, n, s = vecs[0]
+        key = (arr.per, arr.size, id(a), n, s)
+        hit = eng.index_cache.get(key)
+        if hit is None:
+            vflat, inside = _term(eng, arr, a, n, s)
+            off = _offsets(eng, arr)
+            hit = (a, vflat, vflat if off is None else vflat + off, inside)
+            _remember(eng, key, hit)
+        _, vflat, vpos, inside = hit
+    else:                               # patch[ty + u, tx + v]: each pair met once, not kept
         vflat, inside = None, True
         for a, n, s in vecs:
             term, term_inside = _term(eng, arr, a, n, s)
             inside = inside and term_inside
             vflat = term if vflat is None else vflat + term
         off = _offsets(eng, arr)
-        hit = (vecs, vflat, vflat if off is None else vflat + off, inside)
-        _remember(eng, key, hit)
-    _, vflat, vpos, inside = hit
+        vpos = vflat if off is None else vflat + off
     if not inside:
         if m is eng.ALL:
             raise Fallback(f"out-of-bounds index into {arr.name}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import math
 import time
+from types import ModuleType
 
 import numpy as np
 
@@ -85,6 +86,44 @@ class TraceOverflow(Exception):
         self.block = block
 
 
+_LANE_CONSTANTS: dict = {}    # (griddim, blockdim, b0, b1) -> the vectors below, read-only
+
+
+def _lane_constants(launch, b0, b1):
+    """The lane vectors that depend only on the launch's shape and the chunk: all lanes, ids,
+    thread and block indices, warps. Made once per shape (a widget or a benchmark launches
+    the same shape again and again; a 16,384-lane chunk's vectors take ~2 ms to make, most
+    of it fresh pages) and never written to: every lane value is read-only here."""
+    key = (launch.griddim, launch.blockdim, b0, b1)
+    found = _LANE_CONSTANTS.get(key)
+    if found is not None:
+        return found
+    tpb = launch.threads_per_block
+    n = (b1 - b0) * tpb
+    lanes = np.arange(n, dtype=np.int64)
+    tid = lanes % tpb
+    lblock = lanes // tpb                              # block index inside the chunk
+    block = lblock + b0
+    bx, by, _ = launch.blockdim
+    gx, gy, _ = launch.griddim
+    warp = tid // WARP_SIZE
+    thread_idx = (tid % bx, (tid // bx) % by, tid // (bx * by))
+    block_idx = (block % gx, (block // gx) % gy, block // (gx * gy))
+    vectors = (np.ones(n, bool), lanes, lanes + b0 * tpb, tid, lblock, *thread_idx,
+               *block_idx, tid % WARP_SIZE, warp,
+               lblock * launch.warps_per_block + warp)     # chunk-local warp id
+    for v in vectors:
+        v.flags.writeable = False
+    (all_lanes, lanes, gtid, tid, lblock, tx, ty, tz, bkx, bky, bkz, lane, warp,
+     gwarp) = vectors
+    found = (all_lanes, lanes, gtid, tid, lblock, (Weak(tx), Weak(ty), Weak(tz)),
+             (Weak(bkx), Weak(bky), Weak(bkz)), lane, warp, gwarp)
+    if len(_LANE_CONSTANTS) >= 4:       # a few shapes: each holds ~15 vectors of its lanes
+        _LANE_CONSTANTS.clear()
+    _LANE_CONSTANTS[key] = found
+    return found
+
+
 class Interpreter:
     """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep (``trace``: recorded)."""
 
@@ -95,20 +134,8 @@ class Interpreter:
         self.tpb = tpb
         self.b0, self.nb = b0, b1 - b0
         n = self.n = self.nb * tpb
-        self.ALL = np.ones(n, bool)
-        self.lanes = np.arange(n, dtype=np.int64)
-        self.gtid = self.lanes + b0 * tpb
-        self.tid = self.lanes % tpb
-        self.lblock = self.lanes // tpb                    # block index inside the chunk
-        block = self.lblock + b0
-        bx, by, _ = launch.blockdim
-        gx, gy, _ = launch.griddim
-        self.thread_idx = (Weak(self.tid % bx), Weak((self.tid // bx) % by),
-                           Weak(self.tid // (bx * by)))
-        self.block_idx = (Weak(block % gx), Weak((block // gx) % gy), Weak(block // (gx * gy)))
-        self.lane = self.tid % WARP_SIZE
-        self.warp = self.tid // WARP_SIZE
-        self.gwarp = self.lblock * launch.warps_per_block + self.warp   # chunk-local warp id
+        (self.ALL, self.lanes, self.gtid, self.tid, self.lblock, self.thread_idx,
+         self.block_idx, self.lane, self.warp, self.gwarp) = _lane_constants(launch, b0, b1)
         self.epoch = np.zeros(n, np.int64)
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
@@ -117,8 +144,9 @@ class Interpreter:
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
         self.index_cache: dict = {}               # see arrays.locate
         self.memo: dict = {}                      # see index_arithmetic
-        # entries of lane vectors each of those keeps: about 32 MB of int64 at most
-        self.cache_entries = max(16, min(1024, (1 << 22) // max(n, 1)))
+        # lane vectors each of those keeps: about 4 MB of int64 (kept arrays are memory the
+        # allocator cannot hand out again: fresh pages cost more than the work they save)
+        self.cache_entries = max(8, min(256, (1 << 19) // max(n, 1)))
         self.dynamic = None
         self.static_used = 0
         self.steps = 0
@@ -396,28 +424,35 @@ class Interpreter:
         raise Fallback(f"name {name!r} is not defined")
 
     def eval(self, node, m, frame):
+        # the most frequent node types first: this runs for every node of every statement
         t = node.__class__
         if t is ast.Name:
-            v = self.lookup(node.id, frame)
-            return _CUDA if _is_numba_cuda_module(v) else v
-        if t is ast.Constant:
-            return node.value
-        if t is ast.BinOp:
-            a = self.eval(node.left, m, frame)
-            b = self.eval(node.right, m, frame)
-            op = node.op.__class__.__name__
-            if (a.__class__ is Weak or b.__class__ is Weak) and a.__class__ in _INDEX_TYPES \
-                    and b.__class__ in _INDEX_TYPES and op not in _CHECKED_OPS:
-                return self.index_arithmetic(op, a, b)
-            return binop(op, a, b, None if m is self.ALL else m)
+            v = frame.vars.get(node.id, _MISSING)
+            if v is _MISSING:
+                v = self.lookup(node.id, frame)
+            return _CUDA if isinstance(v, ModuleType) and _is_numba_cuda_module(v) else v
         if t is ast.Subscript:
             arr = self.eval(node.value, m, frame)
-            idx = self.eval(node.slice, m, frame)
-            if isinstance(arr, va.VArray):
+            sl = node.slice
+            if sl.__class__ is ast.Tuple:
+                idx = tuple([self.eval(e, m, frame) for e in sl.elts])
+            else:
+                idx = self.eval(sl, m, frame)
+            if arr.__class__ is va.VArray:
                 return va.read(self, arr, idx, m, make_site(frame.fn.code_index, node.lineno))
             if isinstance(arr, tuple) and not is_vector(idx):
                 return arr[idx]
             raise Fallback("subscript of something other than an array or a tuple")
+        if t is ast.BinOp:
+            a = self.eval(node.left, m, frame)
+            b = self.eval(node.right, m, frame)
+            op = _OP_NAMES[node.op.__class__]
+            if (a.__class__ is Weak or b.__class__ is Weak) and a.__class__ in _INDEX_TYPES \
+                    and b.__class__ in _INDEX_TYPES and op not in _CHECKED_OPS:
+                return self.index_arithmetic(op, a, b)
+            return binop(op, a, b, None if m is self.ALL else m)
+        if t is ast.Constant:
+            return node.value
         if t is ast.Attribute:
             return self.attribute(self.eval(node.value, m, frame), node.attr)
         if t is ast.Compare:
@@ -538,6 +573,9 @@ class Interpreter:
 
 
 _MISSING = object()
+_OP_NAMES = {c: c.__name__ for c in (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv,
+                                     ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitOr,
+                                     ast.BitXor, ast.BitAnd, ast.MatMult)}
 _CHECKED_OPS = frozenset(("Div", "FloorDiv", "Mod"))   # a zero divisor depends on the mask
 
 
