@@ -56,12 +56,18 @@ class Function:
         if parsed is None:
             raise Fallback(f"no source for {func.__name__}()")
         _, first, tree = parsed
-        ast.increment_lineno(tree, first - 1)
         self.fdef = tree.body[0]
-        # atomics or fences: blocks may hand each other values through global memory
-        self.talks = any(isinstance(node, ast.Attribute) and (
-            node.attr == "atomic" or node.attr.startswith("threadfence"))
-            for node in ast.walk(self.fdef))
+        # one walk: file line numbers (as ast.increment_lineno), and whether the function
+        # uses atomics or fences (blocks may hand each other values through global memory)
+        shift, self.talks = first - 1, False
+        for node in ast.walk(tree):
+            if "lineno" in node._attributes:
+                node.lineno += shift
+                if getattr(node, "end_lineno", None) is not None:
+                    node.end_lineno += shift
+            if node.__class__ is ast.Attribute and (
+                    node.attr == "atomic" or node.attr.startswith("threadfence")):
+                self.talks = True
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
