@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..keys import count_distinct, group_ids
 from ..simt import WARP_SIZE
-from ..simt import group_ids
 
 
 def instructions(lines) -> np.recarray:
@@ -38,7 +38,7 @@ def instructions(lines) -> np.recarray:
 def simt_efficiency(lines) -> float | None:
     if len(lines) == 0:
         return None
-    _, n = group_ids(lines.gwarp, lines.site, lines.seq)
+    n = count_distinct(lines.gwarp, lines.site, lines.seq)
     return float(len(lines) / (WARP_SIZE * n))
 
 
