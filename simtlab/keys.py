@@ -69,19 +69,27 @@ def _dense_rank(c: np.ndarray) -> np.ndarray:
 def stable_order(*columns) -> np.ndarray:
     """The permutation that sorts the rows by the columns, rows with equal keys kept in their
     order: ``np.lexsort`` (last column first) with one ``np.sort``."""
-    n = len(columns[0])
-    if n == 0:
+    if len(columns[0]) == 0:
         return np.zeros(0, np.int64)
-    row_bits = _bits(n)
     try:
-        key, _ = pack(*columns, spare_bits=row_bits)
+        key, widths = pack(*columns, spare_bits=_bits(len(columns[0])))
     except ValueError:
         return np.lexsort(tuple(np.asarray(c) for c in reversed(columns)))
-    key <<= row_bits
-    key |= np.arange(n, dtype=np.int64)
-    key.sort()
-    key &= (1 << row_bits) - 1
-    return key
+    return _sort_key(key, sum(widths))[0]
+
+
+def _sort_key(key: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order of the rows by ``key``, the keys in that order)."""
+    row_bits = _bits(len(key))
+    if key_bits + row_bits > _KEY_BITS:
+        order = np.argsort(key, kind="stable")
+        return order, key[order]
+    k = key << row_bits
+    k |= np.arange(len(key), dtype=np.int64)
+    k.sort()
+    order = k & ((1 << row_bits) - 1)
+    k >>= row_bits
+    return order, k
 
 
 def sorted_groups(*columns) -> tuple[np.ndarray, np.ndarray]:
@@ -90,19 +98,44 @@ def sorted_groups(*columns) -> tuple[np.ndarray, np.ndarray]:
     n = len(columns[0])
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    row_bits = _bits(n)
     try:
-        key, _ = pack(*columns, spare_bits=row_bits)
+        key, widths = pack(*columns, spare_bits=_bits(n))
     except ValueError:
         order = np.lexsort(tuple(np.asarray(c) for c in reversed(columns)))
         k = np.stack([np.asarray(c)[order] for c in columns])
         return order, np.flatnonzero(np.r_[True, np.any(k[:, 1:] != k[:, :-1], axis=0)])
-    key <<= row_bits
-    key |= np.arange(n, dtype=np.int64)
-    key.sort()
-    order = key & ((1 << row_bits) - 1)
-    key >>= row_bits
-    return order, np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return key_groups(key, sum(widths))
+
+
+def key_groups(key: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """``sorted_groups`` of rows already packed into one non-negative key of ``key_bits`` bits."""
+    if len(key) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order, k = _sort_key(key, key_bits)
+    return order, np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+
+
+def _as_uint64(column) -> np.ndarray:
+    c = np.asarray(column)
+    return c.view(np.uint64) if c.dtype == np.int64 else c.astype(np.uint64)
+
+
+def maybe_shared(columns, flagged: np.ndarray) -> np.ndarray:
+    """Rows whose values in ``columns`` may also be those of a ``flagged`` row (a superset,
+    never missing one). The rows are hashed into about 2n buckets, without a sort: a row
+    sharing no bucket with a flagged row drops out; one that shares it by chance stays."""
+    n = len(columns[0])
+    bits = max(_bits(2 * n), 1)
+    h = np.array(_as_uint64(columns[0]))
+    for c in columns[1:]:          # wraps around modulo 2^64: only equal rows must collide
+        h *= np.uint64(0x100000001B3)
+        h += _as_uint64(c)
+    # Fibonacci hashing: the top bits of h * 2^64/phi spread neighbouring values apart
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    h >>= np.uint64(64 - bits)
+    hit = np.zeros(1 << bits, bool)
+    hit[h[flagged]] = True
+    return hit[h]
 
 
 def group_ids(*columns) -> tuple[np.ndarray, int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..keys import pack, sorted_groups
+from ..keys import maybe_shared, pack, sorted_groups
 from ..simt import ATOMIC, KINDS, READ, WRITE
 
 MAX_REPORTED = 1000
@@ -63,8 +63,16 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
     # Candidate addresses first, vectorised; the exact pair check below runs only on them.
     # Shared memory: only accesses of one block in one barrier epoch can race.
     # Global memory: any two blocks can race; inside a block, only within one epoch.
-    order, starts = sorted_groups(col["array"], np.where(shared, col["block"], -1), col["index"],
-                                  np.where(shared, col["epoch"], -1))
+    # An address that nothing writes cannot race: most rows (reads of inputs, of a tile
+    # loaded in an earlier epoch) drop out before the sort.
+    address = (col["array"], np.where(shared, col["block"], -1), col["index"],
+               np.where(shared, col["epoch"], -1))
+    kept = np.flatnonzero(maybe_shared(address, col["kind"] != READ))
+    n = len(kept)
+    if n == 0:
+        return 0, []
+    order, starts = sorted_groups(*(c[kept] for c in address))
+    order = kept[order]
     kinds = np.bitwise_or.reduceat(np.left_shift(1, col["kind"][order]), starts)
     plain_write = (kinds & (1 << WRITE)) != 0
     atomic = (kinds & (1 << ATOMIC)) != 0
