@@ -215,3 +215,16 @@ def test_metrics_do_not_build_the_record_arrays(engine):
         for name in cols.names:
             assert np.array_equal(table[name], cols[name])
     assert np.allclose(out, x.reshape(4, 64).sum(axis=1))
+
+
+@pytest.mark.parametrize("warps", [8, 10**6])           # a small (warp, lane, site) table, a huge one
+def test_instruction_count_is_distinct_warp_instructions(warps):
+    from simtlab.emulator.tracing import build_lines_from_columns
+    n = 5000
+    gtid = np.sort(RNG.integers(0, 6 * 32, n)) * (warps // 8)   # each thread runs sites again
+    site = (RNG.integers(0, 3, n) << 20) | RNG.integers(5, 9, n)    # three functions
+    lines = build_lines_from_columns(gtid, site, np.zeros(n, np.int64), 48, 2)  # partial warps
+    expected = len({(g, s, q) for g, s, q in zip(lines.gwarp.tolist(), lines.site.tolist(),
+                                                 lines.seq.tolist())})
+    assert divergence.instruction_count(lines) == expected
+    assert divergence.simt_efficiency(lines) == n / (32 * expected)

@@ -2,12 +2,15 @@
 
     python tools/engine_time_breakdown.py [case ...]     (cases: reduction gemm64 conv shuffle)
 
-For each case, in one process: the first traced launch with ``run.metrics`` (what the
-benchmark times), then a second one timed stage by stage: the engine run, the memory columns
-and the race check (inside ``emulate``: a racing kernel goes back to the greenlet engine), the
-line columns, and each analysis behind ``run.metrics``. Last, for reference, the record arrays
-``run.memory`` and ``run.lines`` (built only when a caller reads them; not in the benchmark).
+For each case, in one fresh process, the first traced launch with ``run.metrics`` (what the
+benchmark times) and a second one, each timed stage by stage: the engine run, the memory
+columns and the race check (inside ``emulate``: a racing kernel goes back to the greenlet
+engine), the line columns, each analysis behind ``run.metrics`` (fields of the trace are
+derived when first read, so a stage pays for the fields it is the first to read), and the
+page faults of the launch. Last, for reference, the record arrays ``run.memory`` and
+``run.lines`` (built only when a caller reads them; not in the benchmark).
 """
+import resource
 import sys
 import time
 from pathlib import Path
@@ -40,17 +43,15 @@ def clock(stages, label, fn):
     return out
 
 
-def breakdown(name):
-    k, g, b, args, _, _ = make_case(name)
-    t0 = time.perf_counter()
-    simtlab.emulate(k, g, b, *args, engine="vector").metrics
-    first = time.perf_counter() - t0
-
+def staged_launch(name):
+    """One traced launch with ``run.metrics``, timed stage by stage; also counts the page
+    faults (fresh memory the process takes from the kernel) of the whole launch."""
     stages = {}
     undo = [timed(stages, "engine", vector, "run"),
             timed(stages, "memory columns", tracing.Trace, "memory"),
             timed(stages, "race check", races, "find_races")]
     k, g, b, args, _, _ = make_case(name)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         t0 = time.perf_counter()
         run = simtlab.emulate(k, g, b, *args, engine="vector")
@@ -60,15 +61,30 @@ def breakdown(name):
         clock(stages, "bank conflicts", lambda: bank_conflicts.summary(mem))
         clock(stages, "divergence", lambda: divergence.simt_efficiency(lines))
         run.metrics
-        total = time.perf_counter() - t0
+        stages["total"] = time.perf_counter() - t0
     finally:
         for u in undo:
             u()
-    clock(stages, "(run.memory records)", lambda: run.memory)
-    clock(stages, "(run.lines records)", lambda: run.lines)
-    print(f"{name}: {len(mem):,} memory rows, {len(lines):,} line rows; first launch "
-          f"{first:.3f} s, second {total:.3f} s =", ", ".join(f"{k} {v * 1e3:.0f} ms"
-                                                          for k, v in stages.items()))
+    stages["page faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return run, stages
+
+
+def breakdown(name):
+    _, first = staged_launch(name)
+    run, second = staged_launch(name)
+    records = {}
+    clock(records, "memory", lambda: run.memory)
+    clock(records, "lines", lambda: run.lines)
+    print(f"{name}: {len(run.memory):,} memory rows, {len(run.lines):,} line rows")
+    for label in first:
+        print(f"  {label:16s} first {_fmt(label, first[label])}, second "
+              f"{_fmt(label, second[label])}")
+    print(f"  (not in the benchmark: run.memory and run.lines as record arrays, "
+          f"{records['memory'] * 1e3:.0f} + {records['lines'] * 1e3:.0f} ms)")
+
+
+def _fmt(label, value):
+    return f"{value:8d}" if label == "page faults" else f"{value * 1e3:6.0f} ms"
 
 
 if __name__ == "__main__":

@@ -28,50 +28,75 @@ RAW_MEMORY_FIELDS = ("gtid", "array", "index", "kind", "site", "epoch", "wepoch"
 class Columns:
     """Trace rows held as one NumPy array per field, read as a record array is read:
     ``c.block`` or ``c["block"]`` is a column, ``c[mask]`` / ``c[rows]`` the selected rows
-    (another ``Columns``), ``len(c)`` the number of rows. ``records()`` builds the record
-    array ``run.memory`` / ``run.lines`` show."""
+    (another ``Columns``), ``len(c)`` the number of rows, ``c.names`` the fields.
+    ``records()`` builds the record array ``run.memory`` / ``run.lines`` show.
 
-    __slots__ = ("_cols", "_n")
+    A field can be ``derived``: a function of the ``Columns`` that computes it on first read
+    (``block`` from the thread id, ``seq`` by a sort...), so the metrics pay only for the
+    fields they read. ``columns`` may hold helper columns that are not among ``names``."""
 
-    def __init__(self, columns: dict):
+    __slots__ = ("_cols", "_derive", "_names", "_n")
+
+    def __init__(self, columns: dict, derived: dict | None = None, names=None):
         self._cols = dict(columns)
+        self._derive = dict(derived or {})
+        self._names = tuple(names) if names is not None else tuple(self._cols) + \
+            tuple(self._derive)
         self._n = len(next(iter(self._cols.values()))) if self._cols else 0
 
     @property
     def names(self) -> tuple:
-        return tuple(self._cols)
+        return self._names
 
     def __len__(self):
         return self._n
 
     def __getattr__(self, name):
+        if name.startswith("__") or name in Columns.__slots__:
+            raise AttributeError(name)          # copy/pickle probing a half-built object
         try:
             return self._cols[name]
         except KeyError:
+            pass
+        try:
+            derive = self._derive.pop(name)
+        except KeyError:
             raise AttributeError(f"trace rows have no field {name!r}; fields: "
-                                 f"{', '.join(self._cols)}") from None
+                                 f"{', '.join(self._names)}") from None
+        column = self._cols[name] = derive(self)
+        return column
 
     def __getitem__(self, key):
         if isinstance(key, str):
-            return self._cols[key]
-        return Columns({name: col[key] for name, col in self._cols.items()})
+            if key not in self._names:
+                raise KeyError(f"trace rows have no field {key!r}; fields: "
+                               f"{', '.join(self._names)}")
+            return getattr(self, key)
+        # the selected rows of each field, taken when that field is first read
+        return Columns({"_rows": np.arange(self._n)[key]},
+                       {name: (lambda sub, name=name: getattr(self, name)[sub._rows])
+                        for name in self._names}, self._names)
 
     def __repr__(self):
-        return f"<Columns {len(self)} rows: {', '.join(self._cols)}>"
+        return f"<Columns {len(self)} rows: {', '.join(self._names)}>"
 
     def records(self) -> np.recarray:
-        out = np.recarray(self._n, dtype=[(name, col.dtype) for name, col in self._cols.items()])
-        for name, col in self._cols.items():
-            out[name] = col
+        cols = [getattr(self, name) for name in self._names]
+        out = np.recarray(self._n, dtype=[(name, c.dtype) for name, c in zip(self._names, cols)])
+        for name, c in zip(self._names, cols):
+            out[name] = c
         return out
 
 
-def _thread_columns(gtid, tpb, wpb) -> dict:
-    block = gtid // tpb
-    thread = gtid - block * tpb
-    warp = thread // WARP_SIZE
-    return {"block": block, "thread": thread, "warp": warp, "lane": thread - warp * WARP_SIZE,
-            "gwarp": block * wpb + warp}
+def _thread_fields(tpb, wpb) -> dict:
+    """Derived fields from the helper column ``gtid`` (linear thread id in the launch)."""
+    return {"block": lambda c: c.gtid // tpb,
+            "thread": lambda c: c.gtid - c.block * tpb,
+            "warp": lambda c: c.thread // WARP_SIZE,
+            "lane": lambda c: c.thread - c.warp * WARP_SIZE,
+            "gwarp": lambda c: c.block * wpb + c.warp,
+            "line": lambda c: site_line(c.site),
+            "seq": lambda c: occurrence(c.gtid, c.site)}
 
 
 def raw_memory_columns(records) -> tuple:
@@ -86,19 +111,31 @@ def build_memory(raw, arrays, tpb, wpb) -> Columns:
     space_of = np.array([SPACE_CODES[a.space] for a in arrays] or [0], np.int64)
     item_of = np.array([a.itemsize for a in arrays] or [1], np.int64)
     base_of = np.array([a.base for a in arrays] or [0], np.int64)
-    width = item_of[aid]
-    cols = _thread_columns(gtid, tpb, wpb)
-    cols.update(epoch=epoch, wepoch=wsync, space=space_of[aid], array=aid, index=flat,
-                address=base_of[aid] + flat * width, width=width, kind=kind,
-                line=site_line(site), site=site, seq=occurrence(gtid, site))
-    return Columns({name: cols[name] for name in MEMORY_FIELDS})
+    derived = _thread_fields(tpb, wpb)
+    derived.update(space=lambda c: space_of[c.array], width=lambda c: item_of[c.array],
+                   address=lambda c: base_of[c.array] + c.index * c.width)
+    return Columns({"gtid": gtid, "epoch": epoch, "wepoch": wsync, "array": aid, "index": flat,
+                    "kind": kind, "site": site}, derived, MEMORY_FIELDS)
 
 
-def _line_table(gtid, site, step, epoch, tpb, wpb) -> Columns:
-    cols = _thread_columns(gtid, tpb, wpb)
-    cols.update(line=site_line(site), site=site, seq=occurrence(gtid, site), step=step,
-                epoch=epoch)
-    return Columns({name: cols[name] for name in LINE_FIELDS})
+def _line_table(gtid, site, epoch, tpb, wpb, step=None) -> Columns:
+    """``step`` (position in the thread's own lines) is derived when not given: the rows are
+    grouped by thread, each thread's rows in execution order."""
+    derived = _thread_fields(tpb, wpb)
+    columns = {"gtid": gtid, "site": site, "epoch": epoch}
+    if step is None:
+        derived["step"] = lambda c: _steps(c.gtid)
+    else:
+        columns["step"] = step
+    return Columns(columns, derived, LINE_FIELDS)
+
+
+def _steps(gtid):
+    n = len(gtid)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, gtid[1:] != gtid[:-1]])
+    return np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
 
 
 def build_lines(finished_threads, tpb, wpb) -> Columns:
@@ -117,16 +154,12 @@ def build_lines(finished_threads, tpb, wpb) -> Columns:
         if barriers:
             epoch[start:start + n] = np.searchsorted(np.asarray(barriers), np.arange(n), side="right")
         start += n
-    return _line_table(gtid, site, step, epoch, tpb, wpb)
+    return _line_table(gtid, site, epoch, tpb, wpb, step=step)
 
 
 def build_lines_from_columns(gtid, site, epoch, tpb, wpb) -> Columns:
     """The same table from columns already grouped by thread (the vector engine's form)."""
-    n = len(gtid)
-    new_thread = np.r_[True, gtid[1:] != gtid[:-1]] if n else np.zeros(0, bool)
-    start = np.maximum.accumulate(np.where(new_thread, np.arange(n), 0)) if n else \
-        np.zeros(0, np.int64)
-    return _line_table(gtid, site, np.arange(n) - start, epoch, tpb, wpb)
+    return _line_table(gtid, site, epoch, tpb, wpb)
 
 
 @dataclass
