@@ -81,6 +81,17 @@ def test_columns_read_as_a_record_array():
         c.nope
 
 
+@pytest.mark.parametrize("n", [0, 20000])      # none, and more rows than one block of records()
+def test_records_are_the_columns_row_by_row(n):
+    a, b = RNG.integers(-5, 5, n), RNG.integers(0, 10**12, n)
+    rec = Columns({"a": a, "b": b}).records()
+    assert rec.shape == (n,) and np.array_equal(rec.a, a) and np.array_equal(rec.b, b)
+    assert [tuple(r) for r in rec[:50]] == list(zip(a[:50].tolist(), b[:50].tolist()))
+    mixed = Columns({"a": a.astype(np.int32), "b": b}).records()      # two dtypes: field by field
+    assert mixed.dtype == np.dtype([("a", np.int32), ("b", np.int64)])
+    assert np.array_equal(mixed.a, a) and np.array_equal(mixed.b, b)
+
+
 # ---------------------------------------------------------------------------------------------
 # metrics without tables == the tables' figures, on random traces with straddling accesses
 

@@ -22,6 +22,7 @@ from ..simt import SPACE_CODES, WARP_SIZE, site_line
 MEMORY_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "epoch", "wepoch", "space",
                  "array", "index", "address", "width", "kind", "line", "site", "seq")
 LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step", "epoch")
+_RECORD_BLOCK = 8192       # rows per block when records() lays the columns out as rows
 RAW_MEMORY_FIELDS = ("gtid", "array", "index", "kind", "site", "epoch", "wepoch")
 
 
@@ -82,10 +83,20 @@ class Columns:
 
     def records(self) -> np.recarray:
         cols = [getattr(self, name) for name in self._names]
-        out = np.recarray(self._n, dtype=[(name, c.dtype) for name, c in zip(self._names, cols)])
-        for name, c in zip(self._names, cols):
-            out[name] = c
-        return out
+        dtype = np.dtype([(name, c.dtype) for name, c in zip(self._names, cols)])
+        if len({c.dtype for c in cols}) != 1:
+            out = np.recarray(self._n, dtype=dtype)
+            for name, c in zip(self._names, cols):
+                out[name] = c
+            return out
+        # One dtype (the trace's int64): a (rows x fields) matrix filled a block of rows at a
+        # time, which stays in cache; field by field, each field's write would stride over
+        # the whole table (2-3x slower).
+        table = np.empty((self._n, len(cols)), cols[0].dtype)
+        for start in range(0, self._n, _RECORD_BLOCK):
+            stop = start + _RECORD_BLOCK
+            table[start:stop] = np.stack([c[start:stop] for c in cols], axis=1)
+        return table.view(dtype).reshape(-1).view(np.recarray)
 
 
 def _thread_fields(tpb, wpb) -> dict:
