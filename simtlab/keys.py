@@ -78,6 +78,11 @@ def stable_order(*columns) -> np.ndarray:
     return _sort_key(key, sum(widths))[0]
 
 
+def key_order(key: np.ndarray, key_bits: int) -> np.ndarray:
+    """``stable_order`` of rows already packed into one non-negative key of ``key_bits`` bits."""
+    return _sort_key(key, key_bits)[0]
+
+
 def _sort_key(key: np.ndarray, key_bits: int) -> tuple[np.ndarray, np.ndarray]:
     """(stable order of the rows by ``key``, the keys in that order)."""
     row_bits = _bits(len(key))

@@ -56,8 +56,8 @@ def requests(mem, space: int = 0) -> np.recarray:
 
 def space_rows(mem, space: int, fields) -> list:
     """The columns ``fields`` of the rows of one memory space (only those columns are copied)."""
-    keep = np.asarray(mem["space"]) == space
-    return [np.asarray(mem[f])[keep] for f in fields]
+    rows = np.flatnonzero(np.asarray(mem["space"]) == space)   # indices: faster than a mask,
+    return [np.asarray(mem[f])[rows] for f in fields]          # taken once per field
 
 
 def distinct_units(gwarp, site, seq, address, width, unit) -> int:

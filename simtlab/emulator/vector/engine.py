@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ...keys import stable_order
+from ...keys import key_order, stable_order
 from ...simt import GLOBAL, WARP_SIZE
 from ..binding import KernelBinder
 from ..launch_spec import GLOBAL_ALIGN, Launch
@@ -138,12 +138,15 @@ class VectorEngine:
         # the greenlet engine's order: block, barrier epoch, warp, collectives passed, lane
         # (one composite key, sorted stably, keeps each thread's own accesses in time order)
         key = gtid // tpb
+        bound = self.launch.num_blocks
         for col, size in ((rows[5], int(rows[5].max()) + 1),
                           (thread // WARP_SIZE, self.launch.warps_per_block),
                           (rows[7], int(rows[7].max()) + 1), (thread % WARP_SIZE, WARP_SIZE)):
-            key = key * size + col
+            key *= size
+            key += col
+            bound *= size
         # one row per field (Trace.memory_records' "columns" form): no transposed copy
-        return ("columns", rows[:7, stable_order(key)])
+        return ("columns", rows[:7, key_order(key, (bound - 1).bit_length())])
 
     def _line_columns(self):
         if not self.line_chunks:
