@@ -239,3 +239,14 @@ def test_instruction_count_is_distinct_warp_instructions(warps):
                                                  lines.seq.tolist())})
     assert divergence.instruction_count(lines) == expected
     assert divergence.simt_efficiency(lines) == n / (32 * expected)
+
+
+def test_analyses_give_the_same_tables_from_columns_and_records():
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    run = simtlab.emulate(_tile_sum, 4, 64, x, out, engine="vector")
+    for make in (lambda m: coalescing.requests(m, 0), bank_conflicts.requests):
+        a, b = make(run.memory_columns), make(run.memory)
+        assert len(a) > 0 and a.dtype == b.dtype and np.array_equal(a, b)
+    a, b = divergence.instructions(run.line_columns), divergence.instructions(run.lines)
+    assert len(a) > 0 and np.array_equal(a, b)
