@@ -25,9 +25,10 @@ import os
 
 # mallopt parameters, from glibc's malloc.h
 M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_THRESHOLD = -1, -2, -3
-MMAP_THRESHOLD_BYTES = 32 << 20      # glibc's largest allowed value on 64-bit
-TRIM_BYTES = 512 << 20               # freed memory the heap may keep at its top
-TOP_PAD_BYTES = 64 << 20             # extra the heap takes each time it grows
+MiB = 1024 * 1024
+MMAP_THRESHOLD_BYTES = 32 * MiB     # glibc's largest allowed value on 64-bit
+TRIM_BYTES = 512 * MiB              # freed memory the heap may keep at its top
+TOP_PAD_BYTES = 64 * MiB            # extra the heap takes each time it grows
 
 _applied: bool | None = None
 

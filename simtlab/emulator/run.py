@@ -8,6 +8,8 @@ from functools import cached_property
 
 import numpy as np
 
+from ..analysis import bank_conflicts, coalescing, divergence
+from ..analysis.races import find_races
 from ..simt import KINDS, WARP_SIZE, site_code, site_line
 from .tracing import Trace
 
@@ -122,7 +124,6 @@ class Run:
     def _race_result(self):
         if self._trace.races is not None:
             return self._trace.races
-        from ..analysis.races import find_races
         return find_races(self.memory_columns, self.arrays, self._unravel)
 
     @property
@@ -133,7 +134,6 @@ class Run:
 
     @cached_property
     def metrics(self) -> dict:
-        from ..analysis import bank_conflicts, coalescing, divergence
         m = {"threads": self.num_blocks * self.threads_per_block,
              "blocks": self.num_blocks,
              "warps": self.num_blocks * self.warps_per_block,
