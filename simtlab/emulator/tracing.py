@@ -59,11 +59,12 @@ class Columns:
             return self._cols[name]
         except KeyError:
             pass
-        try:
-            derive = self._derive.pop(name)
-        except KeyError:
+        derive = self._derive.get(name)
+        if derive is None:
             raise AttributeError(f"trace rows have no field {name!r}; fields: "
-                                 f"{', '.join(self._names)}") from None
+                                 f"{', '.join(self._names)}")
+        # kept in _derive: a second thread reading the field meanwhile derives it too (the
+        # same values) instead of finding it nowhere (the playground prefetches in a thread)
         column = self._cols[name] = derive(self)
         return column
 
