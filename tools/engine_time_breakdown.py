@@ -3,11 +3,11 @@
     python tools/engine_time_breakdown.py [case ...]     (cases: reduction gemm64 conv shuffle)
 
 For each case, in one fresh process, the first traced launch with ``run.metrics`` (what the
-benchmark times) and a second one, each timed stage by stage: the engine run, the memory
-columns and the race check (inside ``emulate``: a racing kernel goes back to the greenlet
-engine), the line columns, each analysis behind ``run.metrics`` (fields of the trace are
-derived when first read, so a stage pays for the fields it is the first to read), and the
-page faults of the launch. Last, for reference, the record arrays ``run.memory`` and
+benchmark times) and a second one, each timed stage by stage: the engine run, the race check
+(inside ``emulate``: a racing kernel goes back to the greenlet engine) and each analysis behind
+``run.metrics`` (the trace's fields are derived when first read, so a stage pays for the fields
+it is the first to read: ``seq`` by the coalescing count, for example), and the page faults of
+the launch. Last, for reference, the record arrays ``run.memory`` and
 ``run.lines`` (built only when a caller reads them; not in the benchmark).
 """
 import resource
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import simtlab  # noqa: E402
 from emulator_vs_simulator import CASES, make_case  # noqa: E402
 from simtlab.analysis import bank_conflicts, coalescing, divergence, races  # noqa: E402
-from simtlab.emulator import tracing, vector  # noqa: E402
+from simtlab.emulator import vector  # noqa: E402
 
 
 def timed(stages, label, module, name):
@@ -48,7 +48,6 @@ def staged_launch(name):
     faults (fresh memory the process takes from the kernel) of the whole launch."""
     stages = {}
     undo = [timed(stages, "engine", vector, "run"),
-            timed(stages, "memory columns", tracing.Trace, "memory"),
             timed(stages, "race check", races, "find_races")]
     k, g, b, args, _, _ = make_case(name)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -56,7 +55,7 @@ def staged_launch(name):
         t0 = time.perf_counter()
         run = simtlab.emulate(k, g, b, *args, engine="vector")
         mem = run.memory_columns                  # already built by the race check
-        lines = clock(stages, "line columns", lambda: run.line_columns)
+        lines = run.line_columns                  # its fields are derived when first read
         clock(stages, "coalescing", lambda: coalescing.summary(mem))
         clock(stages, "bank conflicts", lambda: bank_conflicts.summary(mem))
         clock(stages, "divergence", lambda: divergence.simt_efficiency(lines))
