@@ -6,7 +6,6 @@ analyses (which read them) both import this module, and never each other in that
 
 from __future__ import annotations
 
-import numpy as np
 
 WARP_SIZE = 32
 FULL_MASK = 0xFFFFFFFF
@@ -43,34 +42,3 @@ def site_line(site):
 def site_code(site):
     """The code index of a site: which function of the launch the line belongs to."""
     return site >> SITE_SHIFT
-
-
-def group_ids(*columns) -> tuple[np.ndarray, int]:
-    """Dense ids 0..n-1 for the distinct rows of several non-negative integer columns, in the
-    order of the rows' values (first column first). One sort: columns whose values are small
-    enough are combined as they are; a column with large values (a site) is made dense first."""
-    if len(columns[0]) == 0:
-        return np.zeros(0, np.int64), 0
-    cols, bound = [], 1
-    for c in columns:
-        c = np.asarray(c, np.int64).reshape(-1)
-        size = int(c.max()) + 1
-        if bound * size >= 1 << 62:
-            _, c = np.unique(c, return_inverse=True)
-            c = c.reshape(-1)
-            size = int(c.max()) + 1
-        cols.append((c, size))
-        bound *= size
-    if bound >= 1 << 62:                      # still too wide: the old way, column by column
-        key = np.zeros(len(columns[0]), np.int64)
-        for c, _ in cols:
-            _, dense = np.unique(c, return_inverse=True)
-            key = key * (int(dense.max()) + 1) + dense.reshape(-1)
-    else:
-        key = cols[0][0].copy()
-        for c, size in cols[1:]:
-            key *= size
-            key += c
-    _, inverse = np.unique(key, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    return inverse, int(inverse.max()) + 1

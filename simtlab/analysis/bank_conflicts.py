@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import group_ids
-from .coalescing import _spans
+from ..keys import group_ids, pack
+from .coalescing import _spans, space_rows
 
 BANKS = 32
 BANK_BYTES = 4
@@ -29,31 +29,54 @@ def requests(mem) -> np.recarray:
     first = np.full(n, -1, np.int64)
     order = np.arange(len(m))[::-1]
     first[req[order]] = order
-    rows, words = _spans(m.address, m.width, BANK_BYTES)
-    pair, npairs = group_ids(req[rows], words)          # distinct (request, word)
-    word_req = np.zeros(npairs, np.int64)
-    word = np.zeros(npairs, np.int64)
-    word_req[pair] = req[rows]
-    word[pair] = words
-    per_bank, nb = group_ids(word_req, word % BANKS)       # distinct words per (request, bank)
-    counts = np.bincount(per_bank, minlength=nb)
-    bank_req = np.zeros(nb, np.int64)
-    bank_req[per_bank] = word_req
-    wavefronts = np.zeros(n, np.int64)
-    np.maximum.at(wavefronts, bank_req, counts)
-    distinct_words = np.bincount(word_req, minlength=n)
-    ideal = -(-distinct_words // BANKS)
+    # requests numbered in the order of their (gwarp, site, seq), as wavefront_counts gives them
+    wavefronts, ideal = wavefront_counts(m.gwarp, m.site, m.seq, m.address, m.width)
     f = m[first]
     return np.rec.fromarrays([f.gwarp, f.block, f.warp, f.line, f.site, f.seq, f.kind,
                               f.array, np.bincount(req, minlength=n), wavefronts, ideal],
                              names=names)
 
 
+def wavefront_counts(gwarp, site, seq, address, width) -> tuple[np.ndarray, np.ndarray]:
+    """Per shared-memory warp request (rows grouped by ``(gwarp, site, seq)``): the wavefronts
+    it needs and the conflict-free number. One sort of the distinct (request, bank, word)
+    triples gives both: words per (request, bank), their maximum per request, and words per
+    request."""
+    words = address // BANK_BYTES
+    if not np.array_equal(words, (address + width - 1) // BANK_BYTES):
+        rows, words = _spans(address, width, BANK_BYTES)
+        gwarp, site, seq = gwarp[rows], site[rows], seq[rows]
+    request, request_bits = pack(gwarp, site, seq)
+    bank_row = words // BANKS                       # which row of 32 banks the word is in
+    bank_row -= bank_row.min()
+    high_bits = int(bank_row.max()).bit_length()
+    bank_bits = (BANKS - 1).bit_length()
+    if sum(request_bits) + bank_bits + high_bits > 62:
+        request = group_ids(request)[0]
+        request_bits = (int(request.max()).bit_length(),)
+        if request_bits[0] + bank_bits + high_bits > 62:
+            raise ValueError("shared addresses span too wide a range to count bank conflicts")
+    key = (request << (bank_bits + high_bits)) | ((words % BANKS) << high_bits) | bank_row
+    key.sort()
+    key = key[np.r_[True, key[1:] != key[:-1]]]          # distinct (request, bank, word)
+    request_bank = key >> high_bits
+    rb_starts = np.flatnonzero(np.r_[True, request_bank[1:] != request_bank[:-1]])
+    words_per_bank = np.diff(np.r_[rb_starts, len(key)])
+    of_request = request_bank[rb_starts] >> bank_bits
+    req_starts = np.flatnonzero(np.r_[True, of_request[1:] != of_request[:-1]])
+    wavefronts = np.maximum.reduceat(words_per_bank, req_starts)
+    ideal = -(-np.add.reduceat(words_per_bank, req_starts) // BANKS)
+    return wavefronts, ideal
+
+
 def summary(mem) -> dict:
-    r = requests(mem)
-    if len(r) == 0:
+    """``run.metrics``'s shared-memory figures, the same as ``requests(mem)`` gives, counted
+    without building the table."""
+    cols = space_rows(mem, 1, ("gwarp", "site", "seq", "address", "width"))
+    if len(cols[0]) == 0:
         return {"shared_requests": 0, "shared_wavefronts_per_request": None,
                 "shared_bank_conflicts": 0}
-    return {"shared_requests": int(len(r)),
-            "shared_wavefronts_per_request": float(r.wavefronts.mean()),
-            "shared_bank_conflicts": int((r.wavefronts - r.ideal).sum())}
+    wavefronts, ideal = wavefront_counts(*cols)
+    return {"shared_requests": int(len(wavefronts)),
+            "shared_wavefronts_per_request": float(wavefronts.mean()),
+            "shared_bank_conflicts": int((wavefronts - ideal).sum())}

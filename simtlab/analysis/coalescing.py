@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import WARP_SIZE, group_ids
+from ..keys import count_distinct, group_ids
+from ..simt import WARP_SIZE
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -51,6 +52,34 @@ def requests(mem, space: int = 0) -> np.recarray:
     return np.rec.fromarrays(
         [f.gwarp, f.block, f.warp, f.line, f.site, f.seq, f.kind, f.array, lanes,
          distinct(SECTOR_BYTES), distinct(LINE_BYTES), nbytes], names=names)
+
+
+def space_rows(mem, space: int, fields) -> list:
+    """The columns ``fields`` of the rows of one memory space (only those columns are copied)."""
+    rows = np.flatnonzero(np.asarray(mem["space"]) == space)   # indices: faster than a mask,
+    return [np.asarray(mem[f])[rows] for f in fields]          # taken once per field
+
+
+def distinct_units(gwarp, site, seq, address, width, unit) -> int:
+    """Distinct (warp request, ``unit``-byte block) pairs: summed over the requests, the
+    blocks each one touches. An access that straddles two blocks counts in both."""
+    first = address // unit
+    if np.array_equal(first, (address + width - 1) // unit):
+        return count_distinct(gwarp, site, seq, first)
+    rows, blocks = _spans(address, width, unit)
+    return count_distinct(gwarp[rows], site[rows], seq[rows], blocks)
+
+
+def summary(mem) -> dict:
+    """``run.metrics``'s global-memory figures: warp requests, and 32-byte sectors per request
+    (the mean of ``requests(mem).sectors``, counted without building the table)."""
+    gwarp, site, seq, address, width = space_rows(mem, 0, ("gwarp", "site", "seq", "address",
+                                                           "width"))
+    n = count_distinct(gwarp, site, seq)
+    if n == 0:
+        return {"global_requests": 0, "global_sectors_per_request": None}
+    sectors = distinct_units(gwarp, site, seq, address, width, SECTOR_BYTES)
+    return {"global_requests": n, "global_sectors_per_request": sectors / n}
 
 
 def sectors_per_request(mem, space: int = 0) -> float | None:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..simt import KINDS
+from ..keys import maybe_shared, pack, sorted_groups
+from ..simt import ATOMIC, KINDS, READ, WRITE
 
 MAX_REPORTED = 1000
 
@@ -45,17 +46,13 @@ def _ordered(col, i, j):
     return same_block & (other_epoch | (same_warp & other_wsync))
 
 
-def _groups(keys):
-    order = np.lexsort(tuple(reversed(keys)))
-    k = np.stack([c[order] for c in keys])
-    starts = np.flatnonzero(np.r_[True, np.any(k[:, 1:] != k[:, :-1], axis=0)])
-    return order, starts
-
-
 def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
-    """Return (races found, list of up to ``limit`` Race records), one per racy address."""
-    sel = (mem.space == 0) | (mem.space == 1)
-    col = {f: np.asarray(mem[f])[sel] for f in
+    """Return (races found, list of up to ``limit`` Race records), one per racy address.
+    ``mem``: the trace's rows (``run.memory`` or ``run.memory_columns``)."""
+    space = np.asarray(mem["space"])
+    sel = (space == 0) | (space == 1)
+    keep_all = bool(sel.all())
+    col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in
            ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
             "line")}
     n = len(col["block"])
@@ -66,26 +63,36 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
     # Candidate addresses first, vectorised; the exact pair check below runs only on them.
     # Shared memory: only accesses of one block in one barrier epoch can race.
     # Global memory: any two blocks can race; inside a block, only within one epoch.
-    addr = (col["array"], np.where(shared, col["block"], -1), col["index"],
-            np.where(shared, col["epoch"], -1))
-    order, starts = _groups(addr)
-    plain_write = np.add.reduceat((col["kind"][order] == 1).astype(np.int64), starts) > 0
-    atomic = np.add.reduceat((col["kind"][order] == 2).astype(np.int64), starts) > 0
-    read = np.add.reduceat((col["kind"][order] == 0).astype(np.int64), starts) > 0
+    # An address that nothing writes cannot race: most rows (reads of inputs, of a tile
+    # loaded in an earlier epoch) drop out before the sort.
+    address = (col["array"], np.where(shared, col["block"], -1), col["index"],
+               np.where(shared, col["epoch"], -1))
+    kept = np.flatnonzero(maybe_shared(address, col["kind"] != READ))
+    n = len(kept)
+    if n == 0:
+        return 0, []
+    order, starts = sorted_groups(*(c[kept] for c in address))
+    order = kept[order]
+    kinds = np.bitwise_or.reduceat(np.left_shift(1, col["kind"][order]), starts)
+    plain_write = (kinds & (1 << WRITE)) != 0
+    atomic = (kinds & (1 << ATOMIC)) != 0
+    read = (kinds & (1 << READ)) != 0
     g = gtid[order]
     multi_thread = np.maximum.reduceat(g, starts) != np.minimum.reduceat(g, starts)
     b = col["block"][order]
     multi_block = np.maximum.reduceat(b, starts) != np.minimum.reduceat(b, starts)
-    # inside one block and epoch, do several threads share the address?
-    sub_order, sub_starts = _groups(addr + (col["block"], col["epoch"]))
-    sg = gtid[sub_order]
-    sub_multi = np.maximum.reduceat(sg, sub_starts) != np.minimum.reduceat(sg, sub_starts)
-    group_of_row = np.empty(n, np.int64)
-    group_of_row[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
-    row_sub_multi = np.zeros(n, bool)
-    row_sub_multi[sub_order] = np.repeat(sub_multi, np.diff(np.r_[sub_starts, n]))
+    # inside one block and epoch, do several threads share the address? Sort the values
+    # (address group, block, epoch, thread): a sub-group shares when its first and last
+    # thread differ.
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    # Sorting keeps every group in its own positions, so ``group`` still names them.
+    sub, widths = pack(group, b, col["epoch"][order], col["thread"][order])
+    sub.sort()
+    who = sub >> widths[-1]                         # (group, block, epoch) of each sorted row
+    sub_starts = np.flatnonzero(np.r_[True, who[1:] != who[:-1]])
+    sub_multi = sub[sub_starts] != sub[np.r_[sub_starts[1:], n] - 1]
     unordered_sharing = np.zeros(len(starts), bool)
-    np.logical_or.at(unordered_sharing, group_of_row, row_sub_multi)
+    unordered_sharing[group[sub_starts[sub_multi]]] = True
     candidate = (plain_write | (atomic & read)) & multi_thread & (multi_block | unordered_sharing)
 
     ends = np.r_[starts[1:], n]

@@ -8,6 +8,8 @@ from functools import cached_property
 
 import numpy as np
 
+from ..analysis import bank_conflicts, coalescing, divergence
+from ..analysis.races import find_races
 from ..simt import KINDS, WARP_SIZE, site_code, site_line
 from .tracing import Trace
 
@@ -88,8 +90,12 @@ class Run:
         return ""
 
     # --- trace ----------------------------------------------------------------------------------
+    # The trace is kept as one array per field (``Columns``): the metrics and the race check
+    # read those. ``memory`` and ``lines`` are the same rows as record arrays, built on first use
+    # (copying every field into records costs more than all the metrics together).
     @cached_property
-    def memory(self) -> np.recarray:
+    def memory_columns(self):
+        """The rows of ``run.memory``, one NumPy array per field (``c.block``, ``c[mask]``)."""
         if not self.traced:
             raise ValueError("this run was not traced: run emulate(..., trace=True)")
         mem = self._trace.memory()
@@ -98,7 +104,8 @@ class Run:
         return mem
 
     @cached_property
-    def lines(self) -> np.recarray:
+    def line_columns(self):
+        """The rows of ``run.lines``, one NumPy array per field."""
         if not self.lines_traced:
             raise ValueError("lines were not traced: run emulate(..., trace=True)")
         lines = self._trace.lines()
@@ -106,11 +113,18 @@ class Run:
         return lines
 
     @cached_property
+    def memory(self) -> np.recarray:
+        return self.memory_columns.records()
+
+    @cached_property
+    def lines(self) -> np.recarray:
+        return self.line_columns.records()
+
+    @cached_property
     def _race_result(self):
         if self._trace.races is not None:
             return self._trace.races
-        from ..analysis.races import find_races
-        return find_races(self.memory, self.arrays, self._unravel)
+        return find_races(self.memory_columns, self.arrays, self._unravel)
 
     @property
     def races(self) -> list:
@@ -120,7 +134,6 @@ class Run:
 
     @cached_property
     def metrics(self) -> dict:
-        from ..analysis import bank_conflicts, coalescing, divergence
         m = {"threads": self.num_blocks * self.threads_per_block,
              "blocks": self.num_blocks,
              "warps": self.num_blocks * self.warps_per_block,
@@ -128,13 +141,12 @@ class Run:
              "shared_requests": None, "shared_wavefronts_per_request": None,
              "shared_bank_conflicts": None, "simt_efficiency": None, "races": None}
         if self.traced:
-            req = coalescing.requests(self.memory, 0)
-            m["global_requests"] = int(len(req))
-            m["global_sectors_per_request"] = float(req.sectors.mean()) if len(req) else None
-            m.update(bank_conflicts.summary(self.memory))
+            mem = self.memory_columns
+            m.update(coalescing.summary(mem))
+            m.update(bank_conflicts.summary(mem))
             m["races"] = self._race_result[0]
         if self.lines_traced:
-            m["simt_efficiency"] = divergence.simt_efficiency(self.lines)
+            m["simt_efficiency"] = divergence.simt_efficiency(self.line_columns)
         return m
 
     def summary(self) -> str:

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ...keys import key_order, stable_order
 from ...simt import GLOBAL, WARP_SIZE
 from ..binding import KernelBinder
 from ..launch_spec import GLOBAL_ALIGN, Launch
@@ -145,7 +146,7 @@ class VectorEngine:
 
     def _memory_records(self):
         if not self.mem_chunks:
-            return np.zeros((0, 7), np.int64)
+            return ("columns", np.zeros((7, 0), np.int64))
         rows = np.concatenate(self.mem_chunks, axis=1)
         self.mem_chunks = []
         tpb = self.launch.threads_per_block
@@ -154,12 +155,15 @@ class VectorEngine:
         # the greenlet engine's order: block, barrier epoch, warp, collectives passed, lane
         # (one composite key, sorted stably, keeps each thread's own accesses in time order)
         key = gtid // tpb
+        bound = self.launch.num_blocks
         for col, size in ((rows[5], int(rows[5].max()) + 1),
                           (thread // WARP_SIZE, self.launch.warps_per_block),
                           (rows[7], int(rows[7].max()) + 1), (thread % WARP_SIZE, WARP_SIZE)):
-            key = key * size + col
-        order = np.argsort(key, kind="stable")
-        return np.ascontiguousarray(rows[:7, order].T)
+            key *= size
+            key += col
+            bound *= size
+        # one row per field (Trace.memory_records' "columns" form): no transposed copy
+        return ("columns", rows[:7, key_order(key, (bound - 1).bit_length())])
 
     def _line_columns(self):
         if not self.line_chunks:
@@ -169,7 +173,7 @@ class VectorEngine:
         site = np.concatenate([np.full(len(g), s, np.int64) for g, s, _ in self.line_chunks])
         epoch = np.concatenate([e for _, _, e in self.line_chunks])
         self.line_chunks = []
-        order = np.argsort(gtid, kind="stable")
+        order = stable_order(gtid)
         return ("columns", gtid[order], site[order], epoch[order])
 
 
