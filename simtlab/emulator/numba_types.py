@@ -1,0 +1,104 @@
+"""Values typed as numba-cuda types them, where NumPy's scalar rules would type them otherwise.
+
+A kernel's Python numbers are NumPy *weak* scalars in the emulator (NEP 50): ``x * 2.0`` stays
+float32 when ``x`` is. numba-cuda types a float literal (or a float global, ``math.pi``,
+``float(v)``) as float64, so ``x * 2.0`` is float64 on the GPU and ``acc = 0.0;
+acc += a[i] * b[i]`` accumulates in float64. And numba's ``math.*`` on float32 returns
+float32 (libdevice's ``expf``, ``sqrtf``, ...), where Python's ``math`` returns a float64.
+numba's type inference, run on the CPU (tests/test_numba_typing.py), decides each rule here:
+
+- a float constant is float64 (``float64_constant``): strong, so it promotes float32 operands;
+- ``math.f(args)`` returns float32 when every argument is float32, else float64, also
+  ``floor``/``ceil``/``trunc`` (a float, not Python's int); ``isnan``/``isinf``/``isfinite``
+  a bool. A float32 result is the float64 result rounded to float32: the correctly rounded
+  value, where libdevice's float32 functions are within 1-2 ulp of it (see
+  benchmarks/results/numba_typing_h100.txt for how often they agree bit for bit).
+
+Integer literals stay Python ints (int64 in numba): making them NumPy scalars would take every
+index computation off the traced arrays' fast path, and they differ from numba only where an
+int meets a float32 (numba: float64) or a narrow integer (numba widens to 64 bits).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+
+# math functions that return a float (numba-cuda: float32 if every argument is float32)
+FLOAT_FUNCS = (
+    "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "tanh", "fabs", "expm1",
+    "log1p", "atan", "asin", "acos", "sinh", "cosh", "atan2", "pow", "hypot", "copysign",
+    "fmod", "erf", "erfc", "floor", "ceil", "trunc", "asinh", "acosh", "atanh", "gamma",
+    "lgamma", "radians", "degrees",
+)
+BOOL_FUNCS = ("isnan", "isinf", "isfinite")
+
+
+def float64_constant(value):
+    """A Python float as numba types it (float64, strong); anything else unchanged."""
+    return np.float64(value) if value.__class__ is float else value
+
+
+def retype_constants(code: types.CodeType) -> types.CodeType:
+    """``code`` with its float literals as float64 scalars (nested code objects too).
+
+    CPython loads a literal with LOAD_CONST from ``co_consts``, which may hold any object."""
+    consts = tuple(
+        retype_constants(c) if isinstance(c, types.CodeType) else float64_constant(c)
+        for c in code.co_consts)
+    return code.replace(co_consts=consts)
+
+
+def math_result_dtype(dtypes) -> np.dtype:
+    """numba-cuda's result type of a float-returning ``math`` function of these arguments."""
+    return np.dtype(np.float32) if all(d == np.float32 for d in dtypes) else np.dtype(np.float64)
+
+
+def _scalar_dtype(value):
+    return value.dtype if isinstance(value, np.generic) else None
+
+
+def _typed_float_function(name):
+    func = getattr(math, name)
+    rounding = name in ("floor", "ceil", "trunc")
+
+    def typed(*args):
+        dtype = math_result_dtype([_scalar_dtype(a) for a in args])
+        values = [float(a) for a in args]
+        if rounding:                 # numba returns a float here (and inf stays inf)
+            result = getattr(np, name)(values[0])
+        else:
+            result = func(*values)   # Python's errors for bad domains, as before
+        return dtype.type(result)
+
+    typed.__name__ = name
+    typed.__wrapped__ = func
+    return typed
+
+
+class NumbaMath(types.ModuleType):
+    """The ``math`` module a kernel sees in the greenlet engine: numba-cuda's result types."""
+
+    def __init__(self):
+        super().__init__("math", "math.* typed as numba-cuda types it (simtlab emulator)")
+        for name in dir(math):
+            if name.startswith("_"):
+                continue
+            value = getattr(math, name)
+            setattr(self, name, float64_constant(value))
+        for name in FLOAT_FUNCS:
+            if hasattr(math, name):
+                setattr(self, name, _typed_float_function(name))
+
+
+NUMBA_MATH = NumbaMath()
+# math's functions by identity, for a kernel that did ``from math import exp``
+TYPED_MATH_FUNCS = {getattr(math, n): getattr(NUMBA_MATH, n)
+                    for n in FLOAT_FUNCS if hasattr(math, n)}
+
+
+def numba_float(value=0.0):
+    """``float(v)`` in a kernel: numba types it float64."""
+    return np.float64(value)
