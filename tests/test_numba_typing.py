@@ -1,0 +1,74 @@
+"""The emulator's arithmetic is typed as numba-cuda types it (simtlab/emulator/numba_types.py).
+
+Oracle: numba-cuda's own type inference, run on the CPU with its CUDA typing context, gives each
+case's variable types; the case's NumPy reference is computed in those types; both engines
+must give the reference bit for bit (and each case's reference differs from what the emulator
+gave when it typed values as NumPy does, so these tests fail on that behaviour).
+"""
+
+import math
+import types
+
+import numpy as np
+import pytest
+from numba import cuda, types as nbtypes
+
+import simtlab
+from numba_typing_cases import CASES, launch_shape
+
+ENGINES = ["greenlet", "vector"]
+
+
+@pytest.fixture
+def numba_typemap(monkeypatch):
+    """Variable -> type, from numba-cuda's type inference for a compute capability 9.0 device
+    (no GPU needed: nothing is compiled to PTX)."""
+    import numba.cuda.dispatcher as dispatcher
+    from numba.cuda.compiler import compile_cuda
+
+    # device functions numba compiles while typing ask the driver for the device's capability
+    monkeypatch.setattr(dispatcher, "get_current_device",
+                        lambda: types.SimpleNamespace(compute_capability=(9, 0)))
+
+    def typemap(case):
+        args = eval(f"({case.argtypes},)", vars(nbtypes))
+        result = compile_cuda(case.kernel.py_func, nbtypes.void, args, cc=(9, 0))
+        found = result.type_annotation.typemap
+        return {name: str(found[name]) for name in case.numba_types}
+
+    return typemap
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_numba_types_the_case_as_declared(case, numba_typemap):
+    assert numba_typemap(case) == case.numba_types
+
+
+@pytest.mark.parametrize("trace", [True, False], ids=["trace", "no-trace"])
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_engine_gives_numba_typed_result(case, engine, trace):
+    args = case.inputs()
+    expected = case.reference(*case.inputs())
+    if case.old is not None:       # the case can fail: NumPy's typing gives another result
+        assert not np.array_equal(case.old(*case.inputs()), expected)
+    run = simtlab.emulate(case.kernel, *launch_shape(case), *args, engine=engine, trace=trace)
+    assert run.engine == engine
+    np.testing.assert_array_equal(args[-1], expected)
+
+
+def test_math_floor_returns_a_float_in_both_engines():
+    """numba-cuda's math.floor of a float is that float type (Python's is an int, which
+    cannot hold inf: the emulator used to stop with OverflowError where the GPU stores inf)."""
+    @cuda.jit
+    def k(x, out):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            f = math.floor(x[i])
+            out[i] = f
+
+    x = np.array([np.inf, -np.inf, 2.5, -2.5], np.float32)
+    for engine in ENGINES:
+        out = np.zeros(4, np.float32)
+        simtlab.emulate(k, 1, 4, x, out, engine=engine)
+        np.testing.assert_array_equal(out, [np.inf, -np.inf, 2.0, -3.0])
