@@ -313,17 +313,17 @@ def test_the_environment_picks_the_default_engine(monkeypatch):
 
 
 @cuda.jit
-def python_float_division(x, out):
+def python_int_division(x, out):
     i = cuda.grid(1)
-    d = float(i % 4)                  # a Python float: 0.0 on every fourth lane
-    out[i] = x[i] + 1.0 / d if d > 0.5 or x[i] > 2 else x[i]
+    d = i % 4                         # a Python int: 0 on every fourth lane
+    out[i] = x[i] + 12 // d if d > 0 or x[i] > 2 else x[i]
 
 
 def test_a_python_division_by_zero_is_the_greenlet_engines_error(agree):
     x = np.zeros(64, np.float32)
     x[8] = 3.0                        # lane 8 divides by 0.0
     with pytest.raises(simtlab.KernelException, match="ZeroDivisionError"):
-        simtlab.emulate(python_float_division, 1, 64, x, np.zeros(64, np.float32))
+        simtlab.emulate(python_int_division, 1, 64, x, np.zeros(64, np.float32))
     x[8] = 0.0
-    run = simtlab.emulate(python_float_division, 1, 64, x, np.zeros(64, np.float32))
+    run = simtlab.emulate(python_int_division, 1, 64, x, np.zeros(64, np.float32))
     assert run.engine == "vector", run.engine_reason

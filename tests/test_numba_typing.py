@@ -72,3 +72,20 @@ def test_math_floor_returns_a_float_in_both_engines():
         out = np.zeros(4, np.float32)
         simtlab.emulate(k, 1, 4, x, out, engine=engine)
         np.testing.assert_array_equal(out, [np.inf, -np.inf, 2.0, -3.0])
+
+
+def test_float_division_by_zero_gives_inf_as_on_the_gpu():
+    """numba-cuda compiles kernels with NumPy's error model: 1.0 / 0.0 is inf, not Python's
+    ZeroDivisionError (float() is float64 in numba, no longer a Python float here)."""
+    @cuda.jit
+    def k(out):
+        i = cuda.grid(1)
+        d = float(i % 4)
+        out[i] = 1.0 / d
+
+    for engine in ENGINES:
+        out = np.zeros(8, np.float32)
+        with np.errstate(divide="ignore"):
+            run = simtlab.emulate(k, 1, 8, out, engine=engine)
+        assert run.engine == engine
+        np.testing.assert_array_equal(out, [np.inf, 1, 0.5, np.float32(1 / 3)] * 2)

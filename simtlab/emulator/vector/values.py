@@ -6,6 +6,8 @@ In the greenlet engine each thread holds Python numbers (``threadIdx.x``, loop c
 float64. A lane vector of Python numbers is therefore a ``Weak`` (an int64 or float64 array
 marked weak); a vector read from an array is a plain ndarray (strong). ``binop`` combines
 them with the same promotion as the scalars would, so both engines compute in the same types.
+Float constants are not weak: numba types them float64, and both engines make them NumPy
+float64 scalars (``numba_types.py``), so ``x * 2.0`` is float64 as on the GPU.
 """
 
 from __future__ import annotations
