@@ -81,6 +81,41 @@ def atomic_float64_operand(v, out):
         cuda.atomic.add(out, 0, v[0])   # numba rounds the float64 operand to float32 first
 
 
+@cuda.jit
+def int_literal_accumulator(a, b, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        acc = 0                      # int64, then float64 once a float32 product is added
+        for k in range(a.shape[1]):
+            acc += a[i, k] * b[k]
+        total = acc
+        out[i] = total
+
+
+@cuda.jit
+def int_true_division(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        y = x[i] * (i / 3)           # i / 3 is float64, and so is the product
+        out[i] = y
+
+
+@cuda.jit
+def int32_product(a, b, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        p = a[i] * b[i]              # int64: numba widens, no int32 wrap
+        out[i] = p
+
+
+@cuda.jit
+def uint32_minus_literal(u, out):
+    i = cuda.grid(1)
+    if i < u.shape[0]:
+        d = u[i] - 1                 # uint32 - int64 literal: int64, so 0 - 1 is -1
+        out[i] = d
+
+
 def _f64(x):
     return x.astype(np.float64)
 
@@ -167,6 +202,17 @@ def _inputs_atomic():
     return np.array([_TIE], np.float64), np.ones(1, np.float32)
 
 
+def _inputs_int32():
+    r = np.random.default_rng(6)
+    return (r.integers(-2**31, 2**31 - 1, N, dtype=np.int32),
+            r.integers(-2**31, 2**31 - 1, N, dtype=np.int32), np.zeros(N, np.int64))
+
+
+def _inputs_uint32():
+    u = np.random.default_rng(7).integers(0, 4, N, dtype=np.uint32)
+    return u, np.zeros(N, np.int64)
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -195,6 +241,17 @@ CASES = [
          gpu_reference=_fma_dot),
     Case("float_builtin", float_builtin, _inputs_float_builtin, _ref_float_builtin,
          _old_float_builtin, {"third": "float64"}, "float32[::1], float32[::1]"),
+    Case("int_literal_accumulator", int_literal_accumulator, _inputs_dot,
+         lambda a, b, out: _dot(a, b, np.float64), lambda a, b, out: _dot(a, b, np.float32),
+         {"total": "float64"}, "float32[:, ::1], float32[::1], float32[::1]"),
+    Case("int_true_division", int_true_division, _inputs_float_builtin, _ref_float_builtin,
+         _old_float_builtin, {"y": "float64"}, "float32[::1], float32[::1]"),
+    Case("int32_product", int32_product, _inputs_int32,
+         lambda a, b, out: a.astype(np.int64) * b, lambda a, b, out: (a * b).astype(np.int64),
+         {"p": "int64"}, "int32[::1], int32[::1], int64[::1]"),
+    Case("uint32_minus_literal", uint32_minus_literal, _inputs_uint32,
+         lambda u, out: u.astype(np.int64) - 1, lambda u, out: (u - np.uint32(1)).astype(np.int64),
+         {"d": "int64"}, "uint32[::1], int64[::1]"),
     Case("atomic_float64_operand", atomic_float64_operand, _inputs_atomic,
          lambda v, out: np.array([np.float32(1.0) + np.float32(v[0])], np.float32),
          lambda v, out: np.array([1.0 + v[0]], np.float32), {}, "float64[::1], float32[::1]"),

@@ -85,18 +85,19 @@ class KernelBinder:
             for new, old in zip(cells, func.__closure__):
                 if _cell_has_value(old):
                     new.cell_contents = self._replacement(old.cell_contents, names)
-        if self.instrument_lines:
+        if self.instrument_lines or self.numba_typing:
             from .instrument import HOOK, instrument
             values = tuple(c.cell_contents if _cell_has_value(c) else None for c in cells or ())
             new_globals[HOOK] = _no_thread
-            made = instrument(func, index, new_globals, values)
+            made = instrument(func, index, new_globals, values, lines=self.instrument_lines)
             if made is not None:
                 if self.numba_typing:
                     made.__code__ = retype_constants(made.__code__)
                 bound = made
                 self._done[key] = bound
-                self.globals_dicts.append(new_globals)
-            else:
+                if self.instrument_lines:
+                    self.globals_dicts.append(new_globals)
+            elif self.instrument_lines:
                 self.uninstrumented.append(func.__name__)
                 warnings.warn(UntracedSourceWarning(
                     f"the source of {'kernel' if kernel else 'device function'} "

@@ -18,6 +18,7 @@ import types
 
 from ..simt import make_site
 from .function_ast import parse_function
+from .numba_types import TYPED_BINOPS
 
 HOOK = "__simt_line__"
 
@@ -70,16 +71,53 @@ class _Instrument(ast.NodeTransformer):
         return node
 
 
+class _TypedArithmetic(ast.NodeTransformer):
+    """``a + b`` becomes ``__simt_Add__(a, b)`` (and ``x += b`` ``x = __simt_Add__(x, b)``):
+    arithmetic typed as numba types it (numba_types.TYPED_BINOPS), where NumPy's scalar rules
+    would keep ``float32 * 2`` float32 or ``int32 + int32`` int32. An augmented store into an
+    array element is left alone: the store converts to the array's type either way."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        name = node.op.__class__.__name__
+        if name not in TYPED_BINOPS:
+            return node
+        call = ast.Call(func=ast.Name(_binop_global(name), ast.Load()),
+                        args=[node.left, node.right], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        name = node.op.__class__.__name__
+        if not isinstance(node.target, ast.Name) or name not in TYPED_BINOPS:
+            return node
+        call = ast.Call(func=ast.Name(_binop_global(name), ast.Load()),
+                        args=[ast.Name(node.target.id, ast.Load()), node.value], keywords=[])
+        assign = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())],
+                            value=ast.copy_location(call, node))
+        return ast.copy_location(assign, node)
+
+
+def _binop_global(name):
+    return f"__simt_{name}__"
+
+
 def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
-               closure_values: tuple | None):
-    """A copy of ``func`` that records every executed statement, or None without source."""
+               closure_values: tuple | None, *, lines: bool = True):
+    """A copy of ``func`` with numba-typed arithmetic that (``lines``) records every executed
+    statement, or None without source."""
     parsed = parse_function(func)
     if parsed is None:
         return None
     _, first, tree = parsed
     fdef = tree.body[0]
     ast.increment_lineno(tree, first - 1)
-    _Instrument(code_index).visit(fdef)
+    fdef.decorator_list = []             # @cuda.jit: the function itself is wanted
+    if lines:
+        _Instrument(code_index).visit(fdef)
+    _TypedArithmetic().visit(fdef)
+    for name, typed in TYPED_BINOPS.items():
+        new_globals[_binop_global(name)] = typed
     freevars = func.__code__.co_freevars
     if freevars:
         # a closure: build it inside a factory whose parameters are the free variables

@@ -21,7 +21,9 @@ int meets a float32 (numba: float64) or a narrow integer (numba widens to 64 bit
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import types
 
 import numpy as np
@@ -102,3 +104,70 @@ TYPED_MATH_FUNCS = {getattr(math, n): getattr(NUMBA_MATH, n)
 def numba_float(value=0.0):
     """``float(v)`` in a kernel: numba types it float64."""
     return np.float64(value)
+
+
+# --- arithmetic ---------------------------------------------------------------------------------
+# numba types every operand: a Python int as int64, a Python float as float64, and widens
+# integer arithmetic to 64 bits. NumPy's scalar rules differ where a Python number meets a
+# NumPy scalar (NumPy keeps the scalar's type: float32 * 2 is float32, numba's float64) and
+# where narrow integers meet (int32 + int32 is int32 in NumPy, int64 in numba).
+INT64, UINT64, FLOAT64, BOOL = (np.dtype(t) for t in (np.int64, np.uint64, np.float64, np.bool_))
+PYTHON_DTYPES = {int: INT64, float: FLOAT64, bool: BOOL}
+_BITWISE = ("BitAnd", "BitOr", "BitXor")
+
+
+@functools.lru_cache(maxsize=None)
+def binop_dtype(op: str, da: np.dtype, db: np.dtype):
+    """numba-cuda's result type of ``a <op> b`` for operands of these types (None: NumPy's)."""
+    if da.kind == "f" or db.kind == "f":
+        if op == "Pow" and da.kind == "f" and db.kind != "f":
+            return da                    # float32 ** 2 stays float32
+        return np.promote_types(da, db)  # float32 with int32/int64: float64; with int16: float32
+    if da.kind == "b" and db.kind == "b" and op in _BITWISE:
+        return None                      # logical and/or/xor of bools: a bool
+    if op == "Div":
+        return FLOAT64
+    if op in ("LShift", "RShift"):       # the left operand's signedness, 64 bits
+        return UINT64 if da.kind == "u" else INT64
+    return UINT64 if da.kind == "u" and db.kind == "u" else INT64
+
+
+def _scalar_type(value):
+    dtype = PYTHON_DTYPES.get(value.__class__)
+    if dtype is not None:
+        return dtype
+    return value.dtype if isinstance(value, np.generic) else None
+
+
+# operand classes whose same-class arithmetic NumPy already types as numba does
+_CLOSED = frozenset((int, float, np.float32, np.float64, np.int64, np.uint64))
+
+
+def _typed(op_name, op):
+    def typed(a, b):
+        ca, cb = a.__class__, b.__class__
+        if (ca is cb and ca in _CLOSED) or (ca in PYTHON_DTYPES and cb in PYTHON_DTYPES):
+            return op(a, b)              # the common cases, at the cost of one call
+        da, db = _scalar_type(a), _scalar_type(b)
+        if da is None or db is None:
+            return op(a, b)              # an array or anything else: NumPy (or Python) decides
+        dtype = binop_dtype(op_name, da, db)
+        if dtype is None:
+            return op(a, b)
+        try:
+            a, b = dtype.type(a), dtype.type(b)
+        except OverflowError:            # a Python int beyond 64 bits: Python's arithmetic
+            return op(a, b)
+        return op(a, b)
+
+    typed.__name__ = f"typed_{op_name}"
+    return typed
+
+
+BINOPS = {
+    "Add": operator.add, "Sub": operator.sub, "Mult": operator.mul, "Div": operator.truediv,
+    "FloorDiv": operator.floordiv, "Mod": operator.mod, "Pow": operator.pow,
+    "LShift": operator.lshift, "RShift": operator.rshift, "BitOr": operator.or_,
+    "BitXor": operator.xor, "BitAnd": operator.and_,
+}
+TYPED_BINOPS = {name: _typed(name, op) for name, op in BINOPS.items()}

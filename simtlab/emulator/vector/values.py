@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from ..conversions import float_to_int, store_converter
+from ..numba_types import PYTHON_DTYPES, TYPED_BINOPS, binop_dtype
 
 
 class Fallback(Exception):
@@ -98,11 +99,47 @@ _CMPOPS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": oper
            "Eq": operator.eq, "NotEq": operator.ne}
 
 
+def _numba_dtype(v):
+    """The type numba gives an operand: a weak vector's Python numbers are int64/float64/bool."""
+    if v.__class__ is Weak:
+        return v.a.dtype
+    dtype = PYTHON_DTYPES.get(v.__class__)
+    if dtype is not None:
+        return dtype
+    return getattr(v, "dtype", None)
+
+
+def _typed_operands(name, a, b):
+    """Both operands in numba's result type (numba_types.binop_dtype), or None where NumPy's
+    promotion already gives it (or both are Python numbers: Python's arithmetic, as in the
+    greenlet engine)."""
+    if (a.__class__ is Weak or a.__class__ in _PY_NUMBERS) and \
+            (b.__class__ is Weak or b.__class__ in _PY_NUMBERS):
+        return None
+    da, db = _numba_dtype(a), _numba_dtype(b)
+    if da is None or db is None:
+        return None
+    dtype = binop_dtype(name, da, db)
+    if dtype is None:
+        return None
+    x, y = raw(a), raw(b)
+    try:
+        x = x.astype(dtype) if isinstance(x, np.ndarray) else dtype.type(x)
+        y = y.astype(dtype) if isinstance(y, np.ndarray) else dtype.type(y)
+    except OverflowError:
+        return None
+    return x, y
+
+
 def binop(name, a, b, m=None):
     """``a <op> b`` per lane; ``m``: the active lanes (None: all), for the division check."""
     if not is_vector(a) and not is_vector(b):
-        return _BINOPS[name](a, b)
-    x, y, both_weak = _unify(a, b)
+        return TYPED_BINOPS[name](a, b)
+    typed = _typed_operands(name, a, b)
+    if typed is not None:
+        (x, y), both_weak = typed, False
+    else:
+        x, y, both_weak = _unify(a, b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if name in ("Div", "FloorDiv", "Mod"):
             d = y[m] if m is not None and isinstance(y, np.ndarray) else y
