@@ -100,11 +100,11 @@ def control_flow(x, out, counts):
             continue
         if k > i % 7 + 2:
             break
-        acc += x[i] * k
+        acc += x[i] * float32(k)                   # float32 on every lane (an int: float64)
     for j in range(i % 5, 9, 2):                   # per-lane bounds
         if j == 7:
             break
-        acc += j if j % 2 == 0 else -j
+        acc += float32(j) if j % 2 == 0 else float32(-j)
     v = clamp_add(acc, float32(-4), float32(40)) if i % 2 == 0 or x[i] > 0.5 else acc
     out[i] = math.sqrt(abs(v)) + min(i, 3) - max(k, 2)
     old = cuda.atomic.add(counts, i % 4, 1)

@@ -89,3 +89,24 @@ def test_float_division_by_zero_gives_inf_as_on_the_gpu():
             run = simtlab.emulate(k, 1, 8, out, engine=engine)
         assert run.engine == engine
         np.testing.assert_array_equal(out, [np.inf, 1, 0.5, np.float32(1 / 3)] * 2)
+
+
+@cuda.jit
+def lane_dependent_type(x, out):
+    i = cuda.grid(1)
+    v = x[i] if i % 2 == 0 else 0.5          # float32 on even lanes, float64 on odd ones
+    out[i] = math.sqrt(v) * x[i]
+
+
+def test_a_type_that_differs_between_lanes_runs_on_the_greenlet_engine():
+    """Each thread computes in its own value's type (greenlet engine); one NumPy vector cannot
+    hold float32 and float64 lanes, so the vector engine hands such a launch over."""
+    x = np.linspace(0.1, 9.0, 64, dtype=np.float32)
+    out = np.zeros(64, np.float64)
+    run = simtlab.emulate(lane_dependent_type, 1, 64, x, out)
+    assert run.engine == "greenlet"
+    assert "type differs between lanes" in run.engine_reason
+    even = np.sqrt(x[0::2].astype(np.float64)).astype(np.float32) * x[0::2]   # float32
+    odd = np.sqrt(0.5) * x[1::2].astype(np.float64)                            # float64
+    np.testing.assert_array_equal(out[0::2], even)
+    np.testing.assert_array_equal(out[1::2], odd)

@@ -1,22 +1,28 @@
 """Values typed as numba-cuda types them, where NumPy's scalar rules would type them otherwise.
 
-A kernel's Python numbers are NumPy *weak* scalars in the emulator (NEP 50): ``x * 2.0`` stays
-float32 when ``x`` is. numba-cuda types a float literal (or a float global, ``math.pi``,
-``float(v)``) as float64, so ``x * 2.0`` is float64 on the GPU and ``acc = 0.0;
-acc += a[i] * b[i]`` accumulates in float64. And numba's ``math.*`` on float32 returns
-float32 (libdevice's ``expf``, ``sqrtf``, ...), where Python's ``math`` returns a float64.
-numba's type inference, run on the CPU (tests/test_numba_typing.py), decides each rule here:
+A kernel's Python numbers are NumPy *weak* scalars (NEP 50): ``x * 2.0`` and ``x * 2`` stay
+float32 when ``x`` is, and ``int32 + int32`` stays int32. numba-cuda types a Python int as
+int64 and a float as float64, and widens integer arithmetic to 64 bits, so on the GPU
+``x * 2.0`` is float64, ``acc = 0.0`` (or ``acc = 0``) then ``acc += a[i] * b[i]`` accumulates
+in float64, and ``a[i] * b[i]`` of two int32 does not wrap. numba's ``math.*`` on float32
+returns float32 (libdevice's ``expf``, ``sqrtf``, ...), where Python's returns a float64.
+numba's own type inference, run on the CPU (tests/test_numba_typing.py), decides each rule:
 
-- a float constant is float64 (``float64_constant``): strong, so it promotes float32 operands;
+- ``binop_dtype``: the result type of ``a <op> b``; ``TYPED_BINOPS`` apply it to scalars (the
+  greenlet engine calls them for every ``+ - * / // % ** << >> & | ^`` of a kernel, see
+  instrument.py), ``vector/values.py: binop`` to lane vectors. Two Python numbers keep
+  Python's arithmetic (index math stays fast and exact);
+- a float constant is float64 (``retype_constants``, ``float64_constant``), and so are float
+  globals, ``math.pi`` and ``float(v)``;
 - ``math.f(args)`` returns float32 when every argument is float32, else float64, also
   ``floor``/``ceil``/``trunc`` (a float, not Python's int); ``isnan``/``isinf``/``isfinite``
   a bool. A float32 result is the float64 result rounded to float32: the correctly rounded
-  value, where libdevice's float32 functions are within 1-2 ulp of it (see
-  benchmarks/results/numba_typing_h100.txt for how often they agree bit for bit).
+  value, within 1 ulp of libdevice's and equal to it more often than NumPy's float32
+  functions (benchmarks/results/numba_typing_h100.txt).
 
-Integer literals stay Python ints (int64 in numba): making them NumPy scalars would take every
-index computation off the traced arrays' fast path, and they differ from numba only where an
-int meets a float32 (numba: float64) or a narrow integer (numba widens to 64 bits).
+Not modelled: numba's unification of a variable's types across branches and loop iterations
+(the emulator types each value as it is computed), unary operators on narrow integers, and
+the GPU's fused multiply-add (NVVM contracts float32 ``acc += a * b`` into one rounding).
 """
 
 from __future__ import annotations
@@ -107,10 +113,6 @@ def numba_float(value=0.0):
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
-# numba types every operand: a Python int as int64, a Python float as float64, and widens
-# integer arithmetic to 64 bits. NumPy's scalar rules differ where a Python number meets a
-# NumPy scalar (NumPy keeps the scalar's type: float32 * 2 is float32, numba's float64) and
-# where narrow integers meet (int32 + int32 is int32 in NumPy, int64 in numba).
 INT64, UINT64, FLOAT64, BOOL = (np.dtype(t) for t in (np.int64, np.uint64, np.float64, np.bool_))
 PYTHON_DTYPES = {int: INT64, float: FLOAT64, bool: BOOL}
 _BITWISE = ("BitAnd", "BitOr", "BitXor")

@@ -14,7 +14,7 @@ from ..binding import to_numpy_dtype
 from ..limits import MAX_STATIC_SHARED_BYTES
 from ..numba_types import TYPED_MATH_FUNCS, math_result_dtype
 from . import arrays as va
-from .values import Fallback, Weak, broadcast, is_vector, raw, truth
+from .values import Fallback, MixedLanes, Weak, broadcast, is_vector, raw, truth
 
 
 class Intrinsic:
@@ -446,6 +446,8 @@ def _arg_dtype(a):
 def math_call(func, args, m, eng):
     if not any(is_vector(a) for a in args):
         return TYPED_MATH_FUNCS.get(func, func)(*args)
+    if any(a.__class__ is MixedLanes for a in args):
+        raise Fallback(f"math.{func.__name__} of a value whose type differs between lanes")
     dtype = math_result_dtype([_arg_dtype(a) for a in args])
     xs = [raw(broadcast(a, eng.n)).astype(np.float64) for a in args]
     act = eng.ALL if m is eng.ALL else m

@@ -41,8 +41,33 @@ def raw(v):
     return v.a if v.__class__ is Weak else v
 
 
+class MixedLanes(np.ndarray):
+    """A lane vector whose lanes hold values of different types in the greenlet engine (a
+    float32 on some, a float64 or an int on others: ``v = x[i] if c else 0.0``), which one
+    NumPy array cannot. Storing it or comparing it is exact; arithmetic on it is not (the
+    greenlet engine computes each lane in its own type), so that falls back to the greenlet
+    engine."""
+
+
 def is_vector(v) -> bool:
-    return v.__class__ is Weak or v.__class__ is np.ndarray
+    c = v.__class__
+    return c is Weak or c is np.ndarray or c is MixedLanes
+
+
+def _refuse_mixed(*values):
+    for v in values:
+        if v.__class__ is MixedLanes:
+            raise Fallback("arithmetic on a value whose type differs between lanes")
+
+
+def _type_class(v):
+    """What decides a value's arithmetic in numba_types: float width, or int, or bool."""
+    dtype = _numba_dtype(v)
+    if dtype is None:
+        return None
+    if dtype.kind == "f":
+        return ("f", dtype.itemsize)
+    return "b" if dtype.kind == "b" else "i"
 
 
 def weak(a):
@@ -135,6 +160,7 @@ def binop(name, a, b, m=None):
     """``a <op> b`` per lane; ``m``: the active lanes (None: all), for the division check."""
     if not is_vector(a) and not is_vector(b):
         return TYPED_BINOPS[name](a, b)
+    _refuse_mixed(a, b)
     typed = _typed_operands(name, a, b)
     if typed is not None:
         (x, y), both_weak = typed, False
@@ -173,6 +199,8 @@ def unary(name, v):
     if not is_vector(v):
         return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
                 "Invert": operator.invert}[name](v)
+    if name in ("USub", "Invert"):
+        _refuse_mixed(v)
     w = v.__class__ is Weak
     a = raw(v)
     if name == "Not":
@@ -209,6 +237,11 @@ def select(mask, new, old, n):
     r = np.where(mask, x, y)
     if r.shape != (n,):
         r = np.broadcast_to(r, (n,)).copy()
+    mixed = new.__class__ is MixedLanes or old.__class__ is MixedLanes or (
+        _type_class(new) != _type_class(old) and isinstance(mask, np.ndarray)
+        and mask.any() and not mask.all())
+    if mixed:
+        return r.view(MixedLanes)
     return Weak(r) if weak_result else r
 
 
@@ -237,6 +270,8 @@ def convert_for_store(values, dtype):
 def cast(values, dtype):
     """``float32(v)``, ``int32(v)``: numba's casts, which NumPy's scalar types perform."""
     a = raw(values)
+    if a.__class__ is MixedLanes:            # one type again on every lane
+        a = a.view(np.ndarray)
     if not isinstance(a, np.ndarray):
         return dtype.type(a)
     if dtype.kind in "iu" and a.dtype.kind == "f":
