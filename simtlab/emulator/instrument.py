@@ -74,13 +74,26 @@ class _Instrument(ast.NodeTransformer):
 class _TypedArithmetic(ast.NodeTransformer):
     """``a + b`` becomes ``__simt_Add__(a, b)`` (and ``x += b`` ``x = __simt_Add__(x, b)``):
     arithmetic typed as numba types it (numba_types.TYPED_BINOPS), where NumPy's scalar rules
-    would keep ``float32 * 2`` float32 or ``int32 + int32`` int32. An augmented store into an
-    array element is left alone: the store converts to the array's type either way."""
+    would keep ``float32 * 2`` float32 or ``int32 + int32`` int32. Left alone, to keep the
+    greenlet engine's hottest code one Python operation: an augmented store into an array
+    element (the store converts to the array's type either way), and index arithmetic of
+    names and int literals (``a[row * n + k]``: an index is an int, whose type changes
+    nothing but where an int32 sum would wrap)."""
+
+    def __init__(self):
+        self._index_depth = 0
+
+    def visit_Subscript(self, node):
+        node.value = self.visit(node.value)
+        self._index_depth += 1
+        node.slice = self.visit(node.slice)
+        self._index_depth -= 1
+        return node
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
         name = node.op.__class__.__name__
-        if name not in TYPED_BINOPS:
+        if name not in TYPED_BINOPS or (self._index_depth and _names_and_ints(node)):
             return node
         call = ast.Call(func=ast.Name(_binop_global(name), ast.Load()),
                         args=[node.left, node.right], keywords=[])
@@ -96,6 +109,17 @@ class _TypedArithmetic(ast.NodeTransformer):
         assign = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())],
                             value=ast.copy_location(call, node))
         return ast.copy_location(assign, node)
+
+
+def _names_and_ints(node) -> bool:
+    """Is ``node`` arithmetic of names, attributes (``cuda.threadIdx.x``) and int literals?"""
+    if isinstance(node, ast.BinOp):
+        return _names_and_ints(node.left) and _names_and_ints(node.right)
+    if isinstance(node, ast.Constant):
+        return node.value.__class__ is int
+    if isinstance(node, ast.Attribute):
+        return _names_and_ints(node.value) or isinstance(node.value, ast.Name)
+    return isinstance(node, ast.Name)
 
 
 def _binop_global(name):

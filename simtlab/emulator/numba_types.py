@@ -145,7 +145,8 @@ def _class_dtype(cls):
 _CLOSED = frozenset((int, float, np.float32, np.float64, np.int64, np.uint64))
 
 
-def _typed(op_name, op):
+def _planned(op_name, op):
+    """``a <op> b`` typed as numba types it, for operands NumPy would type otherwise."""
     # (class of a, class of b) -> (type for a, type for b): None keeps an operand as it is
     plans: dict = {}
 
@@ -160,24 +161,37 @@ def _typed(op_name, op):
         # types go through its much slower ufunc machinery)
         return dtype.type, dtype.type
 
-    def typed(a, b):
-        ca, cb = a.__class__, b.__class__
-        if (ca is cb and ca in _CLOSED) or (ca in PYTHON_DTYPES and cb in PYTHON_DTYPES):
-            return op(a, b)      # the common cases, at the cost of one call
-        key = (ca, cb)
+    def planned(a, b):
+        key = (a.__class__, b.__class__)
         types_ = plans.get(key)
         if types_ is None:
-            types_ = plans[key] = plan(ca, cb)
+            types_ = plans[key] = plan(*key)
         ta, tb = types_
         try:
             return op(a if ta is None else ta(a), b if tb is None else tb(b))
         except OverflowError:    # a Python int beyond 64 bits: Python's arithmetic
             return op(a, b)
 
-    typed.__name__ = f"typed_{op_name}"
-    return typed
+    return planned
 
 
+# The greenlet engine calls these for every binary operator of a kernel, so each is written
+# out with its operator inline: same-class operands NumPy types as numba does, or two Python
+# numbers, cost one call and one operation.
+_TEMPLATE = """
+def typed_{name}(a, b):
+    ca = a.__class__
+    cb = b.__class__
+    if (ca is cb and ca in _CLOSED) or (ca in _PYTHON and cb in _PYTHON):
+        return a {symbol} b
+    return _slow(a, b)
+"""
+
+
+def _typed(op_name, op, symbol):
+    namespace = {"_CLOSED": _CLOSED, "_PYTHON": PYTHON_DTYPES, "_slow": _planned(op_name, op)}
+    exec(_TEMPLATE.format(name=op_name, symbol=symbol), namespace)
+    return namespace[f"typed_{op_name}"]
 
 
 BINOPS = {
@@ -186,4 +200,7 @@ BINOPS = {
     "LShift": operator.lshift, "RShift": operator.rshift, "BitOr": operator.or_,
     "BitXor": operator.xor, "BitAnd": operator.and_,
 }
-TYPED_BINOPS = {name: _typed(name, op) for name, op in BINOPS.items()}
+_SYMBOLS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "Mod": "%",
+            "Pow": "**", "LShift": "<<", "RShift": ">>", "BitOr": "|", "BitXor": "^",
+            "BitAnd": "&"}
+TYPED_BINOPS = {name: _typed(name, op, _SYMBOLS[name]) for name, op in BINOPS.items()}
