@@ -111,3 +111,23 @@ def test_a_type_that_differs_between_lanes_runs_on_the_greenlet_engine():
         assert run.engine == "greenlet"
     assert "type differs between lanes" in run.engine_reason
     np.testing.assert_array_equal(outs["auto"], outs["greenlet"])
+
+
+@cuda.jit
+def lane_dependent_type_stored(x, out):
+    i = cuda.grid(1)
+    v = x[i] if i % 2 == 0 else 0.5          # stored and compared only: exact on vectors
+    if v > 1:
+        out[i] = v
+    else:
+        out[i] = -v
+
+
+def test_a_type_that_differs_between_lanes_but_is_only_stored_stays_on_the_vector_engine():
+    x = np.linspace(0.1, 9.0, 64, dtype=np.float32)
+    outs = {}
+    for engine in ("greenlet", "vector"):
+        outs[engine] = np.zeros(64, np.float64)
+        run = simtlab.emulate(lane_dependent_type_stored, 1, 64, x, outs[engine], engine=engine)
+        assert run.engine == engine
+    np.testing.assert_array_equal(outs["vector"], outs["greenlet"])

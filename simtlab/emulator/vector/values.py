@@ -44,7 +44,7 @@ def raw(v):
 class MixedLanes(np.ndarray):
     """A lane vector whose lanes hold values of different types in the greenlet engine (a
     float32 on some, a float64 or an int on others: ``v = x[i] if c else 0.0``), which one
-    NumPy array cannot. Storing it or comparing it is exact; arithmetic on it is not (the
+    NumPy array cannot. Storing, comparing or negating it is exact; arithmetic on it is not (the
     greenlet engine computes each lane in its own type), so that falls back to the greenlet
     engine."""
 
@@ -199,8 +199,6 @@ def unary(name, v):
     if not is_vector(v):
         return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
                 "Invert": operator.invert}[name](v)
-    if name in ("USub", "Invert"):
-        _refuse_mixed(v)
     w = v.__class__ is Weak
     a = raw(v)
     if name == "Not":
@@ -218,6 +216,8 @@ def truth(v):
     """A boolean per lane (``if v:``)."""
     a = raw(v)
     if isinstance(a, np.ndarray):
+        if a.__class__ is MixedLanes:        # a mask is a plain bool vector
+            a = a.view(np.ndarray)
         return a if a.dtype.kind == "b" else a != 0
     return bool(a)
 
