@@ -20,6 +20,9 @@ numba's own type inference, run on the CPU (tests/test_numba_typing.py), decides
   value, within 1 ulp of libdevice's and equal to it more often than NumPy's float32
   functions (benchmarks/results/numba_typing_h100.txt).
 
+A kernel whose source cannot be read (made by ``exec``) keeps NumPy's arithmetic for its
+operators in the greenlet engine (its constants and ``math`` are still typed).
+
 Not modelled: numba's unification of a variable's types across branches and loop iterations
 (the emulator types each value as it is computed), unary operators on narrow integers, and
 the GPU's fused multiply-add (NVVM contracts float32 ``acc += a * b`` into one rounding).
