@@ -100,11 +100,11 @@ def control_flow(x, out, counts):
             continue
         if k > i % 7 + 2:
             break
-        acc += x[i] * k
+        acc += x[i] * float32(k)                   # float32 on every lane (an int: float64)
     for j in range(i % 5, 9, 2):                   # per-lane bounds
         if j == 7:
             break
-        acc += j if j % 2 == 0 else -j
+        acc += float32(j) if j % 2 == 0 else float32(-j)
     v = clamp_add(acc, float32(-4), float32(40)) if i % 2 == 0 or x[i] > 0.5 else acc
     out[i] = math.sqrt(abs(v)) + min(i, 3) - max(k, 2)
     old = cuda.atomic.add(counts, i % 4, 1)
@@ -313,19 +313,19 @@ def test_the_environment_picks_the_default_engine(monkeypatch):
 
 
 @cuda.jit
-def python_float_division(x, out):
+def python_int_division(x, out):
     i = cuda.grid(1)
-    d = float(i % 4)                  # a Python float: 0.0 on every fourth lane
-    out[i] = x[i] + 1.0 / d if d > 0.5 or x[i] > 2 else x[i]
+    d = i % 4                         # a Python int: 0 on every fourth lane
+    out[i] = x[i] + 12 // d if d > 0 or x[i] > 2 else x[i]
 
 
 def test_a_python_division_by_zero_is_the_greenlet_engines_error(agree):
     x = np.zeros(64, np.float32)
     x[8] = 3.0                        # lane 8 divides by 0.0
     with pytest.raises(simtlab.KernelException, match="ZeroDivisionError"):
-        simtlab.emulate(python_float_division, 1, 64, x, np.zeros(64, np.float32))
+        simtlab.emulate(python_int_division, 1, 64, x, np.zeros(64, np.float32))
     x[8] = 0.0
-    run = simtlab.emulate(python_float_division, 1, 64, x, np.zeros(64, np.float32))
+    run = simtlab.emulate(python_int_division, 1, 64, x, np.zeros(64, np.float32))
     assert run.engine == "vector", run.engine_reason
 
 

@@ -9,12 +9,14 @@ still compiles for a real GPU.
 
 from __future__ import annotations
 
+import math
 import types
 import warnings
 
 import numpy as np
 
 from .errors import UntracedSourceWarning
+from .numba_types import NUMBA_MATH, TYPED_MATH_FUNCS, float64_constant, numba_float, retype_constants
 from .static_checks import check_source
 
 
@@ -42,8 +44,12 @@ def plain_function(kernel):
 class KernelBinder:
     """Makes emulator copies of a kernel and of every device function it reaches."""
 
-    def __init__(self, fake_cuda, *, instrument_lines=False, register_code=None):
+    def __init__(self, fake_cuda, *, instrument_lines=False, register_code=None,
+                 numba_typing=True):
         self.fake_cuda = fake_cuda
+        # literals, float globals, math.* and float() typed as numba types them (numba_types.py);
+        # the vector engine reads the original function and types values itself
+        self.numba_typing = numba_typing
         self._done: dict[int, types.FunctionType] = {}
         self.codes: set = set()          # code objects of kernel + device functions
         self.globals_dicts: list = []    # where the line hook lives (see instrument.py)
@@ -65,28 +71,33 @@ class KernelBinder:
         if func.__closure__:
             # a kernel defined inside a function: its free variables live in closure cells
             cells = tuple(types.CellType() for _ in func.__closure__)
-        bound = types.FunctionType(func.__code__, new_globals, func.__name__,
-                                   func.__defaults__, cells)
+        code = retype_constants(func.__code__) if self.numba_typing else func.__code__
+        bound = types.FunctionType(code, new_globals, func.__name__, func.__defaults__, cells)
         self._done[key] = bound              # before recursing: device functions may recurse
         check_source(func, kernel=kernel)    # what numba would refuse to compile
         names = _global_names(func.__code__)   # globals and attribute names the code loads
         for name in names:
             if name in new_globals:
                 new_globals[name] = self._replacement(new_globals[name], names)
+        if self.numba_typing and "float" in names and "float" not in new_globals:
+            new_globals["float"] = numba_float       # float(v) is float64 in numba
         if cells:
             for new, old in zip(cells, func.__closure__):
                 if _cell_has_value(old):
                     new.cell_contents = self._replacement(old.cell_contents, names)
-        if self.instrument_lines:
+        if self.instrument_lines or self.numba_typing:
             from .instrument import HOOK, instrument
             values = tuple(c.cell_contents if _cell_has_value(c) else None for c in cells or ())
             new_globals[HOOK] = _no_thread
-            made = instrument(func, index, new_globals, values)
+            made = instrument(func, index, new_globals, values, lines=self.instrument_lines)
             if made is not None:
+                if self.numba_typing:
+                    made.__code__ = retype_constants(made.__code__)
                 bound = made
                 self._done[key] = bound
-                self.globals_dicts.append(new_globals)
-            else:
+                if self.instrument_lines:
+                    self.globals_dicts.append(new_globals)
+            elif self.instrument_lines:
                 self.uninstrumented.append(func.__name__)
                 warnings.warn(UntracedSourceWarning(
                     f"the source of {'kernel' if kernel else 'device function'} "
@@ -102,6 +113,13 @@ class KernelBinder:
     def _replacement(self, value, names=()):
         if _is_numba_cuda_module(value):
             return self.fake_cuda
+        if self.numba_typing:
+            if value is math:
+                return NUMBA_MATH
+            if value.__class__ is float:
+                return float64_constant(value)
+            if isinstance(value, types.BuiltinFunctionType) and value in TYPED_MATH_FUNCS:
+                return TYPED_MATH_FUNCS[value]
         if _is_cuda_dispatcher(value) and isinstance(getattr(value, "py_func", None),
                                                       types.FunctionType):
             return self._bind_function(value.py_func)

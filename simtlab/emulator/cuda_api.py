@@ -60,6 +60,12 @@ def _py(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _operand(array, value):
+    """An atomic's operand as numba passes it: converted to the array's type first (a float64
+    added to a float32 array is rounded to float32, then added in float32)."""
+    return _py(_cast(array, _py(value)))
+
+
 def _cast(array, value):
     """The value stored by an atomic, in the array's type (wrapped as the hardware would)."""
     convert = store_converter(array.dtype)
@@ -73,52 +79,52 @@ class _Atomic:
         self._st = st
 
     def add(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, old + val), _getframe(1))
 
     def sub(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, old - val), _getframe(1))
 
     def max(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, max(old, val)), _getframe(1))
 
     def min(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, min(old, val)), _getframe(1))
 
     def nanmax(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, np.fmax(old, val)), _getframe(1))
 
     def nanmin(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, np.fmin(old, val)), _getframe(1))
 
     def and_(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, old & val), _getframe(1))
 
     def or_(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, old | val), _getframe(1))
 
     def xor(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, old ^ val), _getframe(1))
 
     def exch(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, val), _getframe(1))
 
     def inc(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, idx, lambda old: _cast(ary, 0 if old >= val else old + 1),
                                   _getframe(1))
 
     def dec(self, ary, idx, val):
-        val = _py(val)
+        val = _operand(ary, val)
         return _update(ary, 
             idx, lambda old: _cast(ary, val if (old == 0 or old > val) else old - 1), _getframe(1))
 

@@ -18,6 +18,7 @@ import types
 
 from ..simt import make_site
 from .function_ast import parse_function
+from .numba_types import TYPED_BINOPS
 
 HOOK = "__simt_line__"
 
@@ -70,16 +71,77 @@ class _Instrument(ast.NodeTransformer):
         return node
 
 
+class _TypedArithmetic(ast.NodeTransformer):
+    """``a + b`` becomes ``__simt_Add__(a, b)`` (and ``x += b`` ``x = __simt_Add__(x, b)``):
+    arithmetic typed as numba types it (numba_types.TYPED_BINOPS), where NumPy's scalar rules
+    would keep ``float32 * 2`` float32 or ``int32 + int32`` int32. Left alone, to keep the
+    greenlet engine's hottest code one Python operation: an augmented store into an array
+    element (the store converts to the array's type either way), and index arithmetic of
+    names and int literals (``a[row * n + k]``: an index is an int, whose type changes
+    nothing but where an int32 sum would wrap)."""
+
+    def __init__(self):
+        self._index_depth = 0
+
+    def visit_Subscript(self, node):
+        node.value = self.visit(node.value)
+        self._index_depth += 1
+        node.slice = self.visit(node.slice)
+        self._index_depth -= 1
+        return node
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        name = node.op.__class__.__name__
+        if name not in TYPED_BINOPS or (self._index_depth and _names_and_ints(node)):
+            return node
+        call = ast.Call(func=ast.Name(_binop_global(name), ast.Load()),
+                        args=[node.left, node.right], keywords=[])
+        return ast.copy_location(call, node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        name = node.op.__class__.__name__
+        if not isinstance(node.target, ast.Name) or name not in TYPED_BINOPS:
+            return node
+        call = ast.Call(func=ast.Name(_binop_global(name), ast.Load()),
+                        args=[ast.Name(node.target.id, ast.Load()), node.value], keywords=[])
+        assign = ast.Assign(targets=[ast.Name(node.target.id, ast.Store())],
+                            value=ast.copy_location(call, node))
+        return ast.copy_location(assign, node)
+
+
+def _names_and_ints(node) -> bool:
+    """Is ``node`` arithmetic of names, attributes (``cuda.threadIdx.x``) and int literals?"""
+    if isinstance(node, ast.BinOp):
+        return _names_and_ints(node.left) and _names_and_ints(node.right)
+    if isinstance(node, ast.Constant):
+        return node.value.__class__ is int
+    if isinstance(node, ast.Attribute):
+        return _names_and_ints(node.value) or isinstance(node.value, ast.Name)
+    return isinstance(node, ast.Name)
+
+
+def _binop_global(name):
+    return f"__simt_{name}__"
+
+
 def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
-               closure_values: tuple | None):
-    """A copy of ``func`` that records every executed statement, or None without source."""
+               closure_values: tuple | None, *, lines: bool = True):
+    """A copy of ``func`` with numba-typed arithmetic that (``lines``) records every executed
+    statement, or None without source."""
     parsed = parse_function(func)
     if parsed is None:
         return None
     _, first, tree = parsed
     fdef = tree.body[0]
     ast.increment_lineno(tree, first - 1)
-    _Instrument(code_index).visit(fdef)
+    fdef.decorator_list = []             # @cuda.jit: the function itself is wanted
+    if lines:
+        _Instrument(code_index).visit(fdef)
+    _TypedArithmetic().visit(fdef)
+    for name, typed in TYPED_BINOPS.items():
+        new_globals[_binop_global(name)] = typed
     freevars = func.__code__.co_freevars
     if freevars:
         # a closure: build it inside a factory whose parameters are the free variables

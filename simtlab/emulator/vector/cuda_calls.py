@@ -12,8 +12,9 @@ import numpy as np
 from ...simt import CONST, FULL_MASK, LOCAL, SHARED, WARP_SIZE
 from ..binding import to_numpy_dtype
 from ..limits import MAX_STATIC_SHARED_BYTES
+from ..numba_types import TYPED_MATH_FUNCS, math_result_dtype
 from . import arrays as va
-from .values import Fallback, Weak, broadcast, is_vector, raw, truth
+from .values import Fallback, MixedLanes, Weak, broadcast, is_vector, raw, truth
 
 
 class Intrinsic:
@@ -310,6 +311,8 @@ def _atomic(kind):
 
         def update(o, lane):
             v = lane_value(val, lane)
+            if kind not in ("cas", "compare_and_swap"):
+                v = dt(v if conv is None else conv(v)).item()   # numba: val in the array's type
             if kind == "add":
                 r = o + v
             elif kind == "sub":
@@ -419,7 +422,8 @@ def cuda_attribute(eng, name):
     return f
 
 
-# math.* on lane vectors: computed in float64 as math.* computes (it returns Python floats)
+# math.* on lane vectors, typed as numba-cuda types them (numba_types.py): computed in float64,
+# then float32 when every argument is float32
 _FLOAT_FUNCS = {
     math.sqrt: np.sqrt, math.exp: np.exp, math.log: np.log, math.log2: np.log2,
     math.log10: np.log10, math.sin: np.sin, math.cos: np.cos, math.tan: np.tan,
@@ -428,14 +432,24 @@ _FLOAT_FUNCS = {
     math.cosh: np.cosh, math.atan2: np.arctan2, math.pow: np.power, math.hypot: np.hypot,
     math.copysign: np.copysign, math.fmod: np.fmod,
 }
-_INT_FUNCS = {math.floor: np.floor, math.ceil: np.ceil, math.trunc: np.trunc}
+# numba returns a float of the argument's type here, not Python's int
+_ROUNDING_FUNCS = {math.floor: np.floor, math.ceil: np.ceil, math.trunc: np.trunc}
 _BOOL_FUNCS = {math.isnan: np.isnan, math.isinf: np.isinf, math.isfinite: np.isfinite}
-MATH_FUNCS = list(_FLOAT_FUNCS) + list(_INT_FUNCS) + list(_BOOL_FUNCS) + [math.erf, math.erfc]
+MATH_FUNCS = (list(_FLOAT_FUNCS) + list(_ROUNDING_FUNCS) + list(_BOOL_FUNCS)
+              + [math.erf, math.erfc])
+
+
+def _arg_dtype(a):
+    a = raw(a)
+    return a.dtype if isinstance(a, (np.ndarray, np.generic)) else None
 
 
 def math_call(func, args, m, eng):
     if not any(is_vector(a) for a in args):
-        return func(*args)
+        return TYPED_MATH_FUNCS.get(func, func)(*args)
+    if any(a.__class__ is MixedLanes for a in args):
+        raise Fallback(f"math.{func.__name__} of a value whose type differs between lanes")
+    dtype = math_result_dtype([_arg_dtype(a) for a in args])
     xs = [raw(broadcast(a, eng.n)).astype(np.float64) for a in args]
     act = eng.ALL if m is eng.ALL else m
     with np.errstate(all="ignore"):
@@ -443,12 +457,9 @@ def math_call(func, args, m, eng):
             r = _FLOAT_FUNCS[func](*xs)
             if (np.isnan(r[act]) & ~np.any([np.isnan(x[act]) for x in xs], axis=0)).any():
                 raise Fallback(f"math.{func.__name__} outside its domain")
-            return Weak(r)
-        if func in _INT_FUNCS:
-            x = xs[0]
-            if not np.isfinite(x[act]).all():
-                raise Fallback(f"math.{func.__name__} of a non-finite value")
-            return Weak(_INT_FUNCS[func](np.where(act, x, 0)).astype(np.int64))
+            return r.astype(dtype)
+        if func in _ROUNDING_FUNCS:
+            return _ROUNDING_FUNCS[func](xs[0]).astype(dtype)
         if func in _BOOL_FUNCS:
             return Weak(_BOOL_FUNCS[func](xs[0]))
-        return Weak(np.vectorize(func, otypes=[np.float64])(*xs))
+        return np.vectorize(func, otypes=[np.float64])(*xs).astype(dtype)

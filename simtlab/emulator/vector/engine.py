@@ -25,7 +25,8 @@ class _RecordingBinder(KernelBinder):
 
     def __init__(self):
         self.codes_list: list = []
-        super().__init__(object(), instrument_lines=False, register_code=self._register)
+        super().__init__(object(), instrument_lines=False, register_code=self._register,
+                         numba_typing=False)
         self.funcs: dict = {}
 
     def _register(self, code, index=None):

@@ -23,6 +23,7 @@ from ...simt import FULL_MASK, WARP_SIZE, make_site
 from ..binding import _is_cuda_dispatcher, _is_numba_cuda_module, to_numpy_dtype
 from ..errors import EmulationError
 from ..function_ast import parse_function
+from ..numba_types import float64_constant, numba_float
 from . import arrays as va
 from . import cuda_calls
 from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector, raw, select,
@@ -421,9 +422,9 @@ class Interpreter:
             return v
         fn = frame.fn
         if name in fn.closure:
-            return fn.closure[name]
+            return float64_constant(fn.closure[name])
         if name in fn.globals:
-            return fn.globals[name]
+            return float64_constant(fn.globals[name])
         b = _BUILTINS.get(name, _MISSING)
         if b is not _MISSING:
             return b
@@ -458,7 +459,7 @@ class Interpreter:
                 return self.index_arithmetic(op, a, b)
             return binop(op, a, b, None if m is self.ALL else m)
         if t is ast.Constant:
-            return node.value
+            return float64_constant(node.value)      # numba: a float literal is float64
         if t is ast.Attribute:
             return self.attribute(self.eval(node.value, m, frame), node.attr)
         if t is ast.Compare:
@@ -540,7 +541,7 @@ class Interpreter:
         if isinstance(base, tuple) and name in ("x", "y", "z"):
             return base["xyz".index(name)]
         if base is math:
-            return getattr(math, name)
+            return float64_constant(getattr(math, name))
         if isinstance(base, type(math)) and not _is_cuda_dispatcher(getattr(base, name, None)):
             return getattr(base, name)
         raise Fallback(f"attribute .{name} of {type(base).__name__}")
@@ -664,8 +665,8 @@ def _int(eng, args, m):
 def _float(eng, args, m):
     (a,) = args
     if not is_vector(a):
-        return float(a)
-    return Weak(raw(a).astype(np.float64))
+        return numba_float(a)
+    return raw(a).astype(np.float64)          # float64 in numba: strong
 
 
 def _len(eng, args, m):

@@ -6,6 +6,8 @@ In the greenlet engine each thread holds Python numbers (``threadIdx.x``, loop c
 float64. A lane vector of Python numbers is therefore a ``Weak`` (an int64 or float64 array
 marked weak); a vector read from an array is a plain ndarray (strong). ``binop`` combines
 them with the same promotion as the scalars would, so both engines compute in the same types.
+Float constants are not weak: numba types them float64, and both engines make them NumPy
+float64 scalars (``numba_types.py``), so ``x * 2.0`` is float64 as on the GPU.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import operator
 import numpy as np
 
 from ..conversions import float_to_int, store_converter
+from ..numba_types import PYTHON_DTYPES, TYPED_BINOPS, binop_dtype
 
 
 class Fallback(Exception):
@@ -38,8 +41,33 @@ def raw(v):
     return v.a if v.__class__ is Weak else v
 
 
+class MixedLanes(np.ndarray):
+    """A lane vector whose lanes hold values of different types in the greenlet engine (a
+    float32 on some, a float64 or an int on others: ``v = x[i] if c else 0.0``), which one
+    NumPy array cannot. Storing, comparing or negating it is exact; arithmetic on it is not (the
+    greenlet engine computes each lane in its own type), so that falls back to the greenlet
+    engine."""
+
+
 def is_vector(v) -> bool:
-    return v.__class__ is Weak or v.__class__ is np.ndarray
+    c = v.__class__
+    return c is Weak or c is np.ndarray or c is MixedLanes
+
+
+def _refuse_mixed(*values):
+    for v in values:
+        if v.__class__ is MixedLanes:
+            raise Fallback("arithmetic on a value whose type differs between lanes")
+
+
+def _type_class(v):
+    """What decides a value's arithmetic in numba_types: float width, or int, or bool."""
+    dtype = _numba_dtype(v)
+    if dtype is None:
+        return None
+    if dtype.kind == "f":
+        return ("f", dtype.itemsize)
+    return "b" if dtype.kind == "b" else "i"
 
 
 def weak(a):
@@ -96,11 +124,48 @@ _CMPOPS = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": oper
            "Eq": operator.eq, "NotEq": operator.ne}
 
 
+def _numba_dtype(v):
+    """The type numba gives an operand: a weak vector's Python numbers are int64/float64/bool."""
+    if v.__class__ is Weak:
+        return v.a.dtype
+    dtype = PYTHON_DTYPES.get(v.__class__)
+    if dtype is not None:
+        return dtype
+    return getattr(v, "dtype", None)
+
+
+def _typed_operands(name, a, b):
+    """Both operands in numba's result type (numba_types.binop_dtype), or None where NumPy's
+    promotion already gives it (or both are Python numbers: Python's arithmetic, as in the
+    greenlet engine)."""
+    if (a.__class__ is Weak or a.__class__ in _PY_NUMBERS) and \
+            (b.__class__ is Weak or b.__class__ in _PY_NUMBERS):
+        return None
+    da, db = _numba_dtype(a), _numba_dtype(b)
+    if da is None or db is None:
+        return None
+    dtype = binop_dtype(name, da, db)
+    if dtype is None:
+        return None
+    x, y = raw(a), raw(b)
+    try:
+        x = x.astype(dtype) if isinstance(x, np.ndarray) else dtype.type(x)
+        y = y.astype(dtype) if isinstance(y, np.ndarray) else dtype.type(y)
+    except OverflowError:
+        return None
+    return x, y
+
+
 def binop(name, a, b, m=None):
     """``a <op> b`` per lane; ``m``: the active lanes (None: all), for the division check."""
     if not is_vector(a) and not is_vector(b):
-        return _BINOPS[name](a, b)
-    x, y, both_weak = _unify(a, b)
+        return TYPED_BINOPS[name](a, b)
+    _refuse_mixed(a, b)
+    typed = _typed_operands(name, a, b)
+    if typed is not None:
+        (x, y), both_weak = typed, False
+    else:
+        x, y, both_weak = _unify(a, b)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if name in ("Div", "FloorDiv", "Mod"):
             d = y[m] if m is not None and isinstance(y, np.ndarray) else y
@@ -151,6 +216,8 @@ def truth(v):
     """A boolean per lane (``if v:``)."""
     a = raw(v)
     if isinstance(a, np.ndarray):
+        if a.__class__ is MixedLanes:        # a mask is a plain bool vector
+            a = a.view(np.ndarray)
         return a if a.dtype.kind == "b" else a != 0
     return bool(a)
 
@@ -170,6 +237,11 @@ def select(mask, new, old, n):
     r = np.where(mask, x, y)
     if r.shape != (n,):
         r = np.broadcast_to(r, (n,)).copy()
+    mixed = new.__class__ is MixedLanes or old.__class__ is MixedLanes or (
+        _type_class(new) != _type_class(old) and isinstance(mask, np.ndarray)
+        and mask.any() and not mask.all())
+    if mixed:
+        return r.view(MixedLanes)
     return Weak(r) if weak_result else r
 
 
@@ -198,6 +270,8 @@ def convert_for_store(values, dtype):
 def cast(values, dtype):
     """``float32(v)``, ``int32(v)``: numba's casts, which NumPy's scalar types perform."""
     a = raw(values)
+    if a.__class__ is MixedLanes:            # one type again on every lane
+        a = a.view(np.ndarray)
     if not isinstance(a, np.ndarray):
         return dtype.type(a)
     if dtype.kind in "iu" and a.dtype.kind == "f":
