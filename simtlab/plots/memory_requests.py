@@ -167,12 +167,17 @@ def plot_bank_access(run, array: str, line: int | None = None, gwarp: int = 0, s
     fig, ax = new_figure(f"{array} (shared), warp {gwarp}, line {line}: which bank each lane uses",
                          figsize=(8.0, 4.0))
     wave = {}
-    for lane in np.nonzero(active)[0]:
+    lanes = np.nonzero(active)[0]
+    colours = []
+    for lane in lanes:
         bank, word = int(banks[lane]), int(words[lane])
         column = wave.setdefault(bank, [])
         if word not in column:
             column.append(word)
-        ax.scatter(bank, lane, color=PALETTE[column.index(word) % len(PALETTE)], s=30, zorder=2)
+        colours.append(PALETTE[column.index(word) % len(PALETTE)])
+    # one scatter for the whole warp: one artist, not 32 (each would be laid out and drawn alone)
+    if len(lanes):
+        ax.scatter(banks[lanes], lanes, color=colours, s=30, zorder=2)
     wavefronts = max((len(c) for c in wave.values()), default=0)
     ax.set_xlim(-0.5, BANKS - 0.5)
     ax.set_ylim(31.5, -0.5)
