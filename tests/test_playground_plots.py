@@ -88,6 +88,19 @@ def test_request_table_transpose_writes_are_uncoalesced(transpose_run):
     _labelled(plot_request_costs(transpose_run))
 
 
+def test_request_costs_legend_and_labels_fit_in_the_figure(transpose_run):
+    # the legend anchored outside the axes and the long y label used to be cut off at the edges
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = plot_request_costs(transpose_run)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer, box = canvas.get_renderer(), fig.bbox
+    (legend,) = fig.legends
+    for artist in (legend, fig.axes[0].yaxis.label, fig.axes[0].xaxis.label):
+        extent = artist.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1
+
+
 def test_bank_access_plot(staged_run):
     assert worst_request(staged_run, "shared") is not None
     _labelled(plot_bank_access(staged_run, "s", line=staged.py_func.__code__.co_firstlineno + 4))

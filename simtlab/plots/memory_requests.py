@@ -124,10 +124,14 @@ def plot_request_costs(run):
         ax.text(i, c, f"{c:.1f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [f"L{r['line']} {r['array']}\n{r['space']} {r['kind']}" for r in rows], fontsize=8)
     ax.set_ylim(0, max(max(cost), max(ideal)) * 1.2)
-    label(ax, "source line, array, space and kind", "sectors (global) or wavefronts (shared) per request")
-    ax.legend(handles=[Patch(color=PALETTE[2], label="at the ideal"), Patch(color=PALETTE[5], label="above it"),
-                       Patch(color="black", label="ideal (black tick)")], fontsize=8, loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # short enough to fit beside a 3.6-inch-high plot (the longer "sectors (global) or wavefronts
+    # (shared) per request" was cut off); each bar's tick says global or shared
+    label(ax, "source line, array, space and kind", "sectors or wavefronts per request")
+    # a figure legend "outside": constrained layout makes room for it (a legend anchored outside
+    # the axes is not in the layout and was cut off at the figure's edge)
+    fig.legend(handles=[Patch(color=PALETTE[2], label="at the ideal"), Patch(color=PALETTE[5], label="above it"),
+                        Patch(color="black", label="ideal (black tick)")], fontsize=8, loc="outside right upper",
+               frameon=False)
     return fig
 
 
