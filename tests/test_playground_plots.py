@@ -110,7 +110,16 @@ def test_barrier_timeline(staged_run):
     lengths, unit = epoch_lengths(staged_run)
     assert unit == "thread" and lengths.shape == (64, 3)
     assert lengths[0, 1] > lengths[40, 1], "threads below 32 add in epoch 1; the others only test t < 32"
-    _labelled(plot_barrier_timeline(staged_run))
+    fig = plot_barrier_timeline(staged_run)
+    _labelled(fig)
+    # the bars, one collection (an artist per bar was most of the drawing time): each row's bars
+    # end to end, as long as that thread's lines in each epoch
+    (bars,) = fig.axes[0].collections
+    boxes = np.array([p.vertices[:4] for p in bars.get_paths()])
+    widths = boxes[:, 1, 0] - boxes[:, 0, 0]
+    rows = np.rint(boxes[:, :, 1].mean(axis=1)).astype(int)
+    assert sorted(widths.tolist()) == sorted(lengths[lengths > 0].tolist())
+    assert np.array_equal(np.bincount(rows, weights=widths, minlength=64), lengths.sum(axis=1))
     with pytest.raises(ValueError, match="no traced lines"):
         epoch_lengths(staged_run, block=3)
 
