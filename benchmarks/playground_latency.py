@@ -17,7 +17,9 @@ emulation (``emulate``), the analyses (``run.metrics``), the tab's drawing; and 
 emulation (``trace=False``) as the reference for what tracing adds. The goal is 200 ms
 (issue 12). This box may be shared: the load average at the start and end is recorded, and
 chapter 1's mapping widget (one figure redrawn per change, the course's simplest widget) is
-timed in the same run as a reference: ``ratio_to_reference`` is what a box's load cancels.
+timed in the same run as a reference: ``ratio_to_reference`` is what a box's load cancels; and a
+yardstick: one fixed figure drawn by plain matplotlib, which no playground change can speed up
+(``ratio_to_yardstick``: the mapping plot that chapter 1 shares has changed).
 """
 
 from __future__ import annotations
@@ -147,11 +149,36 @@ def reference(repeat: int) -> float:
     return statistics.median(times)
 
 
+def yardstick(repeat: int) -> float:
+    """Median time to draw one fixed figure with plain matplotlib (no simtlab code): how fast
+    this box draws today, unchanged by anything the playground does (chapter 1's widget, the
+    other reference, uses the mapping plot that the playground shares)."""
+    import io
+
+    from matplotlib.figure import Figure
+
+    times = []
+    for _ in range(3 * repeat):
+        t0 = time.perf_counter()
+        fig = Figure(figsize=(8.0, 4.5), layout="constrained")
+        ax = fig.subplots()
+        fig.suptitle("yardstick: a 128 x 32 image, 16 ticks, labels")
+        ax.imshow(np.arange(128 * 32).reshape(128, 32), aspect="auto")
+        ax.set_xticks(range(0, 32, 4))
+        ax.set_yticks(range(0, 128, 16))
+        ax.set_xlabel("column")
+        ax.set_ylabel("row")
+        fig.savefig(io.BytesIO(), format="png", dpi=80)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def run(repeat: int = 3) -> dict:
     from simtlab.playground.tabs import TITLES
 
     load_start = os.getloadavg()
     ref_before = reference(repeat)
+    yard_before = yardstick(repeat)
     rows, parts = [], {}
     for name, (kernel, args) in kernels().items():
         parts[name] = breakdown(kernel, args, repeat)
@@ -164,12 +191,17 @@ def run(repeat: int = 3) -> dict:
                   f"prefetched {row['prefetched_ms']['median']:7.1f} ms", flush=True)
         print(f"{name}: one update, stage by stage (ms): {parts[name]}", flush=True)
     ref = statistics.median([ref_before, reference(repeat)])
+    yard = statistics.median([yard_before, yardstick(repeat)])
     for row in rows:
         row["cold_ratio_to_reference"] = round(row["cold_ms"]["median"] / (ref * 1e3), 2)
+        row["cold_ratio_to_yardstick"] = round(row["cold_ms"]["median"] / (yard * 1e3), 2)
     print(f"reference: chapter 1's mapping widget, one change: {ref * 1e3:.1f} ms", flush=True)
+    print(f"yardstick: one fixed matplotlib figure: {yard * 1e3:.1f} ms", flush=True)
     return {
         "reference": "chapter 1 mapping_widget, one block_x change (median, ms)",
         "reference_ms": _ms(ref),
+        "yardstick": "one fixed matplotlib figure drawn to PNG, no simtlab code (median, ms)",
+        "yardstick_ms": _ms(yard),
         "date": datetime.date.today().isoformat(), "python": platform.python_version(),
         "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
         "load_average_start": [round(x, 2) for x in load_start],

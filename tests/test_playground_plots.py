@@ -88,6 +88,19 @@ def test_request_table_transpose_writes_are_uncoalesced(transpose_run):
     _labelled(plot_request_costs(transpose_run))
 
 
+def test_request_costs_legend_and_labels_fit_in_the_figure(transpose_run):
+    # the legend anchored outside the axes and the long y label used to be cut off at the edges
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = plot_request_costs(transpose_run)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer, box = canvas.get_renderer(), fig.bbox
+    (legend,) = fig.legends
+    for artist in (legend, fig.axes[0].yaxis.label, fig.axes[0].xaxis.label):
+        extent = artist.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1
+
+
 def test_bank_access_plot(staged_run):
     assert worst_request(staged_run, "shared") is not None
     _labelled(plot_bank_access(staged_run, "s", line=staged.py_func.__code__.co_firstlineno + 4))
@@ -97,7 +110,16 @@ def test_barrier_timeline(staged_run):
     lengths, unit = epoch_lengths(staged_run)
     assert unit == "thread" and lengths.shape == (64, 3)
     assert lengths[0, 1] > lengths[40, 1], "threads below 32 add in epoch 1; the others only test t < 32"
-    _labelled(plot_barrier_timeline(staged_run))
+    fig = plot_barrier_timeline(staged_run)
+    _labelled(fig)
+    # the bars, one collection (an artist per bar was most of the drawing time): each row's bars
+    # end to end, as long as that thread's lines in each epoch
+    (bars,) = fig.axes[0].collections
+    boxes = np.array([p.vertices[:4] for p in bars.get_paths()])
+    widths = boxes[:, 1, 0] - boxes[:, 0, 0]
+    rows = np.rint(boxes[:, :, 1].mean(axis=1)).astype(int)
+    assert sorted(widths.tolist()) == sorted(lengths[lengths > 0].tolist())
+    assert np.array_equal(np.bincount(rows, weights=widths, minlength=64), lengths.sum(axis=1))
     with pytest.raises(ValueError, match="no traced lines"):
         epoch_lengths(staged_run, block=3)
 

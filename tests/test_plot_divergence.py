@@ -79,3 +79,16 @@ def test_unequal_loops_reconverge_after_the_longest_lane():
     assert body == [24, 16, 8]                       # lanes with i % 4 > 0, > 1, > 2
     with pytest.raises(ValueError):
         divergence_from_run(run, gwarp=5)
+
+
+def test_cell_separators_are_one_collection_not_minor_ticks():
+    # minor-tick gridlines made a tick artist per lane and per instruction, most of the
+    # drawing time; the white separators are one LineCollection between cells
+    from matplotlib.collections import LineCollection
+    masks = np.ones((5, 32), bool)
+    grid = plot_divergence(masks, [f"L{i}" for i in range(5)]).axes[0]
+    assert grid.xaxis.get_minorticklocs().size == 0 and grid.yaxis.get_minorticklocs().size == 0
+    (separators,) = [c for c in grid.collections if isinstance(c, LineCollection)]
+    segments = separators.get_segments()
+    assert len(segments) == 31 + 4                    # between 32 lanes, between 5 instructions
+    assert {tuple(s[0]) for s in segments} >= {(0.5, -0.5), (30.5, -0.5), (-0.5, 0.5), (-0.5, 3.5)}

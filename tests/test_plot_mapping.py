@@ -110,3 +110,13 @@ def test_mapping_from_run_marks_unwritten_elements():
     assert m["uncovered"] == 8 and m["idle"] == 0
     assert (m["thread"][:32] == np.arange(32)).all() and (m["thread"][32:] == -1).all()
     assert (m["lane"][32:] == -1).all()
+
+
+def test_ticks_every_power_of_two_at_most_twelve_per_axis():
+    from simtlab.plots.mapping import MAX_TICKS
+    ax = plot_thread_mapping((128, 32), (32, 4)).axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(i) for i in range(0, 32, 4)]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(i) for i in range(0, 128, 16)]
+    small = plot_thread_mapping((8, 12), (4, 4)).axes[0]
+    assert [t.get_text() for t in small.get_xticklabels()] == [str(i) for i in range(12)]
+    assert all(len(a.get_xticks()) <= MAX_TICKS and len(a.get_yticks()) <= MAX_TICKS for a in (ax, small))

@@ -135,3 +135,16 @@ def _guarded_write(y):
     i = cuda.grid(1)
     if i < y.size:
         y[i] = 1.0
+
+
+def test_sectors_and_lanes_are_a_few_collections_not_an_artist_each():
+    # an axvspan per sector and a patch per lane were most of the drawing time of a scattered
+    # request: the shades are one collection per kind, the lanes one collection
+    from matplotlib.collections import PatchCollection, PolyCollection
+    ax = plot_warp_access(stride=32).axes[0]
+    assert len(ax.patches) == 0 and len(ax.collections) <= 4
+    (lanes,) = [c for c in ax.collections if isinstance(c, PatchCollection)]
+    assert len(lanes.get_paths()) == 32
+    shades = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    touched = sum(len(c.get_paths()) for c in shades if c.get_facecolor()[0][0] > 0.8)  # orange ones
+    assert touched == 32                          # one touched 32-byte sector per lane

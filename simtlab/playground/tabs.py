@@ -18,6 +18,7 @@ from ..plots.memory_requests import plot_bank_access, plot_request_costs, reques
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
+from .png import figure_png
 
 #: every playground drawing holds this lock: the playground's prefetch draws in a thread of its
 #: own, and one matplotlib figure at a time is drawn by the playground, whichever thread asks
@@ -29,12 +30,7 @@ DPI = 80
 
 
 def _png(fig) -> bytes:
-    """The figure as PNG bytes, compressed lightly (zlib level 1: the image travels to the
-    browser once, and level 6, the default, costs more time than it saves bytes)."""
-    import io
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
-    return buf.getvalue()
+    return figure_png(fig, DPI)
 
 
 KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
@@ -239,8 +235,11 @@ def _warps_by_efficiency(run):
     """``(global warps, least efficient first (64 at most), {warp: SIMT efficiency})``."""
     from ..analysis.divergence import instructions
     ins = instructions(run.lines)
-    lanes = {int(g): int(ins.lanes[ins.gwarp == g].sum()) / (32 * int((ins.gwarp == g).sum()))
-             for g in np.unique(ins.gwarp)}
+    # per warp at once (bincount), not a mask over all instructions per warp: a 4096-thread
+    # launch has 128 warps
+    warps, which = np.unique(ins.gwarp, return_inverse=True)
+    busy = np.bincount(which, weights=ins.lanes) / (32 * np.bincount(which))
+    lanes = {int(g): float(b) for g, b in zip(warps, busy)}
     return sorted(lanes, key=lambda g: (lanes[g], g))[:64], lanes
 
 

@@ -124,10 +124,14 @@ def plot_request_costs(run):
         ax.text(i, c, f"{c:.1f}", ha="center", va="bottom", fontsize=8)
     ax.set_xticks(x, [f"L{r['line']} {r['array']}\n{r['space']} {r['kind']}" for r in rows], fontsize=8)
     ax.set_ylim(0, max(max(cost), max(ideal)) * 1.2)
-    label(ax, "source line, array, space and kind", "sectors (global) or wavefronts (shared) per request")
-    ax.legend(handles=[Patch(color=PALETTE[2], label="at the ideal"), Patch(color=PALETTE[5], label="above it"),
-                       Patch(color="black", label="ideal (black tick)")], fontsize=8, loc="upper left",
-              bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # short enough to fit beside a 3.6-inch-high plot (the longer "sectors (global) or wavefronts
+    # (shared) per request" was cut off); each bar's tick says global or shared
+    label(ax, "source line, array, space and kind", "sectors or wavefronts per request")
+    # a figure legend "outside": constrained layout makes room for it (a legend anchored outside
+    # the axes is not in the layout and was cut off at the figure's edge)
+    fig.legend(handles=[Patch(color=PALETTE[2], label="at the ideal"), Patch(color=PALETTE[5], label="above it"),
+                        Patch(color="black", label="ideal (black tick)")], fontsize=8, loc="outside right upper",
+               frameon=False)
     return fig
 
 
@@ -167,12 +171,17 @@ def plot_bank_access(run, array: str, line: int | None = None, gwarp: int = 0, s
     fig, ax = new_figure(f"{array} (shared), warp {gwarp}, line {line}: which bank each lane uses",
                          figsize=(8.0, 4.0))
     wave = {}
-    for lane in np.nonzero(active)[0]:
+    lanes = np.nonzero(active)[0]
+    colours = []
+    for lane in lanes:
         bank, word = int(banks[lane]), int(words[lane])
         column = wave.setdefault(bank, [])
         if word not in column:
             column.append(word)
-        ax.scatter(bank, lane, color=PALETTE[column.index(word) % len(PALETTE)], s=30, zorder=2)
+        colours.append(PALETTE[column.index(word) % len(PALETTE)])
+    # one scatter for the whole warp: one artist, not 32 (each would be laid out and drawn alone)
+    if len(lanes):
+        ax.scatter(banks[lanes], lanes, color=colours, s=30, zorder=2)
     wavefronts = max((len(c) for c in wave.values()), default=0)
     ax.set_xlim(-0.5, BANKS - 0.5)
     ax.set_ylim(31.5, -0.5)
