@@ -79,13 +79,16 @@ def test_results_are_live_on_a_gpu(monkeypatch):
 
 
 def test_l2_cold_timing_is_slower_only_where_the_data_fits_in_l2():
-    """Input + output of 2^21 floats (16 MiB) fit in the 50 MB L2: timed warm, a copy reads what
+    """Input + output of 2^22 floats (32 MiB) fit in the 50 MB L2: timed warm, a copy reads what
     the previous run left in L2; after a flush it must come from HBM. 2^26 floats (512 MiB) never
-    fit, so flushing changes little."""
+    fit, so flushing changes little. (2^21 floats failed once, cold/warm 0.85 where five later
+    probes gave 1.8-2.0; a warm copy of 16 MiB takes a few microseconds, close to what the host
+    needs to enqueue one, so a batch may time the host: benchmarks/probe_l2_cold.py prints both,
+    results in benchmarks/results/probe_l2_cold_h100.txt.)"""
     import cupy
 
     ratios = {}
-    for n in (2**21, 2**26):
+    for n in (2**22, 2**26):
         a = cupy.random.random(n, dtype=cupy.float32)
         b = cupy.empty_like(a)
         run = lambda: b.data.copy_from_device_async(a.data, a.nbytes)   # noqa: E731
@@ -93,5 +96,5 @@ def test_l2_cold_timing_is_slower_only_where_the_data_fits_in_l2():
         cold = time_launches(run, l2="cold", repeat=9)
         assert cold["batch"] == 1 and cold["l2"] == "cold"
         ratios[n] = cold["median_ms"] / warm
-    assert ratios[2**21] > 1.2, ratios
+    assert ratios[2**22] > 1.2, ratios
     assert 0.8 < ratios[2**26] < 1.25, ratios
