@@ -211,9 +211,10 @@ _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=")
 
 
 def _assigned_name(frame, node, prefix):
-    text = linecache.getline(frame.fn.func.__code__.co_filename, node.lineno)
+    lineno = node.lineno + frame.fn.shift          # the file's line number
+    text = linecache.getline(frame.fn.func.__code__.co_filename, lineno)
     found = _ASSIGN.match(text)
-    return found.group(1) if found else f"{prefix}_l{node.lineno}"
+    return found.group(1) if found else f"{prefix}_l{lineno}"
 
 
 def _shape(shape):

@@ -17,6 +17,9 @@ from .interpreter import Function, Interpreter, TraceOverflow
 from .values import Fallback
 
 CHUNK_LANES = 1 << 16        # lanes run together: whole blocks, up to this many threads
+# lane arithmetic as the GPU does it, silently: a float overflow gives inf, 0/0 nan (integer
+# division by zero never gets here: values.binop hands it to the greenlet engine)
+RUN_ERRSTATE = dict(divide="ignore", invalid="ignore", over="ignore")
 
 
 class _RecordingBinder(KernelBinder):
@@ -120,15 +123,17 @@ class VectorEngine:
         per_chunk = max(1, CHUNK_LANES // launch.threads_per_block)
         if self._blocks_talk():
             per_chunk = 1
-        for b0, b1, traced in _chunks(launch.num_blocks, per_chunk, launch.trace_blocks,
-                                      one_block_from):
-            interp = Interpreter(self, b0, b1, trace=launch.trace and traced)
-            interp.run_kernel(self.kernel, self.args)
-            interp.end_of_round()               # the greenlet engine's check after a block
-            if launch.progress is not None:
-                # the greenlet engine reports every block; the blocks of a chunk end together
-                for done in range(max(b0, reported) + 1, b1 + 1):
-                    launch.progress(done, launch.num_blocks)
+        with np.errstate(**RUN_ERRSTATE):
+            for b0, b1, traced in _chunks(launch.num_blocks, per_chunk, launch.trace_blocks,
+                                          one_block_from):
+                interp = Interpreter(self, b0, b1, trace=launch.trace and traced)
+                interp.run_kernel(self.kernel, self.args)
+                interp.end_of_round()               # the greenlet engine's check after a block
+                if launch.progress is not None:
+                    # the greenlet engine reports every block; the blocks of a chunk end
+                    # together
+                    for done in range(max(b0, reported) + 1, b1 + 1):
+                        launch.progress(done, launch.num_blocks)
         return self.trace()
 
     def trace(self, *, drop_lines_from: int | None = None) -> Trace:

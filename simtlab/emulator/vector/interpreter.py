@@ -52,23 +52,24 @@ class _Loop:
 class Function:
     """A kernel or device function, parsed once: its AST with file line numbers and names."""
 
+    def site(self, lineno):
+        """The trace's site of a line of this function (``lineno``: the tree's numbering)."""
+        return make_site(self.code_index, lineno + self.shift)
+
     def __init__(self, func, code_index):
-        parsed = parse_function(func)          # its own tree: the line numbers change
+        # the tree static_checks and subset read too (parsed once per code object): it is only
+        # read here, its line numbers counting from 1 at the def; ``site`` adds the shift
+        parsed = parse_function(func, shared=True)
         if parsed is None:
             raise Fallback(f"no source for {func.__name__}()")
         _, first, tree = parsed
         self.fdef = tree.body[0]
-        # one walk: file line numbers (as ast.increment_lineno), and whether the function
-        # uses atomics or fences (blocks may hand each other values through global memory)
-        shift, self.talks = first - 1, False
-        for node in ast.walk(tree):
-            if "lineno" in node._attributes:
-                node.lineno += shift
-                if getattr(node, "end_lineno", None) is not None:
-                    node.end_lineno += shift
-            if node.__class__ is ast.Attribute and (
-                    node.attr == "atomic" or node.attr.startswith("threadfence")):
-                self.talks = True
+        self.shift = first - 1
+        # whether the function uses atomics or fences (blocks may hand each other values
+        # through global memory)
+        self.talks = any(node.__class__ is ast.Attribute and (
+            node.attr == "atomic" or node.attr.startswith("threadfence"))
+            for node in ast.walk(tree))
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
@@ -158,6 +159,8 @@ class Interpreter:
         self.static_used = 0
         self.steps = 0
         self.exits = 0                            # break/continue/return run so far
+        self._last_mask = self._last_canonical = None     # see _mask
+        self._last_live, self._last_empty = None, False  # see _empty
 
     # --- trace ------------------------------------------------------------------------------
     def record(self, m, aid, flat, kind, site):
@@ -221,10 +224,26 @@ class Interpreter:
         self.exec_body(fn.fdef.body, self.ALL, frame, None)
 
     def _mask(self, m):
-        """``m`` as the canonical all-lanes mask when it is full (cheap fast paths)."""
+        """``m`` as the canonical all-lanes mask when it is full (cheap fast paths). A loop
+        body starts under the same mask object on every iteration: the last answer is kept
+        (masks are never changed in place), which saves an ``all()`` over the lanes."""
         if m is self.ALL:
             return m
-        return self.ALL if m.all() else m
+        if m is self._last_mask:
+            return self._last_canonical
+        canonical = self.ALL if m.all() else m
+        self._last_mask, self._last_canonical = m, canonical
+        return canonical
+
+    def _empty(self, m):
+        """No lane active in ``m`` (a canonical mask); remembered as ``_mask`` is."""
+        if m is self.ALL:
+            return False
+        if m is self._last_live:
+            return self._last_empty
+        empty = not m.any()
+        self._last_live, self._last_empty = m, empty
+        return empty
 
     def exec_body(self, stmts, m, frame, loop):
         seen = -1
@@ -240,9 +259,9 @@ class Interpreter:
                     if loop.continued is not None:
                         m = m & ~loop.continued
                 m = self._mask(m)
-                if m is not self.ALL and not m.any():
+                if self._empty(m):
                     return
-            self.line(m, make_site(frame.fn.code_index, stmt.lineno))
+            self.line(m, frame.fn.site(stmt.lineno))
             self.exec_stmt(stmt, m, frame, loop)
 
     def exec_stmt(self, s, m, frame, loop):
@@ -299,18 +318,18 @@ class Interpreter:
 
     def exec_while(self, s, m, frame):
         loop = _Loop()
-        header = make_site(frame.fn.code_index, s.lineno)
+        header = frame.fn.site(s.lineno)
         active = m
         while True:
             self._tick()
             loop.continued = None
             active = self._live(active, frame, loop)
-            if active is not self.ALL and not active.any():
+            if self._empty(active):
                 return
             cond = truth(self.eval(s.test, active, frame))
             if isinstance(cond, np.ndarray):
                 active = self._mask(active & cond)
-                if active is not self.ALL and not active.any():
+                if self._empty(active):
                     return
             elif not cond:
                 return
@@ -326,13 +345,13 @@ class Interpreter:
         start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else \
             (bounds[0], bounds[1], 1) if len(bounds) == 2 else tuple(bounds)
         loop = _Loop()
-        header = make_site(frame.fn.code_index, s.lineno)
+        header = frame.fn.site(s.lineno)
         if not any(is_vector(b) for b in (start, stop, step)):
             for value in range(int(start), int(stop), int(step)):
                 self._tick()
                 loop.continued = None
                 active = self._live(m, frame, loop)
-                if active is not self.ALL and not active.any():
+                if self._empty(active):
                     return
                 self.line(active, header)
                 self.assign(s.target, value, active, frame)
@@ -350,7 +369,7 @@ class Interpreter:
             active = self._live(active, frame, loop)
             inside = counter < stop if step > 0 else counter > stop
             active = self._mask(active & inside)
-            if active is not self.ALL and not active.any():
+            if self._empty(active):
                 return
             self.line(active, header)
             self.assign(s.target, Weak(counter.copy()), active, frame)
@@ -373,7 +392,7 @@ class Interpreter:
             if not isinstance(arr, va.VArray):
                 raise Fallback("item assignment to something other than an array")
             va.write(self, arr, idx, value, m,
-                     make_site(frame.fn.code_index, target.lineno))
+                     frame.fn.site(target.lineno))
         else:
             raise Fallback(f"assignment to {t.__name__}")
 
@@ -399,7 +418,7 @@ class Interpreter:
     def aug_assign(self, s, m, frame):
         op = s.op.__class__.__name__
         target = s.target
-        site = make_site(frame.fn.code_index, s.lineno)
+        site = frame.fn.site(s.lineno)
         if isinstance(target, ast.Name):
             old = self.lookup(target.id, frame)
             new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
@@ -446,7 +465,7 @@ class Interpreter:
             else:
                 idx = self.eval(sl, m, frame)
             if arr.__class__ is va.VArray:
-                return va.read(self, arr, idx, m, make_site(frame.fn.code_index, node.lineno))
+                return va.read(self, arr, idx, m, frame.fn.site(node.lineno))
             if isinstance(arr, tuple) and not is_vector(idx):
                 return arr[idx]
             raise Fallback("subscript of something other than an array or a tuple")
@@ -551,7 +570,7 @@ class Interpreter:
         func = self.eval(node.func, m, frame)
         if node.keywords:
             raise Fallback("keyword arguments")
-        site = make_site(frame.fn.code_index, node.lineno)
+        site = frame.fn.site(node.lineno)
         if isinstance(func, cuda_calls.Intrinsic):
             return func(self, node, m, frame, site)
         args = [self.eval(a, m, frame) for a in node.args]

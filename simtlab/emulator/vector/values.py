@@ -144,16 +144,25 @@ def _typed_operands(name, a, b):
     da, db = _numba_dtype(a), _numba_dtype(b)
     if da is None or db is None:
         return None
-    dtype = binop_dtype(name, da, db)
+    key = (name, da, db)
+    dtype = _RESULT_DTYPES.get(key, _UNKNOWN)
+    if dtype is _UNKNOWN:
+        dtype = _RESULT_DTYPES[key] = binop_dtype(name, da, db)
     if dtype is None:
         return None
     x, y = raw(a), raw(b)
     try:
-        x = x.astype(dtype) if isinstance(x, np.ndarray) else dtype.type(x)
-        y = y.astype(dtype) if isinstance(y, np.ndarray) else dtype.type(y)
+        # copy=False: an operand already of the result type is used as it is (binop never
+        # writes to its operands), not copied lane by lane
+        x = x.astype(dtype, copy=False) if isinstance(x, np.ndarray) else dtype.type(x)
+        y = y.astype(dtype, copy=False) if isinstance(y, np.ndarray) else dtype.type(y)
     except OverflowError:
         return None
     return x, y
+
+
+_RESULT_DTYPES: dict = {}    # (op, dtype, dtype) -> binop_dtype's answer: a few dozen pairs
+_UNKNOWN = object()
 
 
 def binop(name, a, b, m=None):
@@ -166,14 +175,15 @@ def binop(name, a, b, m=None):
         (x, y), both_weak = typed, False
     else:
         x, y, both_weak = _unify(a, b)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if name in ("Div", "FloorDiv", "Mod"):
-            d = y[m] if m is not None and isinstance(y, np.ndarray) else y
-            if _has_zero_int_divisor(d) or (both_weak and _has_zero(d)):
-                # Python numbers raise ZeroDivisionError where NumPy gives inf or 0: the
-                # greenlet engine runs the launch and reports it
-                raise Fallback("division by zero in some lane")
-        return _wrap(_BINOPS[name](x, y), both_weak)
+    # NumPy's floating-point warnings are off for the whole run (engine.RUN_ERRSTATE), not
+    # set here: an errstate per operation cost more than a float32 multiply of 4,096 lanes
+    if name in ("Div", "FloorDiv", "Mod"):
+        d = y[m] if m is not None and isinstance(y, np.ndarray) else y
+        if _has_zero_int_divisor(d) or (both_weak and _has_zero(d)):
+            # Python numbers raise ZeroDivisionError where NumPy gives inf or 0: the
+            # greenlet engine runs the launch and reports it
+            raise Fallback("division by zero in some lane")
+    return _wrap(_BINOPS[name](x, y), both_weak)
 
 
 def _has_zero(y):
