@@ -311,6 +311,10 @@ def test_a_long_run_fills_the_progress_bar_block_by_block(monkeypatch):
     assert seen[-1] == (16, 16) and len(seen) == 16
     assert pg.progress_bar.max == 16 and pg.progress_bar.value == 16
     assert pg.progress_bar.layout.display == "none", "hidden again once the run is over"
+    assert pg.run.engine == "vector"                         # sampled runs stay on the fast engine
+    seen.clear()
+    pg = playground(scale_1d, 16, 64, x, np.zeros_like(x))     # whole launch traced, vector engine
+    assert pg.run.engine == "vector" and seen[-1] == (16, 16)
 
 
 def test_controls_rerun_and_cache():

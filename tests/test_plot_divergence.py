@@ -19,7 +19,9 @@ def test_half_the_lanes_is_half_efficient():
     grid, bars = fig.axes
     assert grid.get_xlabel() == "lane" and grid.get_ylabel() and bars.get_xlabel()
     assert grid.get_legend() is not None
-    assert [p.get_width() for p in bars.patches] == [16] * 4
+    (collection,) = bars.collections                      # the bars, one polygon per instruction
+    widths = [np.ptp(path.vertices[:, 0]) for path in collection.get_paths()]
+    assert widths == [16] * 4
     assert [t.get_text() for t in grid.get_yticklabels()] == [f"L{i}: x = {i}" for i in range(4)]
 
 
@@ -32,6 +34,9 @@ def test_many_instructions_still_draw():
     masks = np.random.default_rng(0).random((300, 32)) < 0.7
     fig = plot_divergence(masks, [f"L{i}" for i in range(300)])
     assert len(fig.axes[0].get_yticklabels()) <= 60
+    fewer = plot_divergence(masks, [f"L{i}" for i in range(300)], max_labels=24)
+    labels = [t.get_text() for t in fewer.axes[0].get_yticklabels()]
+    assert 12 <= len(labels) <= 24 and labels[0] == "L0"
 
 
 @cuda.jit

@@ -14,7 +14,8 @@ from ..plots.barrier_timeline import plot_barrier_timeline
 from ..plots.divergence import plot_lane_activity
 from ..plots.mapping import COLOR_BY, plot_run_mapping
 from ..plots.memory_access import plot_warp_access, request_addresses_from_run
-from ..plots.memory_requests import plot_bank_access, plot_request_costs, request_table_html, worst_request
+from ..plots.memory_requests import (plot_bank_access, plot_request_costs, request_table, request_table_html,
+                                     worst_request)
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
@@ -29,9 +30,16 @@ TITLES = ("mapping", "memory", "divergence", "races & errors", "barriers", "sour
 DPI = 80
 
 
-def _png(fig) -> bytes:
-    return figure_png(fig, DPI)
+def _png(fig, kind: str) -> bytes:
+    """``fig`` as PNG; ``kind`` names the plot, so that a figure of the same kind drawn before
+    lends its layout (``png.figure_png``)."""
+    return figure_png(fig, DPI, layout_key=kind)
 
+
+#: rows of the divergence plot labelled with their source line (every k-th beyond this): the
+#: source tab lists every line, and each label is text to draw (24 instead of 60 halved the
+#: plot's time for the 49 instructions of a block-sum warp, benchmarks/playground_latency.py)
+LANE_LABELS = 24
 
 KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
 
@@ -134,7 +142,7 @@ class MappingTab(Tab):
 
     def picture(self, run, settings) -> bytes:
         array, kind, color_by = settings
-        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by)))
+        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by), "mapping"))
 
     def prepare(self, run):
         if _has_trace(run):
@@ -172,19 +180,20 @@ class MemoryTab(Tab):
 
     def _parts(self, run) -> list:
         """The tab's content as HTML strings and PNG bytes, in order."""
-        parts = [request_table_html(run), _png(plot_request_costs(run))]
+        rows = request_table(run)                    # one table for the HTML and the chart
+        parts = [request_table_html(run, rows), _png(plot_request_costs(run, rows), "request costs")]
         worst = worst_request(run, "global")
         if worst is not None:
             name, line, gwarp, seq = worst
             addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
             parts.append(_note_html(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
             parts.append(_png(plot_warp_access(addresses, size=run.array(name).itemsize,
-                                               title=f"{name}, line {line}, global warp {gwarp}")))
+                                               title=f"{name}, line {line}, global warp {gwarp}"), "warp access"))
         worst = worst_request(run, "shared")
         if worst is not None:
             name, line, gwarp, seq = worst
             parts.append(_note_html(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
-            parts.append(_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq)))
+            parts.append(_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq), "bank access"))
         return parts
 
 
@@ -218,7 +227,7 @@ class DivergenceTab(Tab):
         self.box.children = [self.summary, self.warp, self.figure]
 
     def picture(self, run, warp) -> bytes:
-        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp)))
+        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp, max_labels=LANE_LABELS), "lane activity"))
 
     def prepare(self, run):
         if _has_lines(run):
@@ -283,7 +292,7 @@ class BarriersTab(Tab):
         self.box.children = [self.block, self.figure]
 
     def picture(self, run, block) -> bytes:
-        return self.memo(run, (block,), lambda: _png(plot_barrier_timeline(run, block)))
+        return self.memo(run, (block,), lambda: _png(plot_barrier_timeline(run, block), "barrier timeline"))
 
     def prepare(self, run):
         if _has_lines(run):

@@ -8,9 +8,10 @@ sit idle. ``divergence_from_run`` rebuilds the warp's instruction stream from a 
 from __future__ import annotations
 
 import numpy as np
-from matplotlib.collections import LineCollection
+from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
+from matplotlib.ticker import NullLocator
 
 from ..analysis.divergence import instructions
 from .style import PALETTE, label, new_figure
@@ -28,11 +29,13 @@ def simt_efficiency(lane_masks) -> float:
     return float(masks.sum()) / (WARP_SIZE * masks.shape[0])
 
 
-def plot_divergence(lane_masks, line_labels, title: str | None = None):
+def plot_divergence(lane_masks, line_labels, title: str | None = None, max_labels: int = MAX_LABELLED_ROWS):
     """Lane x warp-instruction grid (filled: lane active) with active lanes per instruction.
 
     ``lane_masks``: (n_instructions, 32) bool, in execution order; ``line_labels``: one
-    label per instruction (e.g. ``"L7: out[i] = 1"``). Returns a matplotlib Figure.
+    label per instruction (e.g. ``"L7: out[i] = 1"``); at most ``max_labels`` rows are
+    labelled (every k-th: each label is text to lay out and draw, the figure's main cost).
+    Returns a matplotlib Figure.
     """
     masks = np.asarray(lane_masks, dtype=bool).reshape(-1, WARP_SIZE)
     labels = list(line_labels)
@@ -42,20 +45,21 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
     eff = simt_efficiency(masks)
     title = title or "Warp divergence: lanes active per warp instruction"
     height = min(10.0, max(3.4, 1.8 + 0.28 * n))
+    # not sharey: a shared axis makes a tick (an artist with its own label) per labelled row on
+    # both axes; the bar chart's rows need no labels, its y limits are set to the grid's below
     fig, (ax, bar_ax) = new_figure(f"{title}: SIMT efficiency {100 * eff:.3g}%", ncols=2,
-                                   figsize=(9.5, height), sharey=True,
-                                   gridspec_kw={"width_ratios": [4, 1]})
+                                   figsize=(9.5, height), gridspec_kw={"width_ratios": [4, 1]})
     ax.imshow(masks, cmap=ListedColormap(["white", PALETTE[0]]), vmin=0, vmax=1, aspect="auto", interpolation="nearest",
               extent=(-0.5, WARP_SIZE - 0.5, n - 0.5, -0.5))
     # White separators keep single lanes and instructions distinguishable: one LineCollection,
     # not minor-tick gridlines (a tick is an artist of its own, with a label to lay out: the
     # 32 + n of them took most of the drawing time)
     separators = [[(x, -0.5), (x, n - 0.5)] for x in np.arange(0.5, WARP_SIZE - 1)]
-    if n <= 4 * MAX_LABELLED_ROWS:
+    if n <= 4 * max_labels:
         separators += [[(-0.5, y), (WARP_SIZE - 0.5, y)] for y in np.arange(0.5, n - 1)]
     ax.add_collection(LineCollection(separators, colors="white", linewidths=0.6), autolim=False)
     ax.set_xticks(range(0, WARP_SIZE, 4))
-    step = max(1, int(np.ceil(n / MAX_LABELLED_ROWS)))
+    step = max(1, int(np.ceil(n / max_labels)))
     rows = list(range(0, n, step))
     ax.set_yticks(rows)
     # The figure is shrunk to the page's width (about 80 %): short listings get larger text.
@@ -68,12 +72,16 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
 
     active = masks.sum(axis=1)
     full = active == WARP_SIZE
-    bar_ax.barh(np.arange(n), active, height=0.8,
-                color=[PALETTE[2] if f else PALETTE[1] for f in full])
+    # every bar in one collection, not a Rectangle per instruction (each is an artist)
+    rows_y = np.arange(n)
+    bar_ax.add_collection(PolyCollection(
+        np.stack([np.stack([np.zeros(n), rows_y - 0.4], 1), np.stack([active, rows_y - 0.4], 1),
+                  np.stack([active, rows_y + 0.4], 1), np.stack([np.zeros(n), rows_y + 0.4], 1)], axis=1),
+        facecolors=[PALETTE[2] if f else PALETTE[1] for f in full], linewidths=0), autolim=False)
     bar_ax.axvline(WARP_SIZE, color="black", linewidth=0.8, linestyle="--")
     bar_ax.set_xlim(0, WARP_SIZE + 1)
     bar_ax.set_xticks([0, 8, 16, 24, 32])
-    bar_ax.tick_params(axis="y", left=False)
+    bar_ax.yaxis.set_major_locator(NullLocator())
     if n <= 30:
         for i, a in enumerate(active):
             bar_ax.text(min(a, WARP_SIZE) + 0.5 if a < 24 else a - 0.5, i, str(a), va="center",
@@ -83,6 +91,7 @@ def plot_divergence(lane_masks, line_labels, title: str | None = None):
                            Patch(facecolor=PALETTE[1], label="fewer")],
                   loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, fontsize=8, frameon=False)
     ax.set_ylim(n - 0.5, -0.5)  # first instruction on top
+    bar_ax.set_ylim(n - 0.5, -0.5)
     return fig
 
 
@@ -111,12 +120,13 @@ def divergence_from_run(run, gwarp: int = 0):
     return masks, labels
 
 
-def plot_lane_activity(run, warp: int = 0):
+def plot_lane_activity(run, warp: int = 0, max_labels: int = MAX_LABELLED_ROWS):
     """The divergence plot of global warp ``warp`` of an emulator run."""
     masks, labels = divergence_from_run(run, warp)
     block, w = divmod(int(warp), run.warps_per_block)
     return plot_divergence(masks, labels,
-                           title=f"{run.kernel_name}: block {block}, warp {w} (global warp {warp})")
+                           title=f"{run.kernel_name}: block {block}, warp {w} (global warp {warp})",
+                           max_labels=max_labels)
 
 
 __all__ = ["plot_divergence", "divergence_from_run", "plot_lane_activity", "simt_efficiency"]
