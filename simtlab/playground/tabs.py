@@ -164,37 +164,73 @@ class MappingTab(Tab):
 
 
 class MemoryTab(Tab):
+    """The request table and each line's cost per request; below, one request lane by lane:
+    the costliest global one or the most conflicted shared one, as the dropdown says (one
+    detail figure at a time, like the other tabs' warp and block choosers: each figure is
+    most of a redraw's time)."""
+
     title = "memory"
 
+    def __init__(self):
+        super().__init__()
+        self.request = widgets.Dropdown(description="request", layout=widgets.Layout(width="560px"),
+                                        style={"description_width": "60px"})
+        self.detail = FigureImage()
+        self.pg = None
+        self.request.observe(self._redraw, names="value")
+
     def draw(self, pg):
+        self.pg = pg
         run = pg.run
         if not _has_trace(run):
             self.box.children = [_note("no memory trace: the launch did not start")]
             return
-        parts = self.memo(run, (), lambda: self._parts(run))
-        self.box.children = [widgets.HTML(p) if isinstance(p, str) else FigureImage(value=p) for p in parts]
+        table, costs, choices = self.memo(run, (), lambda: self._overview(run))
+        children = [widgets.HTML(table), FigureImage(value=costs)]
+        if choices:
+            self.request.unobserve(self._redraw, names="value")
+            self.request.options = choices
+            self.request.value = self._pick(choices)
+            self.request.observe(self._redraw, names="value")
+            self._redraw()
+            children += [self.request, self.detail]
+        self.box.children = children
+
+    def _pick(self, choices):
+        """The request of the same space as the one shown before (global first)."""
+        space = self.request.value[0] if self.request.value else "global"
+        return next((value for _, value in choices if value[0] == space), choices[0][1])
+
+    def _overview(self, run) -> tuple:
+        """``(table HTML, cost chart PNG, [(label, (space, array, line, gwarp, seq))])``."""
+        rows = request_table(run)                    # one table for the HTML and the chart
+        choices = []
+        for space, what in (("global", "the costliest global request"),
+                            ("shared", "the most conflicted shared request")):
+            worst = worst_request(run, space)
+            if worst is not None:
+                name, line, gwarp, seq = worst
+                choices.append((f"{what}: warp {gwarp}, line {line}, array {name}", (space,) + worst))
+        return request_table_html(run, rows), _png(plot_request_costs(run, rows), "request costs"), choices
+
+    def picture(self, run, choice) -> bytes:
+        space, name, line, gwarp, seq = choice
+        if space == "global":
+            return self.memo(run, choice, lambda: _png(plot_warp_access(
+                request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq),
+                size=run.array(name).itemsize, title=f"{name}, line {line}, global warp {gwarp}"), "warp access"))
+        return self.memo(run, choice, lambda: _png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq),
+                                                   "bank access"))
 
     def prepare(self, run):
         if _has_trace(run):
-            self.memo(run, (), lambda: self._parts(run))
+            _, _, choices = self.memo(run, (), lambda: self._overview(run))
+            if choices:
+                self.picture(run, self._pick(choices))
 
-    def _parts(self, run) -> list:
-        """The tab's content as HTML strings and PNG bytes, in order."""
-        rows = request_table(run)                    # one table for the HTML and the chart
-        parts = [request_table_html(run, rows), _png(plot_request_costs(run, rows), "request costs")]
-        worst = worst_request(run, "global")
-        if worst is not None:
-            name, line, gwarp, seq = worst
-            addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
-            parts.append(_note_html(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
-            parts.append(_png(plot_warp_access(addresses, size=run.array(name).itemsize,
-                                               title=f"{name}, line {line}, global warp {gwarp}"), "warp access"))
-        worst = worst_request(run, "shared")
-        if worst is not None:
-            name, line, gwarp, seq = worst
-            parts.append(_note_html(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
-            parts.append(_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq), "bank access"))
-        return parts
+    def _redraw(self, *_):
+        if self.pg is not None and _has_trace(self.pg.run) and self.request.value is not None:
+            self.detail.value = self.picture(self.pg.run, self.request.value)
 
 
 class DivergenceTab(Tab):
