@@ -182,13 +182,18 @@ def figure_png(fig, dpi: int, layout_key=None) -> bytes:
     fig.set_dpi(dpi)
     canvas = TextCachingCanvas(fig)
     saved = _layouts.get(layout_key) if layout_key is not None else None
-    engine = fig.get_layout_engine()
-    if saved is not None and saved.shape == _shape(fig) and engine is not None:
-        saved.apply(fig)
-        # measured before drawing (what constrained layout measures too): a figure that does
-        # not fit is laid out and drawn once, not drawn twice
-        if not _fits(fig, canvas.get_renderer()):
-            fig.set_layout_engine(engine)
+    # a figure drawn again (a persistent one) keeps its own constrained engine here: the one
+    # in use may be the placeholder a kept layout left
+    engine = getattr(fig, "_simtlab_constrained", None) or fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        fig._simtlab_constrained = engine
+        fig.set_layout_engine(engine)
+        if saved is not None and saved.shape == _shape(fig):
+            saved.apply(fig)
+            # measured before drawing (what constrained layout measures too): a figure that
+            # does not fit is laid out and drawn once, not drawn twice
+            if not _fits(fig, canvas.get_renderer()):
+                fig.set_layout_engine(engine)
     canvas.draw()
     if layout_key is not None and isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
         _layouts[layout_key] = _Layout(fig)

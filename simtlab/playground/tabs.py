@@ -11,7 +11,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..plots.barrier_timeline import plot_barrier_timeline
-from ..plots.divergence import plot_lane_activity
+from ..plots.divergence import DivergenceFigure, plot_lane_activity
 from ..plots.mapping import COLOR_BY, plot_run_mapping
 from ..plots.memory_access import plot_warp_access, request_addresses_from_run
 from ..plots.memory_requests import (plot_bank_access, plot_request_costs, request_table, request_table_html,
@@ -239,6 +239,7 @@ class DivergenceTab(Tab):
     def __init__(self):
         super().__init__()
         self.warp = widgets.Dropdown(description="warp", layout=widgets.Layout(width="320px"))
+        self.view = None
         self.figure = FigureImage()
         self.summary = widgets.HTML()
         self.pg = None
@@ -263,7 +264,15 @@ class DivergenceTab(Tab):
         self.box.children = [self.summary, self.warp, self.figure]
 
     def picture(self, run, warp) -> bytes:
-        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp, max_labels=LANE_LABELS), "lane activity"))
+        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp, figure=self._figure()),
+                                                    "lane activity"))
+
+    def _figure(self) -> DivergenceFigure:
+        # one figure for every warp and run this tab shows: its axes, ticks and legends are
+        # made once (drawn under DRAW_LOCK, as every playground figure)
+        if self.view is None:
+            self.view = DivergenceFigure(LANE_LABELS)
+        return self.view
 
     def prepare(self, run):
         if _has_lines(run):
