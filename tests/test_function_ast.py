@@ -6,6 +6,8 @@ import inspect
 import pkgutil
 import types
 
+import pytest
+
 from numba import cuda
 
 import simtlab.kernels
@@ -40,8 +42,9 @@ def test_the_line_span_is_the_block_inspect_finds():
     funcs = list(_course_functions()) + [ends_in_a_call_over_lines.py_func, ends_in_pass.py_func]
     assert len(funcs) > 50
     for func in funcs:
-        found = function_ast._lines_by_positions(func)
+        found = function_ast._lines_by_positions(func.__code__, func.__globals__)
         assert found is not None, func.__name__
+        assert function_ast.source_lines(func.__code__) == (found[0], found[1])
         lines, first, tree = found
         ref_lines, ref_first = inspect.getsourcelines(func)
         assert (first, "".join(lines).rstrip()) == (ref_first, "".join(ref_lines).rstrip()), \
@@ -52,5 +55,7 @@ def test_the_line_span_is_the_block_inspect_finds():
 def test_code_without_a_file_has_no_source():
     scope = {}
     exec("def made(x):\n    x[0] = 1\n", scope)
-    assert function_ast._lines_by_positions(scope["made"]) is None
+    assert function_ast._lines_by_positions(scope["made"].__code__, scope) is None
+    with pytest.raises(OSError):
+        function_ast.source_lines(scope["made"].__code__)
     assert function_ast.parse_function(scope["made"]) is None

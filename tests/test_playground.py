@@ -186,7 +186,19 @@ def test_memory_tab_counts_bank_conflicts():
     row = next(r for r in __import__("simtlab.plots.memory_requests", fromlist=["x"]).request_table(pg.run)
                if r["space"] == "shared" and r["kind"] == "read")
     assert row["wavefronts"] == 32.0 and row["bank_conflicts"] == 31 * 32
-    assert len(_pngs(pg.tabs.children[1])) == 3, "costs, the worst global request, the worst shared request"
+    memory = pg._tabs[1]
+    labels = [label for label, _ in memory.request.options]
+    assert labels[0].startswith("the costliest global request") and \
+        labels[1].startswith("the most conflicted shared request: warp 0, line"), labels
+    assert len(_pngs(pg.tabs.children[1])) == 2, "costs, then the costliest global request lane by lane"
+    lanes = bytes(memory.detail.value)
+    memory.request.value = memory.request.options[1][1]
+    banks = bytes(memory.detail.value)
+    assert banks.startswith(PNG) and banks != lanes
+    assert bytes(memory.detail.value) == banks and memory.request.value[0] == "shared"
+    pg.tabs.selected_index = 1
+    pg.relaunch(griddim=2)                              # a re-run keeps the space chosen
+    assert pg.run.griddim == (2, 1, 1) and memory.request.value[0] == "shared"
 
 
 def test_divergence_tab_lists_the_least_efficient_warp_first():
@@ -311,6 +323,10 @@ def test_a_long_run_fills_the_progress_bar_block_by_block(monkeypatch):
     assert seen[-1] == (16, 16) and len(seen) == 16
     assert pg.progress_bar.max == 16 and pg.progress_bar.value == 16
     assert pg.progress_bar.layout.display == "none", "hidden again once the run is over"
+    assert pg.run.engine == "vector"                         # sampled runs stay on the fast engine
+    seen.clear()
+    pg = playground(scale_1d, 16, 64, x, np.zeros_like(x))     # whole launch traced, vector engine
+    assert pg.run.engine == "vector" and seen[-1] == (16, 16)
 
 
 def test_controls_rerun_and_cache():

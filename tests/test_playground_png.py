@@ -68,3 +68,78 @@ def test_the_cache_starts_again_when_full(monkeypatch):
         png.figure_png(_figure(title=f"run {i} of a long session"), 80)
         assert 0 < len(png._bitmaps) <= 3 and 0 < len(png._sizes) <= 3
     assert any(key[0] == "run 4 of a long session" for key in png._bitmaps)
+
+
+# A figure of a kind laid out before takes that layout when it fits it (issue 12's 200 ms bar:
+# constrained layout was half of a figure's time), and is laid out afresh when it does not.
+
+def _bars(yticks, height=3.0, width=5.0, ylabel="count"):
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    ax.bar(range(len(yticks)), yticks)
+    ax.set_yticks(yticks, [f"{v:,}" for v in yticks])
+    ax.set_xlabel("source line")
+    ax.set_ylabel(ylabel)
+    fig.suptitle("cost of each line's requests")
+    return fig
+
+
+def _laid_out_afresh(fig) -> bytes:
+    return png.figure_png(fig, 80)                 # no layout_key: constrained layout runs
+
+
+def test_a_figure_that_fits_the_kept_layout_skips_constrained_layout_and_looks_the_same(monkeypatch):
+    monkeypatch.setattr(png, "_layouts", {})
+    png.figure_png(_bars([1, 2, 3]), 80, layout_key="bars")         # lays out, keeps the layout
+    calls = []
+    monkeypatch.setattr("matplotlib.layout_engine.do_constrained_layout",
+                        lambda *a, **k: calls.append(1) or {})
+    fig = _bars([3, 1, 2])                                            # same labels, other bars
+    reused = _pixels(png.figure_png(fig, 80, layout_key="bars"))
+    assert calls == [] and fig.get_layout_engine() is not None
+    assert type(fig.get_layout_engine()).__name__ == "PlaceHolderLayoutEngine"
+    _laid_out_afresh(_bars([3, 1, 2]))
+    assert calls == [1]                                    # the spy sees a layout when one runs
+    monkeypatch.undo()
+    fresh = _pixels(_laid_out_afresh(_bars([3, 1, 2])))
+    assert (reused == fresh).all()
+
+
+def test_a_taller_figure_keeps_the_margins_in_inches(monkeypatch):
+    monkeypatch.setattr(png, "_layouts", {})
+    png.figure_png(_bars([1, 2, 3]), 80, layout_key="bars")
+    fig = _bars([1, 2, 3], height=4.5)
+    reused = _pixels(png.figure_png(fig, 80, layout_key="bars"))
+    assert type(fig.get_layout_engine()).__name__ == "PlaceHolderLayoutEngine"
+    fresh = _pixels(_laid_out_afresh(_bars([1, 2, 3], height=4.5)))
+    assert reused.shape == fresh.shape == (360, 400, 3)
+    assert (reused == fresh).all()
+
+
+def test_wider_labels_or_another_width_are_laid_out_afresh(monkeypatch):
+    monkeypatch.setattr(png, "_layouts", {})
+    png.figure_png(_bars([1, 2, 3]), 80, layout_key="bars")
+    wide = _bars([1_000_000, 2_000_000, 3_000_000], ylabel="sectors or wavefronts per request")
+    # kept positions would push these tick labels and the y label past the left edge
+    out = _pixels(png.figure_png(wide, 80, layout_key="bars"))
+    assert type(wide.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
+    assert (out == _pixels(_laid_out_afresh(_bars([1_000_000, 2_000_000, 3_000_000],
+                                                  ylabel="sectors or wavefronts per request")))).all()
+    other_width = _bars([1, 2, 3], width=6.0)
+    png.figure_png(other_width, 80, layout_key="bars")
+    assert type(other_width.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
+
+
+def test_fits_refuses_decorations_off_the_canvas_or_over_another_axes():
+    fig = Figure(figsize=(5, 3), layout="none")
+    left, right = fig.subplots(1, 2)
+    left.set_ylabel("a label")
+    renderer = png.TextCachingCanvas(fig).get_renderer()
+    left.set_position([0.15, 0.2, 0.3, 0.7])
+    right.set_position([0.6, 0.2, 0.3, 0.7])
+    assert png._fits(fig, renderer)
+    left.set_position([0.0, 0.2, 0.3, 0.7])              # its tick labels and y label leave the canvas
+    assert not png._fits(fig, renderer)
+    left.set_position([0.15, 0.2, 0.3, 0.7])
+    right.set_position([0.2, 0.2, 0.3, 0.7])             # its tick labels run into the left axes
+    assert not png._fits(fig, renderer)

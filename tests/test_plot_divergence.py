@@ -19,7 +19,9 @@ def test_half_the_lanes_is_half_efficient():
     grid, bars = fig.axes
     assert grid.get_xlabel() == "lane" and grid.get_ylabel() and bars.get_xlabel()
     assert grid.get_legend() is not None
-    assert [p.get_width() for p in bars.patches] == [16] * 4
+    (collection,) = bars.collections                      # the bars, one polygon per instruction
+    widths = [np.ptp(path.vertices[:, 0]) for path in collection.get_paths()]
+    assert widths == [16] * 4
     assert [t.get_text() for t in grid.get_yticklabels()] == [f"L{i}: x = {i}" for i in range(4)]
 
 
@@ -32,6 +34,9 @@ def test_many_instructions_still_draw():
     masks = np.random.default_rng(0).random((300, 32)) < 0.7
     fig = plot_divergence(masks, [f"L{i}" for i in range(300)])
     assert len(fig.axes[0].get_yticklabels()) <= 60
+    fewer = plot_divergence(masks, [f"L{i}" for i in range(300)], max_labels=24)
+    labels = [t.get_text() for t in fewer.axes[0].get_yticklabels()]
+    assert 12 <= len(labels) <= 24 and labels[0] == "L0"
 
 
 @cuda.jit
@@ -92,3 +97,29 @@ def test_cell_separators_are_one_collection_not_minor_ticks():
     segments = separators.get_segments()
     assert len(segments) == 31 + 4                    # between 32 lanes, between 5 instructions
     assert {tuple(s[0]) for s in segments} >= {(0.5, -0.5), (30.5, -0.5), (-0.5, 0.5), (-0.5, 3.5)}
+
+
+def test_a_divergence_figure_drawn_again_looks_like_a_fresh_one():
+    """The playground keeps one DivergenceFigure and shows each warp in it: after showing a
+    long listing, a short one must look exactly as a figure made for it alone."""
+    import io
+
+    from PIL import Image
+
+    from simtlab.plots.divergence import DivergenceFigure
+
+    def pixels(fig):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=60)
+        return np.asarray(Image.open(buf))
+
+    rng = np.random.default_rng(1)
+    long_masks = rng.random((40, 32)) < 0.6
+    short = np.zeros((3, 32), bool)
+    short[0], short[1, :5], short[2, ::3] = True, True, True
+    view = DivergenceFigure(max_labels=24)
+    view.show(long_masks, [f"L{i}: long line {i}" for i in range(40)], title="first")
+    again = pixels(view.show(short, ["L1: a", "L2: b", "L3: c"], title="second"))
+    fresh = pixels(plot_divergence(short, ["L1: a", "L2: b", "L3: c"], title="second", max_labels=24))
+    assert again.shape == fresh.shape and (again == fresh).all()
+    assert [t.get_text() for t in view.bar_ax.texts] == ["32", "5", "11"]

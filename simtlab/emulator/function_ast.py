@@ -25,7 +25,7 @@ def _source(func: types.FunctionType):
         if len(_SOURCES) > 4096:
             _SOURCES.clear()
             _TREES.clear()
-        found = _lines_by_positions(func)
+        found = _lines_by_positions(func.__code__, func.__globals__)
         if found is not None:
             found, _TREES[code] = found[:2], found[2]     # its tree serves read-only callers
         else:
@@ -38,16 +38,26 @@ def _source(func: types.FunctionType):
     return _SOURCES[code]
 
 
-def _lines_by_positions(func: types.FunctionType):
+def source_lines(code: types.CodeType) -> tuple[list[str], int]:
+    """``(lines, first line number)`` of a function's code object, as
+    ``inspect.getsourcelines`` gives them, found from the code's line span first (see
+    ``_lines_by_positions``: ``inspect`` also searches every loaded module for the code's file,
+    ~100 ms with a notebook's imports). Raises OSError when the source cannot be read."""
+    found = _lines_by_positions(code, None)
+    if found is not None:
+        return found[0], found[1]
+    return inspect.getsourcelines(code)
+
+
+def _lines_by_positions(code: types.CodeType, module_globals):
     """``(lines, first, tree)`` from the file's lines (linecache) and the code object's own line
     span: from ``co_firstlineno`` (the first decorator) to the last line any of its
     instructions (or those of code nested in it) covers. ``inspect.getsourcelines`` finds the
     same block by tokenizing the file, which costs more than the rest of a small launch the
     first time (it compiles tokenize's regular expressions). None when the span does not
     parse as one ``def`` (the caller then asks ``inspect``)."""
-    code = func.__code__
     linecache.checkcache(code.co_filename)    # as inspect does: the file may have changed
-    lines = linecache.getlines(code.co_filename, func.__globals__)
+    lines = linecache.getlines(code.co_filename, module_globals)
     first = code.co_firstlineno
     if not lines or first < 1:
         return None

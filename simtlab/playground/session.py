@@ -19,7 +19,6 @@ import numpy as np
 
 from .. import backend
 from ..emulator import EmulationError, emulate
-from ..emulator import vector
 from ..emulator.binding import plain_function
 from ..emulator.limits import as_dim3
 from .controls import block_options, grid_options, size_options
@@ -120,15 +119,14 @@ class Playground:
     def _emulate(self, griddim, blockdim, args, progress=None) -> tuple:
         """``(run, error, outputs, seconds)`` of one launch on ``args`` (updated in place)."""
         trace_blocks = self._trace_blocks(griddim, blockdim)
-        # A progress report (like a sampled trace) makes the emulator run block by block on its
-        # greenlet engine; a kernel the vector engine runs needs none: it is done in a blink.
-        slow = trace_blocks is not None or vector.why_not(plain_function(self.kernel)) is not None
+        # both engines report progress without changing how they run (the vector engine after
+        # each chunk of blocks); the bar itself shows only for a run that takes over a second
         t0 = time.perf_counter()
         error, run = None, None
         with self._lock:
             try:
                 run = emulate(self.kernel, griddim, blockdim, *args, shared_bytes=self.shared_bytes,
-                              trace_blocks=trace_blocks, progress=progress if slow else None)
+                              trace_blocks=trace_blocks, progress=progress)
             except EmulationError as exc:
                 error, run = exc, getattr(exc, "run", None)
         outputs = {n: a for n, a in zip(self.names, args) if isinstance(a, np.ndarray)}

@@ -11,10 +11,11 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..plots.barrier_timeline import plot_barrier_timeline
-from ..plots.divergence import plot_lane_activity
+from ..plots.divergence import DivergenceFigure, plot_lane_activity
 from ..plots.mapping import COLOR_BY, plot_run_mapping
 from ..plots.memory_access import plot_warp_access, request_addresses_from_run
-from ..plots.memory_requests import plot_bank_access, plot_request_costs, request_table_html, worst_request
+from ..plots.memory_requests import (plot_bank_access, plot_request_costs, request_table, request_table_html,
+                                     worst_request)
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
@@ -29,9 +30,16 @@ TITLES = ("mapping", "memory", "divergence", "races & errors", "barriers", "sour
 DPI = 80
 
 
-def _png(fig) -> bytes:
-    return figure_png(fig, DPI)
+def _png(fig, kind: str) -> bytes:
+    """``fig`` as PNG; ``kind`` names the plot, so that a figure of the same kind drawn before
+    lends its layout (``png.figure_png``)."""
+    return figure_png(fig, DPI, layout_key=kind)
 
+
+#: rows of the divergence plot labelled with their source line (every k-th beyond this): the
+#: source tab lists every line, and each label is text to draw (24 instead of 60 halved the
+#: plot's time for the 49 instructions of a block-sum warp, benchmarks/playground_latency.py)
+LANE_LABELS = 24
 
 KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
 
@@ -134,7 +142,7 @@ class MappingTab(Tab):
 
     def picture(self, run, settings) -> bytes:
         array, kind, color_by = settings
-        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by)))
+        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by), "mapping"))
 
     def prepare(self, run):
         if _has_trace(run):
@@ -156,36 +164,73 @@ class MappingTab(Tab):
 
 
 class MemoryTab(Tab):
+    """The request table and each line's cost per request; below, one request lane by lane:
+    the costliest global one or the most conflicted shared one, as the dropdown says (one
+    detail figure at a time, like the other tabs' warp and block choosers: each figure is
+    most of a redraw's time)."""
+
     title = "memory"
 
+    def __init__(self):
+        super().__init__()
+        self.request = widgets.Dropdown(description="request", layout=widgets.Layout(width="560px"),
+                                        style={"description_width": "60px"})
+        self.detail = FigureImage()
+        self.pg = None
+        self.request.observe(self._redraw, names="value")
+
     def draw(self, pg):
+        self.pg = pg
         run = pg.run
         if not _has_trace(run):
             self.box.children = [_note("no memory trace: the launch did not start")]
             return
-        parts = self.memo(run, (), lambda: self._parts(run))
-        self.box.children = [widgets.HTML(p) if isinstance(p, str) else FigureImage(value=p) for p in parts]
+        table, costs, choices = self.memo(run, (), lambda: self._overview(run))
+        children = [widgets.HTML(table), FigureImage(value=costs)]
+        if choices:
+            self.request.unobserve(self._redraw, names="value")
+            self.request.options = choices
+            self.request.value = self._pick(choices)
+            self.request.observe(self._redraw, names="value")
+            self._redraw()
+            children += [self.request, self.detail]
+        self.box.children = children
+
+    def _pick(self, choices):
+        """The request of the same space as the one shown before (global first)."""
+        space = self.request.value[0] if self.request.value else "global"
+        return next((value for _, value in choices if value[0] == space), choices[0][1])
+
+    def _overview(self, run) -> tuple:
+        """``(table HTML, cost chart PNG, [(label, (space, array, line, gwarp, seq))])``."""
+        rows = request_table(run)                    # one table for the HTML and the chart
+        choices = []
+        for space, what in (("global", "the costliest global request"),
+                            ("shared", "the most conflicted shared request")):
+            worst = worst_request(run, space)
+            if worst is not None:
+                name, line, gwarp, seq = worst
+                choices.append((f"{what}: warp {gwarp}, line {line}, array {name}", (space,) + worst))
+        return request_table_html(run, rows), _png(plot_request_costs(run, rows), "request costs"), choices
+
+    def picture(self, run, choice) -> bytes:
+        space, name, line, gwarp, seq = choice
+        if space == "global":
+            return self.memo(run, choice, lambda: _png(plot_warp_access(
+                request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq),
+                size=run.array(name).itemsize, title=f"{name}, line {line}, global warp {gwarp}"), "warp access"))
+        return self.memo(run, choice, lambda: _png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq),
+                                                   "bank access"))
 
     def prepare(self, run):
         if _has_trace(run):
-            self.memo(run, (), lambda: self._parts(run))
+            _, _, choices = self.memo(run, (), lambda: self._overview(run))
+            if choices:
+                self.picture(run, self._pick(choices))
 
-    def _parts(self, run) -> list:
-        """The tab's content as HTML strings and PNG bytes, in order."""
-        parts = [request_table_html(run), _png(plot_request_costs(run))]
-        worst = worst_request(run, "global")
-        if worst is not None:
-            name, line, gwarp, seq = worst
-            addresses = request_addresses_from_run(run, name, line=line, gwarp=gwarp, seq=seq)
-            parts.append(_note_html(f"the costliest global request: warp {gwarp}, line {line}, array {name}"))
-            parts.append(_png(plot_warp_access(addresses, size=run.array(name).itemsize,
-                                               title=f"{name}, line {line}, global warp {gwarp}")))
-        worst = worst_request(run, "shared")
-        if worst is not None:
-            name, line, gwarp, seq = worst
-            parts.append(_note_html(f"the most conflicted shared request: warp {gwarp}, line {line}, array {name}"))
-            parts.append(_png(plot_bank_access(run, name, line=line, gwarp=gwarp, seq=seq)))
-        return parts
+    def _redraw(self, *_):
+        if self.pg is not None and _has_trace(self.pg.run) and self.request.value is not None:
+            self.detail.value = self.picture(self.pg.run, self.request.value)
 
 
 class DivergenceTab(Tab):
@@ -194,6 +239,7 @@ class DivergenceTab(Tab):
     def __init__(self):
         super().__init__()
         self.warp = widgets.Dropdown(description="warp", layout=widgets.Layout(width="320px"))
+        self.view = None
         self.figure = FigureImage()
         self.summary = widgets.HTML()
         self.pg = None
@@ -218,7 +264,15 @@ class DivergenceTab(Tab):
         self.box.children = [self.summary, self.warp, self.figure]
 
     def picture(self, run, warp) -> bytes:
-        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp)))
+        return self.memo(run, (warp,), lambda: _png(plot_lane_activity(run, warp, figure=self._figure()),
+                                                    "lane activity"))
+
+    def _figure(self) -> DivergenceFigure:
+        # one figure for every warp and run this tab shows: its axes, ticks and legends are
+        # made once (drawn under DRAW_LOCK, as every playground figure)
+        if self.view is None:
+            self.view = DivergenceFigure(LANE_LABELS)
+        return self.view
 
     def prepare(self, run):
         if _has_lines(run):
@@ -283,7 +337,7 @@ class BarriersTab(Tab):
         self.box.children = [self.block, self.figure]
 
     def picture(self, run, block) -> bytes:
-        return self.memo(run, (block,), lambda: _png(plot_barrier_timeline(run, block)))
+        return self.memo(run, (block,), lambda: _png(plot_barrier_timeline(run, block), "barrier timeline"))
 
     def prepare(self, run):
         if _has_lines(run):

@@ -68,9 +68,10 @@ def request_table(run) -> list[dict]:
     return sorted(out, key=lambda r: (r["line"], r["space"], r["array"]))
 
 
-def request_table_html(run) -> str:
-    """``request_table`` as two HTML tables (global, shared), one row per line and array."""
-    rows = request_table(run)
+def request_table_html(run, rows: list[dict] | None = None) -> str:
+    """``request_table`` as two HTML tables (global, shared), one row per line and array
+    (``rows``: that table when the caller has it already)."""
+    rows = request_table(run) if rows is None else rows
     parts = []
     glob = [r for r in rows if r["space"] == "global"]
     shared = [r for r in rows if r["space"] == "shared"]
@@ -105,10 +106,11 @@ def request_table_html(run) -> str:
     return "".join(parts)
 
 
-def plot_request_costs(run):
+def plot_request_costs(run, rows: list[dict] | None = None):
     """Per source line and array: sectors (global) or wavefronts (shared) per warp request,
-    next to the ideal. A bar far above its ideal is the line to fix."""
-    rows = request_table(run)
+    next to the ideal. A bar far above its ideal is the line to fix (``rows``: the
+    ``request_table`` when the caller has it already)."""
+    rows = request_table(run) if rows is None else rows
     fig, ax = new_figure(f"{run.kernel_name}: cost of each line's warp requests", figsize=(8.0, 3.6))
     if not rows:
         ax.text(0.5, 0.5, "no memory access traced", ha="center", va="center", transform=ax.transAxes)

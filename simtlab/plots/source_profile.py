@@ -10,13 +10,13 @@ Compute's source page does, and marks lines (a race, the line that failed) in co
 from __future__ import annotations
 
 import html
-import inspect
 from collections import defaultdict
 
 import numpy as np
 
 from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
+from ..emulator.function_ast import source_lines
 from ..simt import WARP_SIZE, make_site, site_code, site_line
 
 #: columns of the source view: (key in a profile row, header, format)
@@ -100,7 +100,7 @@ def _function_sources(run, sites) -> list:
         if code is None:
             continue
         try:
-            lines, first = inspect.getsourcelines(code)
+            lines, first = source_lines(code)
         except (OSError, TypeError):
             executed = sorted(int(site_line(s)) for s in sites if site_code(s) == index)
             lines, first = None, None
