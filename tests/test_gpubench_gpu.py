@@ -82,9 +82,10 @@ def test_l2_cold_timing_is_slower_only_where_the_data_fits_in_l2():
     """Input + output of 2^22 floats (32 MiB) fit in the 50 MB L2: timed warm, a copy reads what
     the previous run left in L2; after a flush it must come from HBM. 2^26 floats (512 MiB) never
     fit, so flushing changes little. (2^21 floats failed once, cold/warm 0.85 where five later
-    probes gave 1.8-2.0; a warm copy of 16 MiB takes a few microseconds, close to what the host
-    needs to enqueue one, so a batch may time the host: benchmarks/probe_l2_cold.py prints both,
-    results in benchmarks/results/probe_l2_cold_h100.txt.)"""
+    probes gave 1.4-2.0. Measured by benchmarks/probe_l2_cold.py: the host needs 7.9 us to enqueue
+    a copy and the GPU 8.1 us to do a warm one of 2^21 floats, so a warm batch of them times the
+    host; at 2^22 floats the GPU needs 14.3 us, enqueueing 7.6 us, and cold/warm was 1.76-1.79 in
+    five rounds: benchmarks/results/probe_l2_cold_h100.txt.)"""
     import cupy
 
     ratios = {}
