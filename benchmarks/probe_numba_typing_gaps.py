@@ -1,10 +1,15 @@
 """Where the emulator still types integers as NumPy does, not as numba-cuda does: how often the
 stored results differ from the GPU's (run on a GPU machine; without one, the emulator only).
 
-numba types an int literal as int64 and widens int32 arithmetic to int64; the emulator keeps
-Python ints (NumPy's weak scalars) and NumPy's int32 arithmetic (simtlab/emulator/numba_types.py
-says why). Usage: python benchmarks/probe_numba_typing_gaps.py
+numba types an int literal as int64 and widens int32 arithmetic to int64. When this probe was
+written the emulator kept Python ints and NumPy's int32 arithmetic; its H100 output from then is
+benchmarks/results/numba_typing_gaps_h100.txt. numba_types.py now types them as numba does, and
+the kernels here are the ones tests/numba_typing_cases.py checks (imported, not copied).
+Usage: python benchmarks/probe_numba_typing_gaps.py
 """
+
+import sys
+from pathlib import Path
 
 import numpy as np
 from numba import cuda
@@ -12,31 +17,10 @@ from numba import cuda
 import simtlab
 from simtlab import backend
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from numba_typing_cases import int32_product, int_literal_accumulator, int_true_division  # noqa: E402
+
 N = 4096
-
-
-@cuda.jit
-def int_literal_accumulator(a, b, out):
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        acc = 0                      # numba: int64, then float64 once a float32 is added
-        for k in range(a.shape[1]):
-            acc += a[i, k] * b[k]
-        out[i] = acc
-
-
-@cuda.jit
-def int_true_division(x, out):
-    i = cuda.grid(1)
-    if i < x.shape[0]:
-        out[i] = x[i] * (i / 3)      # numba: float64 product
-
-
-@cuda.jit
-def int32_product(a, b, out):
-    i = cuda.grid(1)
-    if i < a.shape[0]:
-        out[i] = a[i] * b[i]         # numba: int64 product (no int32 wrap)
 
 
 def rng(seed):

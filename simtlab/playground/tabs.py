@@ -142,7 +142,8 @@ class MappingTab(Tab):
 
     def picture(self, run, settings) -> bytes:
         array, kind, color_by = settings
-        return self.memo(run, settings, lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by), "mapping"))
+        return self.memo(run, settings,
+                         lambda: _png(plot_run_mapping(run, array, kind=kind, color_by=color_by), "mapping"))
 
     def prepare(self, run):
         if _has_trace(run):
