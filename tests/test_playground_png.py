@@ -130,16 +130,37 @@ def test_wider_labels_or_another_width_are_laid_out_afresh(monkeypatch):
     assert type(other_width.get_layout_engine()).__name__ == "ConstrainedLayoutEngine"
 
 
-def test_fits_refuses_decorations_off_the_canvas_or_over_another_axes():
+def _drawn(fig):
+    canvas = png.TextCachingCanvas(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def test_drawn_fits_refuses_text_off_the_canvas_or_over_another_axes():
     fig = Figure(figsize=(5, 3), layout="none")
     left, right = fig.subplots(1, 2)
     left.set_ylabel("a label")
-    renderer = png.TextCachingCanvas(fig).get_renderer()
     left.set_position([0.15, 0.2, 0.3, 0.7])
     right.set_position([0.6, 0.2, 0.3, 0.7])
-    assert png._fits(fig, renderer)
+    assert png._drawn_fits(fig, _drawn(fig))
     left.set_position([0.0, 0.2, 0.3, 0.7])              # its tick labels and y label leave the canvas
-    assert not png._fits(fig, renderer)
+    assert not png._drawn_fits(fig, _drawn(fig))
     left.set_position([0.15, 0.2, 0.3, 0.7])
     right.set_position([0.2, 0.2, 0.3, 0.7])             # its tick labels run into the left axes
-    assert not png._fits(fig, renderer)
+    assert not png._drawn_fits(fig, _drawn(fig))
+
+
+def test_drawn_fits_refuses_a_title_over_an_axes_and_notes_where_each_string_went():
+    fig = Figure(figsize=(5, 3), layout="none")
+    ax = fig.subplots()
+    ax.set_position([0.15, 0.15, 0.7, 0.7])
+    title = fig.suptitle("a figure title")
+    renderer = _drawn(fig)
+    assert png._drawn_fits(fig, renderer)
+    # the noted box of each string is its ink: inside the box matplotlib lays the text out in
+    box = next(b for b, text in renderer.drawn if text is title)
+    layout = title.get_window_extent(renderer)
+    assert box.width > 0.8 * layout.width and layout.padded(1).contains(box.x0, box.y0) \
+        and layout.padded(1).contains(box.x1, box.y1)
+    title.set_y(0.5)                                      # the title now runs across the axes
+    assert not png._drawn_fits(fig, _drawn(fig))

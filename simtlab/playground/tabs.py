@@ -58,7 +58,14 @@ def _has_trace(run) -> bool:
 
 def _has_lines(run) -> bool:
     # no line trace when the kernel's source cannot be read (a function made by exec())
-    return _has_trace(run) and run.lines_traced and len(run.lines) > 0
+    return _has_trace(run) and run.lines_traced and len(run.line_columns) > 0
+
+
+def _array_rows(run, name):
+    """The trace rows of one array as columns (``run.accesses`` builds a record array: tens of
+    milliseconds for a 4096-thread trace, on every control change)."""
+    mem = run.memory_columns
+    return mem[mem.array == run.array(name).id]
 
 
 NO_LINES = ("no line trace: the launch did not start, or the kernel's source could not be read "
@@ -135,7 +142,7 @@ class MappingTab(Tab):
         names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
         array = self.array.value if self.array.value in names else names[0]
         kind = self.kind.value
-        present = [KIND_NAMES[k] for k in sorted(set(run.accesses(array).kind.tolist()))]
+        present = [KIND_NAMES[int(k)] for k in np.unique(_array_rows(run, array).kind)]
         if kind != "any" and kind not in present and present:
             kind = "write" if "write" in present else present[0]
         return array, kind, self.color_by.value
@@ -158,7 +165,7 @@ class MappingTab(Tab):
             self.kind.unobserve(self._redraw, names="value")
             self.kind.value = settings[1]
             self.kind.observe(self._redraw, names="value")
-        rows = run.accesses(self.array.value)
+        rows = _array_rows(run, self.array.value)
         self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
                               f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in KIND_NAMES.items())})")
         self.figure.value = self.picture(run, settings)
@@ -289,7 +296,7 @@ class DivergenceTab(Tab):
 def _warps_by_efficiency(run):
     """``(global warps, least efficient first (64 at most), {warp: SIMT efficiency})``."""
     from ..analysis.divergence import instructions
-    ins = instructions(run.lines)
+    ins = instructions(run.line_columns)
     # per warp at once (bincount), not a mask over all instructions per warp: a 4096-thread
     # launch has 128 warps
     warps, which = np.unique(ins.gwarp, return_inverse=True)
@@ -329,7 +336,7 @@ class BarriersTab(Tab):
         if not _has_lines(run):
             self.box.children = [_note(NO_LINES)]
             return
-        blocks = sorted(set(run.lines.block.tolist()))[:64]
+        blocks = np.unique(run.line_columns.block)[:64].tolist()
         self.block.unobserve(self._redraw, names="value")
         self.block.options = blocks
         self.block.value = blocks[0]
@@ -342,7 +349,7 @@ class BarriersTab(Tab):
 
     def prepare(self, run):
         if _has_lines(run):
-            self.picture(run, int(run.lines.block.min()))
+            self.picture(run, int(run.line_columns.block.min()))
 
     def _redraw(self, *_):
         if self.pg is not None and self.block.value is not None:

@@ -22,7 +22,7 @@ MAX_THREAD_ROWS = 64
 def epoch_lengths(run, block: int = 0) -> tuple[np.ndarray, str]:
     """``(lengths, unit)``: lines each thread (``unit`` "thread") or each warp (its busiest
     lane; ``unit`` "warp") ran in each barrier epoch of ``block``, shape (rows, epochs)."""
-    lines = run.lines
+    lines = run.line_columns
     rows = lines[lines.block == block]
     if len(rows) == 0:
         raise ValueError(f"block {block} has no traced lines; traced blocks: 0-{run.traced_blocks - 1}")

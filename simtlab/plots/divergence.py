@@ -134,7 +134,7 @@ def divergence_from_run(run, gwarp: int = 0):
     ran). Using the analysis keeps this plot's efficiency equal to ``run.metrics``'.
     Labels read ``"L<line>: <source text>"``.
     """
-    lines = run.lines
+    lines = run.line_columns
     ins = instructions(lines[lines["gwarp"] == gwarp])
     if len(ins) == 0:
         raise ValueError(f"warp {gwarp} executed no lines; warps in this run: "

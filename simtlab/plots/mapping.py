@@ -121,7 +121,7 @@ def mapping_from_run(run, array_name: str, kind: str = "write", shape=None) -> d
     shape = _shape(info.shape if shape is None else shape)
     if int(np.prod(shape)) != int(np.prod(info.shape)):
         raise ValueError(f"shape {shape} does not hold the {int(np.prod(info.shape))} elements of {array_name}")
-    mem = run.memory
+    mem = run.memory_columns
     rows = mem[(mem["array"] == info.id) & np.isin(mem["kind"], ACCESS_KINDS[kind])]
     n = int(np.prod(shape))
     bdim = tuple(int(d) for d in run.blockdim)

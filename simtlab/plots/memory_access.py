@@ -154,7 +154,7 @@ def request_addresses_from_run(run, array_name: str, line: int | None = None, gw
     line in a loop makes one per iteration). Size of each access: ``run.array(name).itemsize``.
     """
     info = run.array(array_name)
-    mem = run.memory
+    mem = run.memory_columns
     rows = mem[(mem["array"] == info.id) & (mem["gwarp"] == gwarp)]
     if len(rows) == 0:
         raise ValueError(f"warp {gwarp} never accessed {array_name!r}")

@@ -38,7 +38,7 @@ def request_table(run) -> list[dict]:
     in all), ``coalesced`` (no conflict). Sorted by source line.
     """
     out = []
-    mem = run.memory
+    mem = run.memory_columns
     names = [a.name for a in run.arrays]
     glob = coalescing.requests(mem, 0)
     if len(glob):
@@ -140,7 +140,7 @@ def plot_request_costs(run, rows: list[dict] | None = None):
 def worst_request(run, space: str = "global"):
     """``(array name, line, gwarp, seq)`` of the request with the most sectors (global) or
     wavefronts (shared), for ``request_addresses_from_run``; None when there is none."""
-    mem = run.memory
+    mem = run.memory_columns
     if space == "global":
         req = coalescing.requests(mem, 0)
         cost = req.sectors - _ideal_sectors(req.bytes, req.lanes)

@@ -56,15 +56,15 @@ def line_profile(run) -> dict:
             rows[site] = _empty_row(site)
         return rows[site]
 
-    if run.lines_traced and len(run.lines):
-        ins = instructions(run.lines)
+    if run.lines_traced and len(run.line_columns):
+        ins = instructions(run.line_columns)
         for site in np.unique(ins.site):
             pick = ins.site == site
             r = row(site)
             r["warp_instructions"] = int(pick.sum())
             r["lane_executions"] = int(ins.lanes[pick].sum())
             r["simt_efficiency"] = r["lane_executions"] / (WARP_SIZE * r["warp_instructions"])
-    mem = run.memory
+    mem = run.memory_columns
     glob = coalescing.requests(mem, 0)
     for site in np.unique(glob.site):
         pick = glob.site == site
