@@ -164,3 +164,42 @@ def test_drawn_fits_refuses_a_title_over_an_axes_and_notes_where_each_string_wen
         and layout.padded(1).contains(box.x1, box.y1)
     title.set_y(0.5)                                      # the title now runs across the axes
     assert not png._drawn_fits(fig, _drawn(fig))
+
+
+def test_encode_png_decodes_to_the_same_pixels_and_resolution():
+    rng = np.random.default_rng(1)
+    # noise (every byte differs from the one above it, so the "Up" filter wraps below zero) on
+    # top of flat bands, with a partly transparent column
+    image = np.repeat(rng.integers(0, 256, (7, 1, 4), dtype=np.uint8), 5, axis=1)
+    image[2:5] = rng.integers(0, 256, (3, 5, 4), dtype=np.uint8)
+    image[:, 0, 3] = 40
+    decoded = Image.open(io.BytesIO(png.encode_png(image, 80)))
+    assert decoded.mode == "RGBA" and decoded.size == (5, 7)
+    assert (np.asarray(decoded) == image).all()
+    assert [round(v) for v in decoded.info["dpi"]] == [80, 80]
+
+
+def test_a_drawn_figure_encodes_to_what_agg_drew():
+    fig = _figure()
+    canvas = png.TextCachingCanvas(fig)
+    canvas.draw()
+    drawn = np.asarray(canvas.buffer_rgba()).copy()
+    assert (np.asarray(Image.open(io.BytesIO(png.figure_png(fig, fig.dpi)))) == drawn).all()
+
+
+def test_kept_font_metrics_lay_text_out_as_plain_agg_does():
+    fig = Figure(figsize=(5, 3), dpi=80)
+    ax = fig.subplots()
+    texts = [ax.text(0.1, 0.5, "two\nlines, 10 pt", fontsize=10),
+             ax.set_xlabel("monospace label", family="monospace", fontsize=7),
+             ax.set_ylabel("rotated, bold", fontweight="bold", fontsize=13),
+             fig.suptitle("a title")]
+    cached = png.TextCachingCanvas(fig).get_renderer()
+    plain = RendererAgg(*fig.bbox.size, fig.dpi)
+    for text in texts:
+        for _ in range(2):                               # measured, then from the kept metrics
+            assert np.allclose(text.get_window_extent(cached).extents, text.get_window_extent(plain).extents)
+    prop = texts[0].get_fontproperties()
+    ascent, descent, gap = cached._get_font_height_metrics(prop)
+    assert ascent > descent > 0 and gap >= 0
+    assert cached._get_font_height_metrics(prop) is cached._get_font_height_metrics(prop.copy())
