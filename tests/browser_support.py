@@ -231,6 +231,19 @@ _IMG_HASH_JS = """async (img) => {
 }"""
 
 
+# The page's own clock around a widget update: the time of the dropdown's change event and of
+# the next image load after it (the new figure decoded), both read with performance.now(). The
+# test's polling loop (fetch and hash the image, every 50 ms) only says *that* it changed.
+_ARM_UPDATE_CLOCK_JS = """([select, img]) => {
+  window.__simtlabChange = undefined; window.__simtlabLoad = undefined;
+  select.addEventListener('change', () => { window.__simtlabChange = performance.now(); },
+                          {once: true, capture: true});
+  img.addEventListener('load', () => { window.__simtlabLoad = performance.now(); }, {once: true});
+}"""
+_READ_UPDATE_CLOCK_JS = """() => (window.__simtlabChange === undefined || window.__simtlabLoad === undefined)
+  ? null : window.__simtlabLoad - window.__simtlabChange"""
+
+
 class NotebookPage:
     """One notebook open in JupyterLab in ``page`` (a Playwright sync Page)."""
 
@@ -318,6 +331,21 @@ class NotebookPage:
                     pass  # caught mid-write
             time.sleep(0.2)
         raise AssertionError(f"Ctrl+S did not save {path} within {timeout_s:.0f} s")
+
+    def arm_update_clock(self, select, img) -> None:
+        """Note, in the page, when ``select`` next changes and when ``img`` next loads."""
+        self.page.evaluate(_ARM_UPDATE_CLOCK_JS, [select.element_handle(), img.element_handle()])
+
+    def update_ms(self, timeout_s: float = 5.0) -> float | None:
+        """Milliseconds from the change to the new image's load, by the page's clock (None when
+        the image element was replaced instead of loading a new picture)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            found = self.page.evaluate(_READ_UPDATE_CLOCK_JS)
+            if found is not None:
+                return float(found)
+            self.page.wait_for_timeout(50)
+        return None
 
     def image_hash(self, img, tries: int = 5) -> str | None:
         """A hash of the image's bytes. A widget that redraws revokes the old image's blob URL,

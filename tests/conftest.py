@@ -23,7 +23,12 @@ def pytest_terminal_summary(terminalreporter):
     for chapter, t in sorted(times.items()):
         terminalreporter.write_line(
             f"{chapter}: Run All {t['run_all_s']:.1f} s (opening {t['open_s']:.1f} s), main widget "
-            f"'{t['control']}' -> {t['picked']!r}: figure updated in {t['widget_update_s'] * 1000:.0f} ms")
+            f"'{t['control']}' -> {t['picked']!r}: figure updated in {t['widget_update_s'] * 1000:.0f} ms "
+            f"(polled), {_ms(t.get('page_update_ms'))} from the change event to the new image's load")
+
+
+def _ms(value) -> str:
+    return "no load event" if value is None else f"{value:.0f} ms"
 
 
 def pytest_configure(config):
