@@ -34,6 +34,19 @@ def test_tile_phases_colours_each_phase(v3_run):
     assert "A (M x K): 384 elements, 384 loads" in titles[0]
 
 
+def test_tile_phases_numbers_reloaded_elements_only_where_a_number_fits():
+    # without shared memory, each of a 16 x 16 block's threads loads its own row of A and column
+    # of B: A[r, k] is loaded by the 16 threads of row r, once each, so 16 loads per element
+    # whatever K is. In a 40 x 24 map a number per cell would overlap its neighbours.
+    big = P.plot_tile_phases(trace_version("v2 coalesced", 40, 36, 24), block=0)
+    assert all(not ax.texts for ax in big.axes[:2])
+    assert all(ax.get_title().endswith("\n16 loads per element") for ax in big.axes[:2])
+    small = P.plot_tile_phases(trace_version("v2 coalesced", 16, 16, 8), block=0)
+    numbers = {t.get_text() for t in small.axes[0].texts}
+    assert numbers == {"16"} and len(small.axes[0].texts) == 16 * 8
+    assert small.axes[0].get_title().endswith("\n16 loads per element")
+
+
 def test_tile_phases_marks_one_threads_loads(v3_run):
     from simtlab.analysis.gemm import loads_per_element
 

@@ -19,7 +19,7 @@ from ..plots.memory_requests import (plot_bank_access, plot_request_costs, reque
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
 from ..widgets.figure_image import FigureImage
-from .png import figure_png
+from ..widgets.png import figure_png
 
 #: every playground drawing holds this lock: the playground's prefetch draws in a thread of its
 #: own, and one matplotlib figure at a time is drawn by the playground, whichever thread asks

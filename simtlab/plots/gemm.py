@@ -60,10 +60,15 @@ def fp32_peak_tflops(props: DeviceProperties = H100_SXM) -> float:
     return props.multiprocessors * FP32_LANES_PER_SM * 2 * props.clock_mhz * 1e6 / 1e12
 
 
+#: tile maps up to this many elements a side number each element loaded more than once
+MAX_NUMBERED_SIDE = 16
+
+
 def plot_tile_phases(run, block: int = 0, thread: int | None = None):
     """A and B side by side for one block: each element coloured by the phase (step along K) in
     which the block loaded it, grey where it never did; a number where it was loaded more
-    than once; black dots on the elements ``thread`` (its index in the block) loaded itself.
+    than once (when the map is small enough to read one per cell; the title always gives the
+    loads per element); black dots on the elements ``thread`` (its index in the block) loaded itself.
     ``run`` comes from ``simtlab.analysis.gemm.trace_version``."""
     from ..analysis.gemm import loads_per_element, tile_map
 
@@ -79,14 +84,17 @@ def plot_tile_phases(run, block: int = 0, thread: int | None = None):
         img = images[name]
         ax.imshow(img + 1, cmap=colours, vmin=0, vmax=max(phases_seen, 1), interpolation="nearest")
         counts = loads_per_element(run, name, block)
-        if counts.size <= 64 * 64:
+        # a number in a cell only where the cells are wide enough to hold one: a 24 x 36 B of
+        # naive GEMM drew "16" in 384 cells over each other; the title gives loads per element
+        if max(img.shape) <= MAX_NUMBERED_SIDE:
             for r, c in zip(*np.nonzero(counts > 1)):
-                ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=5)
+                ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=7)
         if thread is not None:
             rr, cc = np.nonzero(loads_per_element(run, name, block, thread))
             ax.scatter(cc, rr, s=14, color="black", zorder=3, label=f"loaded by thread {thread}")
-        label(ax, "column (element)", "row (element)", f"{title}: {int((counts > 0).sum())} elements, "
-              f"{int(counts.sum())} loads")
+        loaded = int((counts > 0).sum())
+        label(ax, "column (element)", "row (element)", f"{title}: {loaded} elements, {int(counts.sum())} loads"
+              + (f"\n{counts.sum() / loaded:.3g} loads per element" if loaded and counts.max() > 1 else ""))
     handles = [Patch(color=colours(i + 1), label=f"phase {i}") for i in range(phases_seen)]
     if thread is not None:
         handles.append(axes[0].collections[-1])

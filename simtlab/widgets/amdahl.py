@@ -26,7 +26,7 @@ def amdahl_widget(parallel_fraction: float = 0.3, parallel_speedup: float = 100)
                          f"(at most {limit:.2f}x however fast the parallel part runs)"
                          if limit != float("inf") else
                          f"whole program: <b>{total:.2f}x</b> faster (no limit: all parallel)")
-        view.show(plot_amdahl(p.value, s.value))
+        view.show(plot_amdahl(p.value, s.value), layout_key="amdahl_widget")
 
     p.observe(redraw, names="value")
     s.observe(redraw, names="value")

@@ -45,7 +45,7 @@ def cnn_widget(image: int = 0, layer: str = "conv1", choices: int = 12):
                          f"({got['softmax'][0, predicted]:.0%}), true class {CLASSES[truth]}: {verdict}. "
                          f"Layer {which.value}: output {tuple(got[which.value].shape[1:])}, "
                          f"largest difference from the NumPy reference {diff:.1e}")
-        view.show(plot_activations(sample.images[k], got, which.value, CLASSES))
+        view.show(plot_activations(sample.images[k], got, which.value, CLASSES), layout_key="cnn_widget")
 
     pick.observe(redraw, names="value")
     which.observe(redraw, names="value")

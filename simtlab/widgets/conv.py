@@ -25,7 +25,7 @@ def unroll_widget(size: int = 6, k: int = 3):
         if key not in traces:
             kk, stride, padding, n = key
             traces[key] = trace_unroll((1, 1, n, n), kk, stride, padding)
-            pngs[key] = figure_to_png(plot_unroll(traces[key]), dpi=80)
+            pngs[key] = figure_to_png(plot_unroll(traces[key]), dpi=80, layout_key="unroll_widget")
         return traces[key]
 
     k_box = widgets.Dropdown(options=[2, 3, 4, 5], value=k, description="K")

@@ -64,7 +64,7 @@ def divergence_widget(runs=None):
             drawn[key] = (f"{run.kernel_name}, global warp {warp.value}: {len(masks)} warp "
                           f"instructions, SIMT efficiency <b>{simt_efficiency(masks):.1%}</b> "
                           f"(all warps of the run: {run.metrics['simt_efficiency']:.1%})",
-                          figure_to_png(plot_lane_activity(run, warp.value)))
+                          figure_to_png(plot_lane_activity(run, warp.value), layout_key="divergence_widget"))
         summary.value, view.value = drawn[key]
 
     def new_kernel(*_):

@@ -7,17 +7,24 @@ widget that depends on the inline backend.
 
 from __future__ import annotations
 
-import io
-
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
+from .png import figure_png
 
-def figure_to_png(fig: Figure, dpi: int = 100) -> bytes:
-    """The Figure rendered as PNG bytes (works headless: no pyplot, no display)."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+
+def figure_to_png(fig: Figure, dpi: int = 100, layout_key=None) -> bytes:
+    """The Figure rendered as PNG bytes (works headless: no pyplot, no display).
+
+    Drawn by ``png.figure_png``, as the playground draws: each string rendered once per
+    session and pasted after, a quick PNG encoder, and with a ``layout_key`` (the widget's
+    name) the layout of the last figure of that kind, when the new one fits it. A control
+    change redraws a figure whose text is nearly all the same as before."""
+    before = fig.dpi
+    try:
+        return figure_png(fig, dpi, layout_key=layout_key)
+    finally:
+        fig.set_dpi(before)           # as savefig leaves it: the caller may show the figure again
 
 
 class FigureImage(widgets.Image):
@@ -30,8 +37,8 @@ class FigureImage(widgets.Image):
         if fig is not None:
             self.show(fig)
 
-    def show(self, fig: Figure) -> None:
-        self.value = figure_to_png(fig)
+    def show(self, fig: Figure, layout_key=None) -> None:
+        self.value = figure_to_png(fig, layout_key=layout_key)
 
 
 def panel(controls, figure: FigureImage, summary=None, **named_controls):

@@ -50,7 +50,8 @@ def gemm_widget(shape=SHAPE, versions=None):
         thread.max = run.threads_per_block - 1
         key = (version.value, block.value, thread.value)
         if key not in pngs:
-            pngs[key] = figure_to_png(plot_tile_phases(run, block.value or 0, thread.value), dpi=80)
+            pngs[key] = figure_to_png(plot_tile_phases(run, block.value or 0, thread.value), dpi=80,
+                                       layout_key="gemm_widget")
         figure.value = pngs[key]
         summary.value = (f"<b>{version.value}</b> on {m}x{k} times {k}x{n}: <b>{p['loads']:,}</b> global loads "
                          f"for {p['flops']:,} FLOPs, reuse <b>{p['reuse']:.1f}</b> FMA operands per loaded element; "

@@ -58,7 +58,8 @@ def mapping_widget(shape=(8, 12)):
         if key not in drawn:
             m = thread_mapping(shape, blockdim, layout=layout.value)
             drawn[key] = (_summary_html(m, n_elements),
-                          figure_to_png(plot_thread_mapping(color_by=color_by.value, mapping=m)))
+                          figure_to_png(plot_thread_mapping(color_by=color_by.value, mapping=m),
+                                        layout_key="mapping_widget"))
         summary.value, view.value = drawn[key]
 
     for control in (layout, block_x, block_y, color_by):

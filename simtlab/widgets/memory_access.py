@@ -23,7 +23,8 @@ def warp_access_widget():
     def redraw(*_):
         addresses = strided_addresses(stride.value, size.value, offset.value)
         summary.value = describe(warp_request_summary(addresses, size.value))
-        view.show(plot_warp_access(stride=stride.value, size=size.value, offset=offset.value))
+        view.show(plot_warp_access(stride=stride.value, size=size.value, offset=offset.value),
+                  layout_key="warp_access_widget")
 
     for control in (stride, size, offset):
         control.observe(redraw, names="value")

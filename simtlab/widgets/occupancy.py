@@ -25,7 +25,8 @@ def occupancy_widget(props=H100_SXM):
     def redraw(*_):
         o = occupancy(block.value, regs.value, smem.value, props)
         summary.value = o.describe()
-        view.show(plot_occupancy(regs.value, smem.value, props, highlight_block_size=block.value))
+        view.show(plot_occupancy(regs.value, smem.value, props, highlight_block_size=block.value),
+                  layout_key="occupancy_widget")
 
     for c in (block, regs, smem):
         c.observe(redraw, names="value")

@@ -88,7 +88,7 @@ def patterns_widget(version: str = "transpose v1 naive"):
         if key not in images:
             fig = plot_warp_footprint(get_run(name), VERSIONS[name][1], gwarp=w, max_rows=32, max_cols=32,
                                       title=f"{name}: what warp {w} of block 0 touches")
-            images[key] = figure_to_png(fig, dpi=100)
+            images[key] = figure_to_png(fig, dpi=100, layout_key="patterns_widget")
         return images[key]
 
     for name in VERSIONS:

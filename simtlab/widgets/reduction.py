@@ -71,7 +71,7 @@ def reduction_widget(seed: int = 0):
                 fig = plot_levels({name: run}, title=f"{name}: each tree level of one block")
             else:
                 fig = plot_lane_activity(run, warp=0)
-            pngs[key] = figure_to_png(fig, dpi=80)
+            pngs[key] = figure_to_png(fig, dpi=80, layout_key="reduction_widget")
         return pngs[key]
 
     version = widgets.Dropdown(options=list(versions), value=list(versions)[0], description="version")

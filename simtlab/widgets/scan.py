@@ -86,7 +86,7 @@ def scan_widget(version: str = "Hillis-Steele", n: int = 16):
             run = scan_block_run(v, size)
             array = SCAN_VERSIONS[v][2]
             fig = plot_epochs(run, array, title=f"{v}: {array} after each barrier epoch (n = {run.scan_n})")
-            cache[key] = (figure_to_png(fig), _summary(v, run))
+            cache[key] = (figure_to_png(fig, layout_key="scan_widget"), _summary(v, run))
         return cache[key]
 
     for v in SCAN_VERSIONS:

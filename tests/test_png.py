@@ -1,4 +1,4 @@
-"""The playground's PNG canvas: text rendered once per string, pasted afterwards."""
+"""Figures to PNG (simtlab/widgets/png.py): text rendered once per string, pasted afterwards; kept layouts; the encoder."""
 
 import io
 
@@ -7,7 +7,7 @@ from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
-from simtlab.playground import png
+from simtlab.widgets import png
 
 
 def _figure(colour="black", title="mapping of out"):
@@ -203,3 +203,15 @@ def test_kept_font_metrics_lay_text_out_as_plain_agg_does():
     ascent, descent, gap = cached._get_font_height_metrics(prop)
     assert ascent > descent > 0 and gap >= 0
     assert cached._get_font_height_metrics(prop) is cached._get_font_height_metrics(prop.copy())
+
+
+def test_a_multi_line_note_inside_its_axes_fits():
+    # matplotlib draws each line of a multi-line Text without naming the Text (mtext=None), so
+    # the check cannot tell which axes it belongs to: it must not call it a title over an axes
+    fig = Figure(figsize=(5, 3), layout="none")
+    ax = fig.subplots()
+    ax.set_position([0.15, 0.15, 0.7, 0.7])
+    ax.text(0.5, 0.5, "speed-up 4.2x\nat 16 processors", transform=ax.transAxes)
+    renderer = _drawn(fig)
+    assert sum(text is None for _, text in renderer.drawn) == 2
+    assert png._drawn_fits(fig, renderer)
