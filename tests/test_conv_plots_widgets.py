@@ -107,3 +107,14 @@ def test_unroll_widget_redraws_on_every_control():
     w.controls["size"].value = 7
     assert "7x7 input" in w.summary.value
     assert "at most <b>1</b> time " in w.summary.value          # K = stride = 2: windows do not overlap
+
+
+def test_cell_numbers_stay_out_of_the_layout():
+    """The unrolled matrix numbers each of its (up to 1600) cells: constrained layout would
+    measure every number, though a number inside its cell never needs room around the axes."""
+    from simtlab.analysis.unroll import trace_unroll
+    from simtlab.plots.conv import plot_unroll
+
+    fig = plot_unroll(trace_unroll((1, 1, 6, 6), k=3))
+    numbers = fig.axes[0].texts
+    assert len(numbers) > 50 and not any(t.get_in_layout() for t in numbers)

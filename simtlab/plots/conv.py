@@ -28,10 +28,10 @@ def _source_image(ax, trace):
     cmap = ListedColormap(["#f7f7f7"])
     ax.imshow(np.zeros_like(src), cmap=cmap, aspect="auto", interpolation="nearest")
     im = ax.imshow(shown, cmap="viridis", aspect="auto", interpolation="nearest")
-    if src.size <= 40 * 40:
+    if src.size <= 40 * 40:         # numbers inside their cells: left out of the layout (hundreds of texts)
         for (r, col), v in np.ndenumerate(trace.source):
             ax.text(col, r, "0" if v < 0 else str(v), ha="center", va="center", fontsize=6,
-                    color="black" if v < 0 else "white")
+                    color="black" if v < 0 else "white", in_layout=False)
     return im
 
 
@@ -47,7 +47,7 @@ def plot_unrolled_matrix(trace, *, title: str | None = None):
     idx = np.arange(b * c * h * w).reshape(trace.x_shape)[0, 0]
     ax_in.imshow(idx, cmap="viridis", interpolation="nearest")
     for (r, col), v in np.ndenumerate(idx):
-        ax_in.text(col, r, str(v), ha="center", va="center", fontsize=7, color="white")
+        ax_in.text(col, r, str(v), ha="center", va="center", fontsize=7, color="white", in_layout=False)
     label(ax_in, "input column ix", "input row iy", "x[0, 0]: element numbers")
     _source_image(ax_m, trace)
     label(ax_m, "output column n = (b, oy, ox)", "unrolled row (c, p, q)",
@@ -63,7 +63,7 @@ def plot_copies(trace, *, title: str | None = None):
     im = ax.imshow(copies, cmap="magma", interpolation="nearest", vmin=0)
     for (r, col), v in np.ndenumerate(copies):
         ax.text(col, r, str(v), ha="center", va="center", fontsize=8,
-                color="white" if v < copies.max() * 0.6 else "black")
+                color="white" if v < copies.max() * 0.6 else "black", in_layout=False)
     fig.colorbar(im, ax=ax, label="copies in the unrolled matrix (reads of x in the trace)")
     label(ax, "input column ix", "input row iy")
     return fig

@@ -79,7 +79,8 @@ def plot_epochs(run, array: str, *, block: int = 0, title: str | None = None, ma
         for k, (_, writer, _) in enumerate(rows):
             for index, thread in writer.items():
                 ax.text(index, k, str(thread), ha="center", va="center", fontsize=fontsize, rotation=rotation,
-                        color="white" if (thread // 32) % len(PALETTE) not in (1, 4, 6) else "black")
+                        color="white" if (thread // 32) % len(PALETTE) not in (1, 4, 6) else "black",
+                        in_layout=False)
     ax.set_xlim(-0.6, size - 0.4)
     ax.set_ylim(nrows - 0.5, -0.5 - (half + 0.2 if first_edges else 0))
     ax.set_yticks(range(nrows), [f"epoch {e}" for e, _, _ in rows])

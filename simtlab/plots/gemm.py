@@ -88,7 +88,7 @@ def plot_tile_phases(run, block: int = 0, thread: int | None = None):
         # naive GEMM drew "16" in 384 cells over each other; the title gives loads per element
         if max(img.shape) <= MAX_NUMBERED_SIDE:
             for r, c in zip(*np.nonzero(counts > 1)):
-                ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=7)
+                ax.text(c, r, str(counts[r, c]), ha="center", va="center", fontsize=7, in_layout=False)
         if thread is not None:
             rr, cc = np.nonzero(loads_per_element(run, name, block, thread))
             ax.scatter(cc, rr, s=14, color="black", zorder=3, label=f"loaded by thread {thread}")

@@ -262,7 +262,7 @@ def plot_thread_mapping(shape=None, blockdim=None, griddim=None, color_by: str =
                 text = _cell_text(grid, color_by, r, c, two_d_ids)
                 if text:
                     ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=fontsize,
-                            color=_text_color(color_of(values[r, c])))
+                            color=_text_color(color_of(values[r, c])), in_layout=False)
 
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)  # row 0 on top, as the array prints
