@@ -82,7 +82,8 @@ def plot_unroll(trace):
     copies = trace.copies[0, 0]
     im = ax_c.imshow(copies, cmap="magma", interpolation="nearest", vmin=0)
     fig.colorbar(im, ax=ax_c, label="copies")
-    label(ax_c, "input column ix", "input row iy", "copies of each input element (from the trace)")
+    # two lines: on one, the title ran under the colorbar beside this narrow axes
+    label(ax_c, "input column ix", "input row iy", "copies of each input element\n(counted in the trace)")
     return fig
 
 
