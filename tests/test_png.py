@@ -215,3 +215,14 @@ def test_a_multi_line_note_inside_its_axes_fits():
     renderer = _drawn(fig)
     assert sum(text is None for _, text in renderer.drawn) == 2
     assert png._drawn_fits(fig, renderer)
+
+
+def test_text_of_an_axes_may_lie_over_its_twin():
+    fig = Figure(figsize=(5, 3), layout="none")
+    ax = fig.subplots()
+    ax.set_position([0.15, 0.15, 0.7, 0.7])
+    twin = ax.twinx()
+    ax.bar([0, 1], [3, 4])
+    ax.text(0, 3, "3.0", ha="center", va="bottom")        # a bar label: inside ax, so inside its twin
+    twin.set_ylabel("the twin's label")
+    assert png._drawn_fits(fig, _drawn(fig))

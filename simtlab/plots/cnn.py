@@ -105,7 +105,9 @@ def plot_layer_shares(res: dict, batch: str = "big", *, title: str | None = None
                 ax.text(left + share * 50, y, f"{layer}\n{share:.0%}", ha="center", va="center", fontsize=8, color="white")
             left += share * 100
     ax.set_yticks([0, 1], ["course kernels", "PyTorch"])
-    ax.legend(ncols=4, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.35))
+    # a figure legend "outside": constrained layout makes room for it (anchored below the axes,
+    # its second row fell off the figure)
+    fig.legend(handles=ax.get_legend_handles_labels()[0], ncols=4, fontsize=8, loc="outside lower center")
     label(ax, "share of the forward pass [%]", "implementation")
     return fig
 

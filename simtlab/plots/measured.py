@@ -56,7 +56,8 @@ def plot_l2_warm_cold(rec: dict):
 def plot_vecmat_grid(rec: dict):
     """Time of the grid-stride vector-matrix product relative to cuBLAS gemv against the number
     of blocks; dotted lines mark whole waves (resident blocks per SM x SMs)."""
-    fig, ax = new_figure(f"vecmat v2 against cuBLAS gemv, by blocks in the grid ({_stamp(rec)})",
+    # the stamp on a line of its own: on one line the title was wider than the figure
+    fig, ax = new_figure(f"vecmat v2 against cuBLAS gemv, by blocks in the grid\n({_stamp(rec)})",
                          figsize=(8.5, 4.6))
     blocks = np.asarray(rec["blocks_per_row"]) * rec["rows"]
     for i, (key, name) in enumerate((("cuda_c_ms", "CUDA C"), ("numba_ms", "numba"))):

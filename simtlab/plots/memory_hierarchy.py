@@ -84,5 +84,6 @@ def plot_memory_hierarchy(levels: list[MemoryLevel] | None = None):
         text = f"{lv.latency_ns:.0f} ns" if lv.latency_ns is not None else "not measured"
         ax_l.text((lv.latency_ns or 1.0) * 1.1, y, text, va="center", fontsize=8)
     ax_l.set_xlim(1, 3000)
-    label(ax_l, "latency of one dependent load [ns, log scale], measured on an H100", "", "how long a load waits")
+    # "measured on an H100" in the title: in the axis label it ran past the figure's right edge
+    label(ax_l, "latency of one dependent load [ns, log scale]", "", "how long a load waits (measured on an H100)")
     return fig

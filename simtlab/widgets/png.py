@@ -197,9 +197,17 @@ def _drawn_fits(fig, renderer) -> bool:
             free.append(box)
         else:
             owned.append(box)
-            if any(ax is not owner and _overlap(box, area) for ax, area in areas):
+            home = next((area for ax, area in areas if ax is owner), None)
+            # a twin (twinx/twiny) shares its axes' area: text inside one is inside both
+            if any(ax is not owner and _overlap(box, area) and not _same_area(area, home)
+                   for ax, area in areas):
                 return False
     return not any(_overlap(box, other) for box in free for other in owned + [a for _, a in areas])
+
+
+def _same_area(a, b) -> bool:
+    return b is not None and abs(a.x0 - b.x0) < 1 and abs(a.x1 - b.x1) < 1 and abs(a.y0 - b.y0) < 1 \
+        and abs(a.y1 - b.y1) < 1
 
 
 def _owner(text):
