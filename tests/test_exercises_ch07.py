@@ -3,6 +3,8 @@ typical mistakes."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from numba import cuda, float32
 
@@ -231,13 +233,18 @@ def test_implicit_gemm_stub_fails():
         ch07.check_implicit_gemm(implicit_stub)
 
 
-@pytest.mark.parametrize("gather, match", [
-    (gather_skips_padding, "uninitialised shared memory"),
-    (gather_transposed, "y: 350 of 350 elements have the wrong value"),
-])
-def test_implicit_gemm_mistakes_fail(gather, match):
-    with pytest.raises(CheckFailed, match=match):
-        ch07.check_implicit_gemm(_implicit(gather))
+def test_implicit_gemm_with_uninitialised_tile_fails():
+    with pytest.raises(CheckFailed, match="uninitialised shared memory"):
+        ch07.check_implicit_gemm(_implicit(gather_skips_padding))
+
+
+def test_implicit_gemm_with_transposed_gather_fails_nearly_everywhere():
+    # the check draws new inputs on every call: an element whose products happen to sum to the
+    # same value within the tolerance can come out right (349 of 350 wrong in one CI run)
+    with pytest.raises(CheckFailed, match=r"y: (\d+) of 350 elements have the wrong value") as failed:
+        ch07.check_implicit_gemm(_implicit(gather_transposed))
+    wrong = int(re.search(r"y: (\d+) of 350", str(failed.value)).group(1))
+    assert wrong >= 340
 
 
 def test_implicit_gemm_without_shared_tile_fails():
