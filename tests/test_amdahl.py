@@ -72,3 +72,23 @@ def test_figure_for_fully_parallel_code_has_no_ceiling():
     fig = plot_amdahl(1.0, 50)
     right = fig.axes[1]
     assert not any("limit" in t.get_text() for t in right.get_legend().get_texts())
+
+
+def test_a_figure_drawn_again_looks_like_a_fresh_one():
+    """The widget keeps one figure and draws each change into it (plot_amdahl(figure=...)):
+    pixel for pixel what a fresh figure of the same values looks like, including changes that
+    add or drop a curve (s among the speed-ups shown) or the ceiling (p = 1)."""
+    import io
+
+    from PIL import Image
+
+    from simtlab.widgets.png import figure_png
+
+    def pixels(fig):
+        return np.asarray(Image.open(io.BytesIO(figure_png(fig, 80))))
+
+    kept = plot_amdahl(0.3, 100)
+    for p, s in [(0.95, 10), (0.6, 1000), (1.0, 50), (0.0, 2), (0.5, 3.3)]:
+        again = plot_amdahl(p, s, figure=kept)
+        assert again is kept
+        assert (pixels(again) == pixels(plot_amdahl(p, s))).all(), (p, s)

@@ -226,3 +226,20 @@ def test_text_of_an_axes_may_lie_over_its_twin():
     ax.text(0, 3, "3.0", ha="center", va="bottom")        # a bar label: inside ax, so inside its twin
     twin.set_ylabel("the twin's label")
     assert png._drawn_fits(fig, _drawn(fig))
+
+
+def test_mathtext_is_parsed_once_per_session():
+    # a log axis labels its ticks with mathtext ("10^2"): every renderer shares one parser,
+    # whose cache holds the parses, so drawing the figure again parses nothing
+    def log_figure():
+        fig = Figure(figsize=(4, 3))
+        ax = fig.subplots()
+        ax.set_yscale("log")
+        ax.set_ylim(1, 1e4)
+        return fig
+
+    png.figure_png(log_figure(), 80)
+    misses = png._MATHTEXT_PARSER._parse_cached.cache_info().misses
+    png.figure_png(log_figure(), 80)
+    assert png._MATHTEXT_PARSER._parse_cached.cache_info().misses == misses
+    assert png.TextCachingCanvas(log_figure()).get_renderer().mathtext_parser is png._MATHTEXT_PARSER

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simtlab.plots.style import PALETTE, label, new_figure
+from simtlab.plots.style import PALETTE, clear_content, label, new_figure
 
 SPEEDUPS_SHOWN = (2, 10, 100, 1000)
 
@@ -34,21 +34,26 @@ def amdahl_limit(parallel_fraction) -> float:
     return np.inf if p == 1 else 1.0 / (1.0 - p)
 
 
-def plot_amdahl(parallel_fraction: float = 0.3, parallel_speedup: float = 100):
+def plot_amdahl(parallel_fraction: float = 0.3, parallel_speedup: float = 100, *, figure=None):
     """Overall speed-up against the parallel fraction (left) and against the parallel part's speed-up (right).
 
     The chosen ``(parallel_fraction, parallel_speedup)`` is marked on both panels, with
-    the ceiling ``1 / (1 - p)`` that no amount of parallel hardware can pass.
+    the ceiling ``1 / (1 - p)`` that no amount of parallel hardware can pass. ``figure``: a
+    figure this function drew before, drawn again with the new values (the widget keeps one:
+    its two log-scale axes, their ticks and grids took most of a redraw to make).
     """
     p, s = float(parallel_fraction), float(parallel_speedup)
     overall = amdahl_speedup(p, s)
     limit = amdahl_limit(p)
 
-    fig, (ax_p, ax_s) = new_figure(
-        f"Amdahl's law: {p:.0%} parallel, sped up {s:g}x, gives {overall:.3g}x overall",
-        ncols=2,
-        figsize=(11.0, 4.5),
-    )
+    title = f"Amdahl's law: {p:.0%} parallel, sped up {s:g}x, gives {overall:.3g}x overall"
+    if figure is None:
+        fig, (ax_p, ax_s) = new_figure(title, ncols=2, figsize=(11.0, 4.5))
+    else:
+        fig, (ax_p, ax_s) = figure, figure.axes
+        fig.suptitle(title)
+        for ax in (ax_p, ax_s):
+            clear_content(ax)
 
     # Left: one curve per parallel speed-up; the serial part keeps every curve low until
     # p gets close to 1.

@@ -35,4 +35,17 @@ def label(ax, xlabel: str, ylabel: str, title: str | None = None):
     return ax
 
 
-__all__ = ["PALETTE", "FIGSIZE", "new_figure", "label", "matplotlib"]
+def clear_content(ax) -> None:
+    """Take what was plotted off ``ax`` (lines, patches, collections, images, texts, its legend)
+    and forget its data limits, keeping the axes itself: its scales, ticks and grid. A figure
+    drawn again this way skips making its axes and ticks, most of a redraw of a log-scale
+    plot. The caller sets every limit and label it sets on a new figure."""
+    for artist in (*ax.lines, *ax.patches, *ax.collections, *ax.images, *ax.texts):
+        artist.remove()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.relim()                      # no artists left: the data limits start empty again
+    ax.set_autoscale_on(True)
+
+
+__all__ = ["PALETTE", "FIGSIZE", "new_figure", "label", "clear_content", "matplotlib"]

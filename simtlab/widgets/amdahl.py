@@ -18,6 +18,7 @@ def amdahl_widget(parallel_fraction: float = 0.3, parallel_speedup: float = 100)
                                style={"description_width": "initial"})
     summary = widgets.HTML()
     view = FigureImage()
+    kept = {}                       # the figure, drawn again for each change
 
     def redraw(*_):
         total = amdahl_speedup(p.value, s.value)
@@ -26,7 +27,8 @@ def amdahl_widget(parallel_fraction: float = 0.3, parallel_speedup: float = 100)
                          f"(at most {limit:.2f}x however fast the parallel part runs)"
                          if limit != float("inf") else
                          f"whole program: <b>{total:.2f}x</b> faster (no limit: all parallel)")
-        view.show(plot_amdahl(p.value, s.value), layout_key="amdahl_widget")
+        kept["fig"] = plot_amdahl(p.value, s.value, figure=kept.get("fig"))
+        view.show(kept["fig"], layout_key="amdahl_widget")
 
     p.observe(redraw, names="value")
     s.observe(redraw, names="value")

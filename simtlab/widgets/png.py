@@ -22,6 +22,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.font_manager import fontManager, get_font
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.mathtext import MathTextParser
 from matplotlib.transforms import Bbox
 
 #: strings kept (bitmaps and sizes); past this, the cache starts again (a long session's
@@ -32,6 +33,7 @@ _lock = threading.Lock()
 _bitmaps: dict = {}
 _sizes: dict = {}
 _font_metrics: dict = {}
+_MATHTEXT_PARSER = MathTextParser("path")        # what RendererAgg makes for itself
 
 
 def _remember(cache: dict, key, value):
@@ -50,6 +52,10 @@ class TextCachingRenderer(RendererAgg):
     def __init__(self, width, height, dpi):
         super().__init__(width, height, dpi)
         self.drawn: list = []
+        # one mathtext parser for every drawing: its parse cache lives on the parser, and Agg
+        # makes one per renderer, so each figure parsed its log axes' "10^2" labels again
+        # (a third of a log-scale figure's redraw, cProfile of the Amdahl widget)
+        self.mathtext_parser = _MATHTEXT_PARSER
 
     def clear(self):
         super().clear()
