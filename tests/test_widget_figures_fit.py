@@ -34,7 +34,9 @@ def _misfits(fig) -> list[str]:
             continue
         if not png._inside(box, canvas):
             found.append(f"{text.get_text()!r} leaves the figure")
-        elif text.axes is not None and any(ax is not text.axes and png._overlap(box, a) for ax, a in areas):
+        elif text.axes is not None and any(ax is not text.axes and png._overlap(box, a) and
+                                           not png._same_area(a, text.axes.get_window_extent(renderer))
+                                           for ax, a in areas):
             found.append(f"{text.get_text()!r} runs into another axes")
         elif text.axes is None and any(png._overlap(box, a) for _, a in areas):
             found.append(f"figure text {text.get_text()!r} runs over an axes")
