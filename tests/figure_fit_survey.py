@@ -1,6 +1,6 @@
 """Run the master notebooks' code cells in one IPython shell and check every figure the course's
 plot functions make: its text on the canvas and clear of the other axes (the rule of
-simtlab/widgets/png.py ``_drawn_fits``). Prints one JSON object: the figures checked per
+simtlab/widgets/png.py ``drawn_misfits``). Prints one JSON object: the figures checked per
 notebook, the misfits and the cells that raised without being tagged to raise.
 
     python tests/figure_fit_survey.py solutions/*.ipynb
@@ -57,9 +57,10 @@ def main(paths: list[str]) -> dict:
                 report["figures"][path.stem] += 1
                 canvas = png.TextCachingCanvas(fig)
                 canvas.draw()
-                if not png._drawn_fits(fig, canvas.get_renderer()):
+                misfits = png.drawn_misfits(fig, canvas.get_renderer())
+                if misfits:
                     title = fig._suptitle.get_text() if fig._suptitle is not None else ""
-                    report["misfits"].append(f"{path.stem} cell {index}: {title!r}")
+                    report["misfits"].append(f"{path.stem} cell {index}: {title!r}: {misfits}")
     return report
 
 

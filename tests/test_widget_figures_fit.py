@@ -1,6 +1,6 @@
 """Every figure a chapter widget draws, at every value of every control, has its text on the
 canvas and clear of the other axes (checked on what was drawn, with the same rule the kept
-layouts use: simtlab/widgets/png.py ``_drawn_fits``). Constrained layout does not promise it:
+layouts use: simtlab/widgets/png.py ``drawn_misfits``). Constrained layout does not promise it:
 the im2col widget's right-hand title ran under its colorbar."""
 
 from __future__ import annotations
@@ -24,23 +24,7 @@ WIDGETS = [name for name in sw.__all__ if name != "device_panel"]      # the dev
 
 
 def _misfits(fig) -> list[str]:
-    """What ``_drawn_fits`` objects to in the drawing just made, string by string."""
-    renderer = fig.canvas.get_renderer()
-    canvas = fig.bbox.padded(0.5)
-    areas = [(ax, ax.get_window_extent(renderer)) for ax in fig.axes]
-    found = []
-    for box, text in renderer.drawn:
-        if text is None:
-            continue
-        if not png._inside(box, canvas):
-            found.append(f"{text.get_text()!r} leaves the figure")
-        elif text.axes is not None and any(ax is not text.axes and png._overlap(box, a) and
-                                           not png._same_area(a, text.axes.get_window_extent(renderer))
-                                           for ax, a in areas):
-            found.append(f"{text.get_text()!r} runs into another axes")
-        elif text.axes is None and any(png._overlap(box, a) for _, a in areas):
-            found.append(f"figure text {text.get_text()!r} runs over an axes")
-    return found
+    return png.drawn_misfits(fig, fig.canvas.get_renderer())
 
 
 @pytest.mark.parametrize("name", WIDGETS)
@@ -49,8 +33,8 @@ def test_every_figure_of_the_widget_fits(name, monkeypatch):
 
     def fresh_layout_then_check(fig: Figure, dpi, layout_key=None):
         out = png.figure_png(fig, dpi)             # no layout_key: a fresh constrained layout
-        assert png._drawn_fits(fig, fig.canvas.get_renderer()), \
-            f"{name}, figure {fig._suptitle.get_text() if fig._suptitle else ''!r}: {_misfits(fig)}"
+        misfits = _misfits(fig)
+        assert not misfits, f"{name}, figure {fig._suptitle.get_text() if fig._suptitle else ''!r}: {misfits}"
         checked.append(fig)
         return out
 

@@ -63,8 +63,12 @@ class Run:
 
     def accesses(self, name: str, kind: str | None = None, block: int | None = None) -> np.recarray:
         """The trace rows (``run.memory``) of one array: ``kind`` "read", "write", "atomic" or
-        None for all; ``block`` one block or None for all."""
-        mem = self.memory
+        None for all; ``block`` one block or None for all.
+
+        Selected from the trace's columns, so only the chosen rows become a record array (one
+        block's reads of a 64^3 GEMM trace, 594,000 rows: 39 ms, against 70 ms through the
+        whole ``run.memory``; one run each). A run whose ``run.memory`` was built uses it."""
+        mem = self.__dict__["memory"] if "memory" in self.__dict__ else self.memory_columns
         keep = mem.array == self.array(name).id
         if kind is not None:
             codes = {v: k for k, v in KINDS.items()}
@@ -73,7 +77,8 @@ class Run:
             keep &= mem.kind == codes[kind]
         if block is not None:
             keep &= mem.block == block
-        return mem[keep]
+        rows = mem[keep]
+        return rows if isinstance(rows, np.recarray) else rows.records()
 
     # --- source -------------------------------------------------------------------------------
     def source(self, line: int, site: int | None = None) -> str:

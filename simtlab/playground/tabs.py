@@ -61,13 +61,6 @@ def _has_lines(run) -> bool:
     return _has_trace(run) and run.lines_traced and len(run.line_columns) > 0
 
 
-def _array_rows(run, name):
-    """The trace rows of one array as columns (``run.accesses`` builds a record array: tens of
-    milliseconds for a 4096-thread trace, on every control change)."""
-    mem = run.memory_columns
-    return mem[mem.array == run.array(name).id]
-
-
 NO_LINES = ("no line trace: the launch did not start, or the kernel's source could not be read "
             "(define it in a cell or a file, not with exec())")
 
@@ -142,7 +135,7 @@ class MappingTab(Tab):
         names = [a.name for a in run.arrays if a.space == "global"] or [a.name for a in run.arrays]
         array = self.array.value if self.array.value in names else names[0]
         kind = self.kind.value
-        present = [KIND_NAMES[int(k)] for k in np.unique(_array_rows(run, array).kind)]
+        present = [KIND_NAMES[int(k)] for k in np.unique(run.accesses(array).kind)]
         if kind != "any" and kind not in present and present:
             kind = "write" if "write" in present else present[0]
         return array, kind, self.color_by.value
@@ -165,7 +158,7 @@ class MappingTab(Tab):
             self.kind.unobserve(self._redraw, names="value")
             self.kind.value = settings[1]
             self.kind.observe(self._redraw, names="value")
-        rows = _array_rows(run, self.array.value)
+        rows = run.accesses(self.array.value)
         self.summary.value = (f"{self.array.value}: {len(rows):,} accesses traced "
                               f"({', '.join(f'{int((rows.kind == k).sum()):,} {v}s' for k, v in KIND_NAMES.items())})")
         self.figure.value = self.picture(run, settings)

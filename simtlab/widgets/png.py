@@ -180,46 +180,52 @@ def _shape(fig) -> tuple:
     return fig.get_size_inches()[0], fig.dpi, tuple(map(str, cells)), fig._suptitle is not None
 
 
-def _drawn_fits(fig, renderer) -> bool:
-    """True when no string of the drawing just made left the figure or ran into an axes it
-    does not belong to: tick labels, axis labels and axes legends clear of the other axes'
-    plotting areas; the title and figure legends clear of every axes and of their text.
+def drawn_misfits(fig, renderer, first: bool = False) -> list[str]:
+    """What in the drawing just made does not fit, one line per string (only the first one
+    found when ``first``): a string that left the figure, a tick label, axis label or axes
+    legend text over another axes' plotting area (a twin shares its axes' area), a title or
+    figure legend over an axes or its text.
+
     Read from where the renderer put each string (``TextCachingRenderer.drawn``), so the check
     costs no layout: measuring every text again before drawing took a quarter of a figure's
     time. Spines, tick marks and legend handles sit between an axes and its text, so the text
-    reaching past the canvas is what a misfit looks like."""
+    reaching past the canvas is what a misfit looks like. The figure tests
+    (tests/test_widget_figures_fit.py, tests/test_chapter_figures_fit.py) apply the same rule."""
     canvas = fig.bbox.padded(0.5)
     areas = [(ax, ax.get_window_extent(renderer)) for ax in fig.axes]
-    owned, free = [], []
+    found, owned, free = [], [], []
     for box, text in renderer.drawn:
+        # a line of a multi-line Text comes without its Text (matplotlib passes none for
+        # those): its axes is unknown, so it is only kept on the canvas
+        name = "a line of a multi-line text" if text is None else repr(text.get_text())
         if not _inside(box, canvas):
-            return False
-        if text is None:
-            # a line of a multi-line Text: matplotlib passes no Text for those, so its owner is
-            # unknown; it is only kept on the canvas (an annotation inside its axes is fine)
+            found.append(f"{name} leaves the figure")
+        elif text is None:
             continue
-        owner = _owner(text)
-        if owner is None:
-            free.append(box)
+        elif text.axes is None:
+            free.append((box, name))
         else:
             owned.append(box)
-            home = next((area for ax, area in areas if ax is owner), None)
-            # a twin (twinx/twiny) shares its axes' area: text inside one is inside both
-            if any(ax is not owner and _overlap(box, area) and not _same_area(area, home)
+            home = next((area for ax, area in areas if ax is text.axes), None)
+            if any(ax is not text.axes and _overlap(box, area) and not _same_area(area, home)
                    for ax, area in areas):
-                return False
-    return not any(_overlap(box, other) for box in free for other in owned + [a for _, a in areas])
+                found.append(f"{name} runs into another axes")
+        if first and found:
+            return found
+    others = owned + [area for _, area in areas]
+    found += [f"figure text {name} runs over an axes or its text"
+              for box, name in free if any(_overlap(box, other) for other in others)]
+    return found[:1] if first else found
+
+
+def _drawn_fits(fig, renderer) -> bool:
+    """True when nothing of the drawing just made misfits (``drawn_misfits``)."""
+    return not drawn_misfits(fig, renderer, first=True)
 
 
 def _same_area(a, b) -> bool:
     return b is not None and abs(a.x0 - b.x0) < 1 and abs(a.x1 - b.x1) < 1 and abs(a.y0 - b.y0) < 1 \
         and abs(a.y1 - b.y1) < 1
-
-
-def _owner(text):
-    """The axes a drawn Text decorates (a tick label, an axis label, an axes legend's text),
-    or None for the figure's own text (title, figure legend)."""
-    return text.axes
 
 
 def _inside(box, canvas) -> bool:
@@ -298,4 +304,4 @@ def encode_png(rgba: np.ndarray, dpi: int) -> bytes:
             + _chunk(b"IEND", b""))
 
 
-__all__ = ["figure_png", "encode_png", "TextCachingCanvas", "TextCachingRenderer", "MAX_STRINGS"]
+__all__ = ["figure_png", "encode_png", "drawn_misfits", "TextCachingCanvas", "TextCachingRenderer", "MAX_STRINGS"]
