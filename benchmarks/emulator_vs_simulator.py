@@ -14,7 +14,7 @@ not), then the median of ``--repeat`` more launches. numba's simulator reads
 NUMBA_ENABLE_CUDASIM when numba.cuda is first imported, hence the child processes. "trace"
 is the emulator's full trace (every access and executed line) and includes ``run.metrics``
 (coalescing, bank conflicts, divergence, races); "no trace" is ``trace=False``.
-Goals of issue 9 for the vector engine: >= 200x numba's simulator with the trace, >= 1000x
+Goals for the vector engine: >= 200x numba's simulator with the trace, >= 1000x
 without it, first call included. Results: benchmarks/results/emulator_vs_simulator.{json,md}.
 """
 

@@ -2,7 +2,7 @@
 
     python benchmarks/grading_throughput.py [--students 50] [--jobs 2] [--out benchmarks/results/grading_throughput.json]
 
-Goal (issue 13): 50 submissions within 10 minutes on 2 cores.  The class is a mix of what a
+Goal: 50 submissions within 10 minutes on 2 cores.  The class is a mix of what a
 grader sees: the master's answers handed in (full marks), blank notebooks, half-done
 notebooks, and attack submissions (rejected by the vetting).  Each submission runs twice:
 its checks in the isolated sandbox (where the points come from) and the feedback notebook

@@ -17,7 +17,7 @@ mapping tab); the block is set one step up once that thread is done.
 The breakdown of one cold update is measured in the same run, stage by stage: the traced
 emulation (``emulate``), the analyses (``run.metrics``), the tab's drawing; and the untraced
 emulation (``trace=False``) as the reference for what tracing adds. The goal is 200 ms
-(issue 12). This box may be shared: the load average at the start and end is recorded, and
+(the playground's bar). This box may be shared: the load average at the start and end is recorded, and
 chapter 1's mapping widget (one figure redrawn per change, the course's simplest widget) is
 timed in the same run as a reference: ``ratio_to_reference`` is what a box's load cancels; and a
 yardstick: one fixed figure drawn by plain matplotlib, which no playground change can speed up

@@ -1,4 +1,4 @@
-"""Measurements behind chapters 1, 2 and 5's statements about real hardware (issue 14), one run:
+"""Measurements behind chapters 1, 2 and 5's statements about real hardware, one run:
 
   python benchmarks/probe_ch1_5_h100.py [--out FILE]
 

@@ -1,4 +1,4 @@
-"""A determined student against `simtlab grade` (issue 13): every attack earns what a blank notebook
+"""A determined student against `simtlab grade`: every attack earns what a blank notebook
 earns, is flagged, leaves no process behind and reads no master source into any feedback file.
 
 One run grades a folder of attack submissions against the course's chapter 1 (the attacks are
@@ -50,7 +50,7 @@ def _with_answer(master, sid: str, source: str):
     raise KeyError(sid)
 
 
-# name -> source of the ch01.linear_id answer cell; each one is an attack of issue 13
+# name -> source of the ch01.linear_id answer cell; each one is an attack the grader must stop
 ATTACKS = {
     "monkeypatch_setattr": (
         "from simtlab.kernels import intro\n"

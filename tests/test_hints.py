@@ -24,7 +24,7 @@ def answer_cells():
 
 
 ANSWERS = list(answer_cells())
-#: the chapters whose masters give every exercise a first hint and a stronger one (issue 14)
+#: the chapters whose masters give every exercise a first hint and a stronger one
 PROGRESSIVE = ("01_", "02_", "03_", "04_", "05_")
 
 

@@ -1,4 +1,4 @@
-"""The kernel playground (issue 12) on kernels written here, never seen by the course: 1-D to
+"""The kernel playground on kernels written here, never seen by the course: 1-D to
 3-D launches, shared memory, atomics, warp shuffles, a race, a kernel that raises, a launch
 large enough to be sampled. Every tab is drawn headless and its content checked."""
 

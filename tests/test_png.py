@@ -70,7 +70,7 @@ def test_the_cache_starts_again_when_full(monkeypatch):
     assert any(key[0] == "run 4 of a long session" for key in png._bitmaps)
 
 
-# A figure of a kind laid out before takes that layout when it fits it (issue 12's 200 ms bar:
+# A figure of a kind laid out before takes that layout when it fits it (the playground's 200 ms bar:
 # constrained layout was half of a figure's time), and is laid out afresh when it does not.
 
 def _bars(yticks, height=3.0, width=5.0, ylabel="count"):

@@ -155,7 +155,7 @@ def run_topic(module, *, n: int = DEFAULT_N, sweep: tuple[int, ...] | None = SWE
     a run can reuse. ``sweep``: GB/s of every case at each size of ``sweep`` (None: skip it),
     timed L2-cold by default (``sweep_l2``): timed warm, a copy of 2^22 floats ran at 3.8 TB/s
     from L2 against 2.1 TB/s cold, and the batches of small kernels measured the host's launch
-    rate instead of the GPU (benchmarks/results/issue14_h100.log).
+    rate instead of the GPU (benchmarks/results/hardware_probes_h100.log).
     """
     cases = module.cases()
     if only:

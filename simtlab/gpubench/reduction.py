@@ -33,7 +33,7 @@ def plan_options(version) -> dict:
     product the rows share that wave: ``grid_blocks() // ROWS`` blocks per row, rounded *down*.
     Rounded up (106 x 10 = 1060 blocks for 1056 slots on an H100) the last 4 blocks ran as a
     second wave, each with a full block's share of the work: 0.90 ms instead of 0.50 ms
-    (benchmarks/results/issue14_h100.log)."""
+    (benchmarks/results/hardware_probes_h100.log)."""
     from ..kernels import reduction as R
 
     if version.group == "vecmat":

@@ -1,4 +1,4 @@
-"""Figures and tables of the GPU probes recorded on an H100 (``tools/device_issue14.sh``).
+"""Figures and tables of the GPU probes recorded on an H100 (``tools/device_hardware_probes.sh``).
 
 Each takes what ``backend.recorded(key)`` returns for its key in ``simtlab/data/h100_timings.json``
 (``l2_warm_cold``, ``vecmat_grid``, ``ncu_profile``) and returns a Figure or a text table, so the

@@ -1,10 +1,10 @@
 """Issue 14's GPU measurements, in one run on the device (H100): each explains one recorded figure.
 
-    python3 tools/device_issue14.py --out DIR            # timings: DIR/issue14.json + a printed log
-    ncu --profile-from-start off --metrics ... python3 tools/device_issue14.py --profile
-                                                         # the kernels ncu profiles (tools/device_issue14.sh)
+    python3 tools/device_hardware_probes.py --out DIR            # timings: DIR/hardware_probes.json + a printed log
+    ncu --profile-from-start off --metrics ... python3 tools/device_hardware_probes.py --profile
+                                                         # the kernels ncu profiles (tools/device_hardware_probes.sh)
 
-Sections (each isolates one cause; results under its key in issue14.json):
+Sections (each isolates one cause; results under its key in hardware_probes.json):
 
 - ``l2``: a device copy and the coalesced copy kernel over sizes, timed L2-warm (batches, what
   the benchmark did) and L2-cold (4x the L2 of junk written before each run): where the knee is.
@@ -417,7 +417,7 @@ def main(argv=None) -> int:
 
             traceback.print_exc()
             res[name] = {"error": f"{type(e).__name__}: {e}"}
-        (args.out / "issue14.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+        (args.out / "hardware_probes.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     log(f"done in {time.perf_counter() - t0:.0f} s")
     return 0
 

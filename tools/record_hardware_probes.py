@@ -1,8 +1,8 @@
-"""Store issue 14's device measurements in the one store of recorded GPU figures.
+"""Store the hardware probes' device measurements in the one store of recorded GPU figures.
 
-    python tools/record_issue14.py [--results benchmarks/results] [--store simtlab/data/h100_timings.json]
+    python tools/record_hardware_probes.py [--results benchmarks/results] [--store simtlab/data/h100_timings.json]
 
-Reads what ``tools/device_issue14.sh`` brought back (``issue14_h100.json``, ``ncu_metrics_h100.csv``)
+Reads what ``tools/device_hardware_probes.sh`` brought back (``hardware_probes_h100.json``, ``ncu_metrics_h100.csv``)
 and writes the keys the chapters show (``backend.recorded(key)``): ``l2_warm_cold``,
 ``copy_width``, ``ncu_profile``, ``cumsum``, ``vecmat_grid``, ``atomics``, ``modulo``.
 Runs on any machine (no GPU): it only reformats files.
@@ -74,9 +74,9 @@ def main(argv=None) -> int:
     p.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     p.add_argument("--store", type=Path, default=ROOT / "simtlab" / "data" / "h100_timings.json")
     args = p.parse_args(argv)
-    res = json.loads((args.results / "issue14_h100.json").read_text())
+    res = json.loads((args.results / "hardware_probes_h100.json").read_text())
     where = {k: res[k] for k in ("device", "date", "versions")}
-    source = "tools/device_issue14.sh (benchmarks/results/issue14_h100.log)"
+    source = "tools/device_hardware_probes.sh (benchmarks/results/hardware_probes_h100.log)"
     keys = {}
     l2 = {}
     for r in res["l2"]:
