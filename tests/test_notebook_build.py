@@ -124,10 +124,10 @@ def test_import_goes_after_a_cell_magic():
 
 def test_progressive_hints_from_several_regions_and_levels():
     src = (
-        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 1: think of \"quotes\"\n    ### HINT 2: use \\ backslash\n"
+        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 1: think of \"quotes\"\n"
         "    return 1\n    ### END SOLUTION\n"
         "\n"
-        "def b():\n    ### BEGIN SOLUTION\n    ### HINT: and b returns two\n    ### HINT 2: return 2\n    return 2\n"
+        "def b():\n    ### BEGIN SOLUTION\n    ### HINT 2: use \\ backslash\n    return 2\n"
         "    ### END SOLUTION\n"
     )
     cell = build_student_notebook(notebook(code(src, "two", "answer"))).cells[0]
@@ -135,7 +135,17 @@ def test_progressive_hints_from_several_regions_and_levels():
     raises = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)]
     assert [r.exc.args[0].value for r in raises] == ["two", "two"]
     assert "return 1" not in cell.source and "return 2" not in cell.source and "HINT" not in cell.source
-    assert cell.metadata["simtlab_hints"] == ['think of "quotes" and b returns two', "use \\ backslash return 2"]
+    assert cell.metadata["simtlab_hints"] == ['think of "quotes"', "use \\ backslash"]
+
+
+def test_a_hint_level_given_twice_in_one_cell_is_refused():
+    """Two '### HINT 2:' lines of one cell were once joined into one garbled hint."""
+    src = (
+        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 2: x varies fastest\n    return 1\n    ### END SOLUTION\n"
+        "def b():\n    ### BEGIN SOLUTION\n    ### HINT 2: the block's linear id\n    return 2\n    ### END SOLUTION\n"
+    )
+    msg = build_error(code(src, "ex", "answer"))
+    assert "cell 0 (id 'ex'): HINT 2 is given 2 times in one answer cell" in msg
 
 
 def test_c_region_inside_string_becomes_c_comment():

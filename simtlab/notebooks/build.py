@@ -15,7 +15,7 @@ and whose answer cells hold the solution between two marker lines::
 
     def square(x):
         ### BEGIN SOLUTION
-        ### HINT 1: what does squaring mean?        (optional, any number of lines)
+        ### HINT 1: what does squaring mean?        (optional; one line per level and cell)
         ### HINT 2: multiply x by itself            (a stronger hint; "### HINT:" is level 1)
         return x * x
         ### END SOLUTION
@@ -291,6 +291,7 @@ def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> 
         if role == "answer":
             if is_code and not regions and not region_problems:
                 problems.append(f"{label}: answer cell has no '### BEGIN SOLUTION' ... '### END SOLUTION' region")
+            problems.extend(f"{label}: {p}" for p in _repeated_hint_levels(regions))
         elif regions:
             problems.append(f"{label}: a {role} cell must not contain a solution region (only answer cells may)")
 
@@ -393,15 +394,23 @@ def _stub_region(lines: list[str], region: dict, exercise_id: str) -> list[str]:
     return [f"{indent}raise NotWrittenYet({json.dumps(exercise_id, ensure_ascii=False)})"]
 
 
-def _cell_hints(regions: list[dict]) -> list[str]:
-    """The answer cell's hints, weakest first: the ``### HINT N:`` lines of level N joined, for
-    N = 1, 2, ... (``### HINT:`` is level 1)."""
-    levels: dict[int, list[str]] = {}
+def _repeated_hint_levels(regions: list[dict]) -> list[str]:
+    """A hint level given more than once in one answer cell: its texts would be shown as one hint,
+    glued together (``hint(id, 2)`` gives one text per level for the whole exercise)."""
+    counts: dict[int, int] = {}
     for region in regions:
-        for level, text in region["hints"]:
-            if text:
-                levels.setdefault(level, []).append(text)
-    return [" ".join(levels[level]) for level in sorted(levels)]
+        for level, _ in region["hints"]:
+            counts[level] = counts.get(level, 0) + 1
+    return [f"HINT {level} is given {n} times in one answer cell: write one '### HINT {level}:' line for the "
+            "whole exercise (naming each function it covers), so that two hints are never shown glued as one"
+            for level, n in sorted(counts.items()) if n > 1]
+
+
+def _cell_hints(regions: list[dict]) -> list[str]:
+    """The answer cell's hints, weakest first: the text of its ``### HINT N:`` line for N = 1, 2, ...
+    (``### HINT:`` is level 1; validation allows one line per level and cell)."""
+    levels = {level: text for region in regions for level, text in region["hints"] if text}
+    return [levels[level] for level in sorted(levels)]
 
 
 def _strip_regions(source: str, exercise_id: str) -> str:
