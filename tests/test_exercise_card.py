@@ -75,10 +75,10 @@ def test_no_check_cell_raises_and_the_last_cell_runs(student_run):
 
 def test_each_check_output_is_marked_failed(student_run):
     marks = [check_outcomes(student_run.cells[i]) for i in (2, 4, 6, 8)]
-    assert marks == [[{"exercise": "ch01.linear_id", "passed": False}],
-                     [{"exercise": "ch01.first_kernel", "passed": False}],
-                     [{"exercise": "ch01.first_kernel", "passed": False}],
-                     [{"exercise": "ch01.linear_id", "passed": False}]]
+    assert marks == [[{"exercise": "ch01.linear_id", "passed": False, "status": "not written"}],
+                     [{"exercise": "ch01.first_kernel", "passed": False, "status": "not written"}],
+                     [{"exercise": "ch01.first_kernel", "passed": False, "status": "failed"}],
+                     [{"exercise": "ch01.linear_id", "passed": False, "status": "failed"}]]
 
 
 def test_a_stub_shows_a_card_without_the_answer(student_run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 import subprocess
 import os
 import sys
@@ -229,11 +230,35 @@ def test_outputs_and_execution_counts_cleared():
 
 
 def test_read_only_flags():
+    """Locked: the text and the setup, check and readonly cells; answers are editable; a plain code
+    cell (a demo the text asks to change) is the student's: editable and deletable, like its copies."""
     student = build_student_notebook(standard_master())
+    seen = set()
     for c in student.cells:
         role = c.metadata.get("simtlab", {}).get("role")
-        assert c.metadata["deletable"] is False
-        assert c.metadata["editable"] is (role == "answer")
+        plain_code = c.cell_type == "code" and role is None
+        assert c.metadata["editable"] is (role == "answer" or plain_code), (c.cell_type, role)
+        assert c.metadata["deletable"] is plain_code, (c.cell_type, role)
+        seen.add((c.cell_type, role))
+    assert {("markdown", None), ("code", None), ("code", "answer"), ("code", "check"), ("code", "setup")} <= seen
+
+
+def test_chapter_zero_cell_the_text_asks_to_change_is_editable():
+    """Chapter 0 §2 says "Change the shape in the cell above and run it again": that cell is editable."""
+    master = read_notebook(Path(__file__).resolve().parent.parent / "solutions" / "00_playground.ipynb")
+    student = build_student_notebook(master)
+    asks = next(i for i, c in enumerate(student.cells) if "Change the shape in the cell above" in c.source)
+    above = student.cells[asks - 1]
+    assert "cuda.shared.array((32, 32)" in above.source and above.metadata["editable"] is True
+
+
+def test_the_introduction_says_which_cells_are_locked():
+    from simtlab.notebooks.build import HOW_IT_WORKS
+
+    student = build_student_notebook(standard_master())
+    first_text = next(c for c in student.cells if c.cell_type == "markdown")
+    assert first_text.source.endswith(HOW_IT_WORKS)
+    assert "the text, the check cells and the setup cells are read-only" in HOW_IT_WORKS
 
 
 def test_other_cell_metadata_kept():

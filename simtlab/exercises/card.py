@@ -14,9 +14,9 @@ Every public check of the chapters (``check_*``, ``hidden_check_*``) is wrapped 
   check raises :class:`~.report.CheckFailed` as before, so grading and tests see the failure.
 
 Either way the check's output carries, in its display metadata, ``{"simtlab_check":
-{"exercise": ..., "passed": ...}}``: the test harness counts failures from it, and
-``simtlab progress`` reads it back from the saved notebooks. :data:`SESSION` holds this
-kernel's latest result per exercise (the end-of-chapter progress cell reads it).
+{"exercise": ..., "passed": ..., "status": ...}}``: the test harness counts failures from it,
+and ``simtlab progress`` reads it back from the saved notebooks. :data:`SESSION` holds this
+kernel's latest status per exercise (the end-of-chapter progress cell reads it).
 """
 
 from __future__ import annotations
@@ -29,14 +29,17 @@ from pathlib import Path
 
 from .report import CheckFailed, ExerciseNotWritten, _in_ipython
 
-__all__ = ["student_check", "reports_in_notebook", "failure_card", "SESSION", "OUTPUT_KEY", "MODE_ENV"]
+__all__ = ["student_check", "reports_in_notebook", "failure_card", "SESSION", "OUTPUT_KEY", "MODE_ENV", "PASSED", "FAILED",
+           "NOT_WRITTEN"]
 
-#: display metadata key of a check's output: {"exercise": id, "passed": bool}
+#: display metadata key of a check's output: {"exercise": id, "passed": bool, "status": one of STATUSES}
 OUTPUT_KEY = "simtlab_check"
+#: what a check found: its exercise passed, failed, or is still the stub
+PASSED, FAILED, NOT_WRITTEN = "passed", "failed", "not written"
 #: environment variable: "raise" makes checks raise in a notebook too (the grader's nbval run)
 MODE_ENV = "SIMTLAB_CHECK_FAILURES"
-#: this kernel's latest result per exercise id: True passed, False failed
-SESSION: dict[str, bool] = {}
+#: this kernel's latest status per exercise id (PASSED, FAILED or NOT_WRITTEN)
+SESSION: dict[str, str] = {}
 
 _PACKAGE = str(Path(__file__).resolve().parent.parent)   # simtlab/: the checker and the emulator
 _running: list[str] = []                                  # exercises of the checks now running, outermost first
@@ -70,7 +73,7 @@ def student_check(exercise: str):
             except Exception as failure:  # noqa: BLE001 - whatever the student's code raised fails the check
                 if not outermost:
                     raise
-                SESSION[exercise] = False
+                SESSION[exercise] = NOT_WRITTEN if isinstance(failure, ExerciseNotWritten) else FAILED
                 if not reports_in_notebook():
                     raise
                 _show(failure_card(exercise, failure))
@@ -78,7 +81,7 @@ def student_check(exercise: str):
             finally:
                 _running.pop()
             if outermost:
-                SESSION[exercise] = True
+                SESSION[exercise] = PASSED
             return result
 
         run.exercise = exercise
@@ -94,8 +97,10 @@ def student_check(exercise: str):
 class Card:
     """A failed check as a student reads it; ``text`` and ``html`` are the two forms."""
 
-    def __init__(self, exercise: str, title: str, rows: list[tuple[str, str]], details: str | None):
+    def __init__(self, exercise: str, title: str, rows: list[tuple[str, str]], details: str | None,
+                 not_written: bool = False):
         self.exercise, self.title, self.rows, self.details = exercise, title, rows, details
+        self.not_written = not_written
 
     @property
     def text(self) -> str:
@@ -122,8 +127,9 @@ class Card:
                 f"{html.escape(self.title)}</b></div>{rows}{details}</div>")
 
     def bundle(self) -> tuple[dict, dict]:
+        status = NOT_WRITTEN if self.not_written else FAILED
         return ({"text/plain": self.text, "text/html": self.html},
-                {OUTPUT_KEY: {"exercise": self.exercise, "passed": False}})
+                {OUTPUT_KEY: {"exercise": self.exercise, "passed": False, "status": status}})
 
 
 def _hint_line(exercise: str) -> str:
@@ -137,7 +143,7 @@ def failure_card(exercise: str, failure: BaseException) -> Card:
             ("what to do", "replace the line `raise NotWrittenYet(...)` in the answer cell above with your code, "
                            "run that cell, then this one."),
             ("stuck?", _hint_line(exercise)),
-        ], None)
+        ], None, not_written=True)
     if isinstance(failure, CheckFailed):
         rows = [("what is wrong", failure.problem.strip())]
         if failure.context:

@@ -115,7 +115,7 @@ def _in_ipython() -> bool:
 
 def passed(message: str) -> None:
     """Tell the student a check passed: a green "✔ message" line."""
-    from .card import OUTPUT_KEY, current_exercise
+    from .card import OUTPUT_KEY, PASSED, current_exercise
 
     text = f"\u2714 {message}"
     if _in_ipython():
@@ -123,7 +123,7 @@ def passed(message: str) -> None:
 
         exercise = current_exercise()
         # marked as a pass of its exercise: `simtlab progress` reads it back from the saved notebook
-        metadata = {OUTPUT_KEY: {"exercise": exercise, "passed": True}} if exercise else None
+        metadata = {OUTPUT_KEY: {"exercise": exercise, "passed": True, "status": PASSED}} if exercise else None
         bundle = {
             "text/plain": text,
             "text/html": (
