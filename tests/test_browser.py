@@ -297,7 +297,7 @@ def test_a_blank_student_chapter_runs_to_the_end_with_cards(lab, browser):
         assert "official Jupyter news" not in page.inner_text("body"), "JupyterLab's news pop-up is showing"
         notebook.element_screenshot(cards.first, ARTIFACTS / "student-01.check-card.png")
 
-        link = page.locator(f"{_VISIBLE_PANEL} a[href='02_warps_and_divergence.ipynb']")
+        link = page.locator(f"{_VISIBLE_PANEL} a[href*='02_warps_and_divergence.ipynb']")
         assert link.count() == 1, "'Next: chapter 2' is not a link to 02_warps_and_divergence.ipynb"
         link.scroll_into_view_if_needed()
         link.click()
@@ -310,7 +310,7 @@ def test_a_blank_student_chapter_runs_to_the_end_with_cards(lab, browser):
 @pytest.mark.slow
 def test_the_cell_the_text_asks_to_change_is_editable_and_so_is_its_copy(lab, browser):
     """Chapter 0 section 2: "change the shape in the cell above and run it again". The student can
-    type in that cell, and in a copy of it pasted below; the text above it stays locked."""
+    type in that cell, and in a copy of it pasted below (the text's lock: test_notebook_build)."""
     name = STUDENT_PREFIX + "00_playground.ipynb"
     nb = nbformat.read(REPO / "chapters" / "00_playground.ipynb", as_version=4)
     index = next(i for i, c in enumerate(nb.cells) if "cuda.shared.array((32, 32)" in c.source)
@@ -334,9 +334,6 @@ def test_the_cell_the_text_asks_to_change_is_editable_and_so_is_its_copy(lab, br
         page.wait_for_function(f"() => document.querySelectorAll('{_VISIBLE_PANEL} .jp-Cell').length > "
                                f"{len(nb.cells)}", timeout=10_000)
         assert typed_into(notebook.cells.nth(index + 1), "  # the copy"), "a pasted copy is read-only"
-        text = notebook.cells.nth(0)
-        text.dblclick()
-        assert text.locator(".cm-content").count() == 0, "the chapter's text became editable"
     finally:
         page.close()
         lab.shutdown_kernels()
