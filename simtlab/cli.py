@@ -12,6 +12,12 @@
         since the copy was made, save it beside the copy as NN_name.new.ipynb; then start
         JupyterLab in the work folder, with the course's defaults (simtlab/jupyter_settings.py)
 
+    simtlab progress [--chapters DIR] [--work DIR]
+        each chapter's exercises in the work folder: passed, failed, not written, not checked
+        (from the check outputs saved in the notebooks)
+    simtlab reset CHAPTER [--chapters DIR] [--work DIR]
+        start a chapter again: the student's copy goes to <work>/.backup/ first, never deleted
+
     simtlab grade SUBMISSIONS --out DIR [--solutions DIR] [--jobs N] [--cell-timeout S]
                   [--notebook-timeout S] [--memory-limit GIB] [--kernel NAME] [--regrade]
         grade a folder of submitted notebooks against the masters (see docs/INSTRUCTORS.md);
@@ -163,13 +169,15 @@ def sync_work_folder(chapters: Path, work: Path) -> list[tuple[str, Path]]:
     return actions
 
 
-def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
+def _folders(args: argparse.Namespace, command: str) -> tuple[Path, Path] | None:
+    """The chapter templates and the student's work folder of ``open``, ``progress`` and ``reset``
+    (None, after saying why, when there are no templates)."""
     from .paths import PACKAGED_CHAPTERS, chapters_dir
 
     chapters = Path(args.chapters) if args.chapters else chapters_dir() or repo_root() / "chapters"
     if not chapters.is_dir() or not any(chapters.glob("*.ipynb")):
-        print(f"simtlab open: no notebooks in {chapters}; run `simtlab build` first", file=sys.stderr)
-        return 2
+        print(f"simtlab {command}: no notebooks in {chapters}; run `simtlab build` first", file=sys.stderr)
+        return None
     if args.work:
         work = Path(args.work)
     elif chapters.resolve() == PACKAGED_CHAPTERS.resolve():
@@ -177,6 +185,70 @@ def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
         work = Path.cwd() / WHEEL_WORK_FOLDER
     else:
         work = chapters.resolve().parent / "work"
+    return chapters, work
+
+
+def _cmd_progress(args: argparse.Namespace, extra: list[str]) -> int:
+    from .exercises.progress import notebook_progress, progress_text
+
+    folders = _folders(args, "progress")
+    if folders is None:
+        return 2
+    chapters, work = folders
+    print(f"your work folder: {work.resolve()}")
+    total = done = 0
+    for template in sorted(chapters.glob("[0-9][0-9]_*.ipynb")):
+        copy = work / template.name
+        with open(template, encoding="utf-8") as f:
+            tnb = json.load(f)
+        try:
+            with open(copy, encoding="utf-8") as f:
+                nb = json.load(f)
+        except FileNotFoundError:
+            nb = {"cells": []}
+        except (OSError, ValueError) as e:
+            print(f"{template.stem}: your copy cannot be read ({e})")
+            continue
+        statuses = notebook_progress(nb, tnb)
+        if not statuses:
+            continue
+        total += len(statuses)
+        done += sum(s.done for s in statuses)
+        print(progress_text(template.stem, statuses))
+    print(f"done: {done} of {total} exercises (from the check outputs saved in your notebooks: save a notebook "
+          "after running its checks)")
+    return 0
+
+
+def _cmd_reset(args: argparse.Namespace, extra: list[str]) -> int:
+    from .exercises.progress import find_template
+    from .notebooks.build import _backup
+
+    folders = _folders(args, "reset")
+    if folders is None:
+        return 2
+    chapters, work = folders
+    try:
+        template = find_template(args.chapter, chapters)
+    except LookupError as e:
+        print(f"simtlab reset: {e}", file=sys.stderr)
+        return 2
+    copy = work / template.name
+    if copy.exists():
+        backup = _backup(copy)          # first the copy of the student's work, then the fresh chapter
+        copy.unlink()
+        print(f"your {copy.name} is saved as {backup}")
+    work.mkdir(parents=True, exist_ok=True)
+    _write_copy(template, copy, _sha256(template))
+    print(f"{copy} is the course's chapter again, as new")
+    return 0
+
+
+def _cmd_open(args: argparse.Namespace, extra: list[str]) -> int:
+    folders = _folders(args, "open")
+    if folders is None:
+        return 2
+    chapters, work = folders
     print(f"your work folder: {work.resolve()}")
     for action, path in sync_work_folder(chapters, work):
         if action == "copied":
@@ -217,7 +289,8 @@ def _cmd_grade(args: argparse.Namespace, extra: list[str]) -> int:
     return run_grade(args, repo_root)
 
 
-_COMMANDS = {"build": _cmd_build, "open": _cmd_open, "grade": _cmd_grade}
+_COMMANDS = {"build": _cmd_build, "open": _cmd_open, "progress": _cmd_progress, "reset": _cmd_reset,
+             "grade": _cmd_grade}
 # commands that pass the arguments they do not know on to another program
 _FORWARDS_EXTRA = {"open"}
 
@@ -252,6 +325,17 @@ def _make_parser() -> argparse.ArgumentParser:
     o.add_argument("--work", metavar="DIR", help="your work folder (default: work/ beside the chapters folder "
                    f"in a checkout, ./{WHEEL_WORK_FOLDER}/ when simtlab is installed from a wheel)")
     o.add_argument("--no-lab", action="store_true", help="only update the work folder; do not start JupyterLab")
+
+    pr = sub.add_parser("progress", allow_abbrev=False, help="which exercises of each chapter you have done",
+                        description="List each chapter's exercises with their status (passed, failed, not written, "
+                        "not checked), read from the check outputs saved in your work folder's notebooks.")
+    r = sub.add_parser("reset", allow_abbrev=False, help="start a chapter again (your copy is kept in a backup)",
+                       description="Move your copy of a chapter to <work>/.backup/NN_name.<time>.ipynb and put a fresh "
+                       "copy of the course's chapter in its place. Nothing is deleted.")
+    r.add_argument("chapter", help="the chapter: 1, 01, ch01 or its file name")
+    for command in (pr, r):
+        command.add_argument("--chapters", metavar="DIR", help="folder of chapter templates (as for open)")
+        command.add_argument("--work", metavar="DIR", help="your work folder (as for open)")
     from .grading.cli import add_grade_parser
 
     add_grade_parser(sub)

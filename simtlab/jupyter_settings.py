@@ -8,6 +8,9 @@ student's choices always win and nothing of theirs is overwritten.
 - ``windowingMode: "none"``: every cell of a notebook stays in the page. With JupyterLab's
   default windowing, cells far from the view are detached or skipped, so Ctrl+F misses text
   in them and a widget's figure can show up blank after scrolling back to it.
+- ``fetchNews: "false"``, ``checkForUpdates: false``: no "Would you like to get notified about
+  official Jupyter news?" pop-up over the first chapter a student opens (and no request to the
+  network for it).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ __all__ = ["LAB_DEFAULTS", "OVERRIDES_FILE", "install_lab_defaults", "lab_settin
 #: plugin id -> setting -> value; JupyterLab's defaults for the course
 LAB_DEFAULTS = {
     "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
 }
 
 #: the course's file in the ``overrides.d`` folder of JupyterLab's settings

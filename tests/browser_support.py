@@ -41,12 +41,10 @@ VIEWPORT = {"width": 1280, "height": 900}
 ARTIFACTS = Path(os.environ.get("SIMTLAB_ARTIFACTS", REPO / "artifacts")) / "browser"
 RUN_TIMES = ARTIFACTS / "run_times.json"
 
-#: user settings for the test only: no "Would you like to get notified about Jupyter news?"
-#: toast over the notebook (the network is closed anyway)
-_TEST_USER_SETTINGS = {
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-        {"fetchNews": "false", "checkForUpdates": False},
-}
+#: user settings for the test only: none, so that the course's own JupyterLab defaults (installed
+#: by `simtlab open`, simtlab/jupyter_settings.py: no news pop-up, every cell in the page) are
+#: the ones under test
+_TEST_USER_SETTINGS: dict = {}
 
 
 def missing_chromium_message() -> str:

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import nbformat
 from nbclient import NotebookClient
 
-__all__ = ["CellResult", "execute_notebook", "check_cell_results", "cell_results", "error_text"]
+__all__ = ["CellResult", "execute_notebook", "check_cell_results", "cell_results", "error_text", "check_outcomes",
+           "output_text", "checker_source_lines", "leaked_checker_lines", "student_failures"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -122,24 +123,77 @@ def master_failures(nb) -> list[str]:
     return [f"{_describe(r)} raised\n{r.error}" for r in cell_results(nb) if not r.ok]
 
 
-def student_failures(nb) -> list[str]:
-    """Problems of an executed student notebook.
+def check_outcomes(cell) -> list[dict]:
+    """The results a check cell's outputs are marked with (``{"exercise", "passed"}`` each, see
+    simtlab/exercises/card.py), in output order."""
+    from simtlab.exercises.card import OUTPUT_KEY
 
-    Every check cell must fail (it has an error output); every other cell must
-    run, except that an answer cell may stop at its own stub (a region at the top
-    level of a cell becomes a bare ``raise NotWrittenYet("<exercise id>")``).
-    Hidden-check cells must not be there at all.
+    return [out["metadata"][OUTPUT_KEY] for out in cell.get("outputs", [])
+            if isinstance(out.get("metadata"), dict) and isinstance(out["metadata"].get(OUTPUT_KEY), dict)]
+
+
+def output_text(cell) -> str:
+    """Everything a code cell shows: streams, each display's text and HTML, the error's traceback."""
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append("".join(out.get("text", "")))
+        for mime in ("text/plain", "text/html"):
+            parts.append("".join((out.get("data") or {}).get(mime, "")))
+        parts.append(_ANSI.sub("", "\n".join(out.get("traceback", []))))
+    return "\n".join(parts)
+
+
+#: the checker's own files: what of them a check's output may never show
+CHECKER = Path(__file__).resolve().parent.parent / "simtlab" / "exercises"
+
+
+def checker_source_lines(min_length: int = 20) -> set[str]:
+    """Lines of the checks' source (simtlab/exercises/*.py), stripped, at least ``min_length``
+    characters long, that are code (not comments, docstrings or string pieces): a traceback
+    through the checker shows such lines, a card never does."""
+    import ast
+
+    lines = set()
+    for path in CHECKER.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        strings = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) or isinstance(node, ast.JoinedStr):
+                strings.update(range(node.lineno, node.end_lineno + 1))
+        for n, line in enumerate(text.splitlines(), 1):
+            code = line.strip()
+            if len(code) >= min_length and n not in strings and not code.startswith("#"):
+                lines.add(code)
+    return lines
+
+
+def leaked_checker_lines(nb) -> list[str]:
+    """Lines of the checker's source that some cell of an executed notebook shows."""
+    source = checker_source_lines()
+    leaks = []
+    for r, cell in zip(cell_results(nb), (c for c in nb.cells if c.cell_type == "code")):
+        shown = output_text(cell)
+        leaks += [f"{_describe(r)} shows `{line}`" for line in sorted(source) if line in shown]
+    return leaks
+
+
+def student_failures(nb) -> list[str]:
+    """Problems of an executed student notebook (blank exercises), as Run All meets it.
+
+    No cell may raise: every check cell reports its failure as a card marked as failed (it
+    does not stop the chapter), shows no line of the checker's source, and the answer cells
+    (whose stubs are inside functions) run. Hidden-check cells must not be there at all.
     """
     problems = []
-    for r in cell_results(nb):
+    for r, cell in zip(cell_results(nb), (c for c in nb.cells if c.cell_type == "code")):
         if r.role == "hidden-check":
             problems.append(f"{_describe(r)} is a hidden check and must not be in the student notebook")
-        elif r.role == "check":
-            if r.ok:
-                problems.append(f"{_describe(r)} passes with the exercise not written; it must fail")
-        elif r.role == "answer":
-            if not r.ok and not (r.ename == "NotWrittenYet" and "Exercise " in (r.error or "")):
-                problems.append(f"{_describe(r)} raised something other than its stub\n{r.error}")
         elif not r.ok:
-            problems.append(f"{_describe(r)} raised\n{r.error}")
+            problems.append(f"{_describe(r)} raised (Run All would stop there)\n{r.error}")
+        elif r.role == "check":
+            outcomes = check_outcomes(cell)
+            if not outcomes or any(o.get("passed") for o in outcomes):
+                problems.append(f"{_describe(r)} does not report a failure with the exercise not written: "
+                                f"{outcomes}")
+    problems += leaked_checker_lines(nb)
     return problems

@@ -9,8 +9,10 @@ tagged ``main-widget``) and require its figure to change. A screenshot of the wh
 and one of the main widget go to ``artifacts/browser/``, with the run times in
 ``run_times.json`` (the test summary prints both).
 
-The masters (solutions/) are run, not the student versions: a student version's answer
-cells raise NotImplementedError by design, and this test asserts there is no error at all.
+The masters (solutions/) are run for every chapter. The student versions of chapters 0 and 1
+are opened as a student first meets them: chapter 1 blank runs to its end with a card per check
+and its progress cell and "Next" link; chapter 0's cell the text asks to change, and a pasted
+copy of it, take typing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import pytest
 
 from browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, LabServer, NotebookPage,
                              missing_chromium_message, record_run_time)
+from browser_support import _PANEL as _VISIBLE_PANEL
 
 REPO = Path(__file__).resolve().parent.parent
 MASTERS = sorted((REPO / "solutions").glob("*.ipynb"))
@@ -44,14 +47,22 @@ def _main_widget_cell(nb) -> int:
     return tagged[0]
 
 
+#: the student chapters (blank exercises) opened as a student meets them, under these names
+STUDENT_CHAPTERS = ("00_playground.ipynb", "01_gpu_architecture.ipynb")
+STUDENT_PREFIX = "student-"
+
+
 @pytest.fixture(scope="module")
 def chapter_copies(tmp_path_factory):
-    """The masters with the probe cell appended, as the chapters ``simtlab open`` copies."""
+    """The masters with the probe cell appended, as the chapters ``simtlab open`` copies, and
+    the student versions of chapters 0 and 1 as they are (``student-NN_name.ipynb``)."""
     folder = tmp_path_factory.mktemp("chapters")
     for master in MASTERS:
         nb = nbformat.read(master, as_version=4)
         nb.cells.append(nbformat.v4.new_code_cell(PROBE))
         nbformat.write(nb, folder / master.name)
+    for name in STUDENT_CHAPTERS:
+        shutil.copy(REPO / "chapters" / name, folder / f"{STUDENT_PREFIX}{name}")
     return folder
 
 
@@ -80,12 +91,16 @@ def browser():
             b.close()
 
 
-def test_simtlab_open_sets_windowing_mode_none(lab):
-    plugin, key, value = WINDOWING
+#: no "Would you like to get notified about official Jupyter news?" pop-up over the notebook
+NO_NEWS = ("@jupyterlab/apputils-extension:notification", "fetchNews", "false")
+
+
+@pytest.mark.parametrize("plugin,key,value", [WINDOWING, NO_NEWS], ids=["windowing-none", "no-news-pop-up"])
+def test_simtlab_open_sets_the_course_defaults(lab, plugin, key, value):
     settings = lab.api(f"/lab/api/settings/{plugin}")
     assert settings["schema"]["properties"][key]["default"] == value, (
         "`simtlab open` did not install the course's JupyterLab defaults (simtlab/jupyter_settings.py)")
-    assert key not in settings.get("settings", {}), "the test's user settings must not set windowingMode"
+    assert key not in settings.get("settings", {}), f"the test's user settings must not set {key}"
 
 
 @pytest.mark.slow
@@ -247,6 +262,78 @@ def test_playground_tabs_render_in_the_browser(lab, browser):
             notebook.element_screenshot(widget, ARTIFACTS / f"00_playground.tab-{i}.png")
         assert not problems, "\n".join(problems)
         assert not console_errors, f"JavaScript errors in the page: {console_errors}"
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+
+
+@pytest.mark.slow
+def test_a_blank_student_chapter_runs_to_the_end_with_cards(lab, browser):
+    """Chapter 1 as a student first meets it: Run All reaches the last cell although no exercise is
+    written; each check shows a card (no traceback); the progress cell says none is done; "Next:
+    chapter 2" is a link that opens chapter 2; no news pop-up covers the notebook."""
+    name = STUDENT_PREFIX + "01_gpu_architecture.ipynb"
+    nb = nbformat.read(REPO / "chapters" / "01_gpu_architecture.ipynb", as_version=4)
+    checks = [i for i, c in enumerate(nb.cells) if (c.metadata.get("simtlab") or {}).get("role") == "check"]
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+        notebook.run_all(timeout_ms=240_000)          # every cell ran: Run All did not stop at a check
+        saved = notebook.save(lab.work / name)
+        errors = [(i, o.get("ename")) for i, c in enumerate(saved["cells"]) for o in c.get("outputs", [])
+                  if o.get("output_type") == "error"]
+        assert errors == [], f"{name}: cells raised in Run All: {errors}"
+        for i in checks:
+            marks = [o["metadata"]["simtlab_check"] for o in saved["cells"][i]["outputs"]
+                     if "simtlab_check" in o.get("metadata", {})]
+            assert [m["status"] for m in marks] == ["not written"], (i, marks)
+        cards = page.locator(".simtlab-check-card")
+        assert cards.count() == len(checks)
+        for k in range(cards.count()):
+            text = cards.nth(k).inner_text()
+            assert "is not written yet" in text and "hint(" in text and "Traceback" not in text, text
+        assert "0 of 3 exercises done" in notebook.cells.nth(len(nb.cells) - 2).inner_text()
+        assert "official Jupyter news" not in page.inner_text("body"), "JupyterLab's news pop-up is showing"
+        notebook.element_screenshot(cards.first, ARTIFACTS / "student-01.check-card.png")
+
+        link = page.locator(f"{_VISIBLE_PANEL} a[href*='02_warps_and_divergence.ipynb']")
+        assert link.count() == 1, "'Next: chapter 2' is not a link to 02_warps_and_divergence.ipynb"
+        link.scroll_into_view_if_needed()
+        link.click()
+        page.wait_for_selector(".lm-TabBar-tab[title*='02_warps_and_divergence.ipynb']", timeout=30_000)
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+
+
+@pytest.mark.slow
+def test_the_cell_the_text_asks_to_change_is_editable_and_so_is_its_copy(lab, browser):
+    """Chapter 0 section 2: "change the shape in the cell above and run it again". The student can
+    type in that cell, and in a copy of it pasted below (the text's lock: test_notebook_build)."""
+    name = STUDENT_PREFIX + "00_playground.ipynb"
+    nb = nbformat.read(REPO / "chapters" / "00_playground.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if "cuda.shared.array((32, 32)" in c.source)
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+
+        def typed_into(cell, text: str) -> bool:
+            cell.scroll_into_view_if_needed()
+            cell.locator(".cm-content").click()
+            page.keyboard.press("Control+End")
+            page.keyboard.type(text)
+            page.keyboard.press("Escape")
+            return text in cell.locator(".cm-content").inner_text()
+
+        cell = notebook.cells.nth(index)
+        assert typed_into(cell, "  # (32, 33)"), "the cell chapter 0 asks to change is read-only"
+        page.keyboard.press("c")                       # command mode: copy the cell, paste it below
+        page.keyboard.press("v")
+        page.wait_for_function(f"() => document.querySelectorAll('{_VISIBLE_PANEL} .jp-Cell').length > "
+                               f"{len(nb.cells)}", timeout=10_000)
+        assert typed_into(notebook.cells.nth(index + 1), "  # the copy"), "a pasted copy is read-only"
     finally:
         page.close()
         lab.shutdown_kernels()

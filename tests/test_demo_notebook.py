@@ -12,7 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from notebook_runner import check_cell_results, execute_notebook, master_failures, student_failures
+from notebook_runner import (check_cell_results, check_outcomes, execute_notebook, master_failures, output_text,
+                             student_failures)
 from simtlab.cli import main as simtlab_main
 from simtlab.notebooks import build_all, notebook_bytes, read_notebook
 
@@ -21,9 +22,11 @@ DEMO = DATA / "demo_master.ipynb"
 
 SETUP = '''\
 import numpy as np
+from simtlab.exercises.card import student_check
 from simtlab.exercises.report import CheckFailed, compare_arrays, passed, poison
 
 
+@student_check("demo.square")
 def check_square(square, values=(0, 1, 2, -3, 1.5)):
     for x in values:
         try:
@@ -35,6 +38,7 @@ def check_square(square, values=(0, 1, 2, -3, 1.5)):
     passed(f"square is right for all {len(values)} values")
 
 
+@student_check("demo.double_all")
 def check_double_all(double_all, n=16):
     x = np.arange(n, dtype=np.float64)
     out = poison(n, np.float64)
@@ -152,14 +156,15 @@ def test_demo_student_fails_its_checks(demo_repo):
     assert student_failures(nb) == []
     results = check_cell_results(nb)
     assert set(results) == {"demo.square.check", "demo.double_all.check"}
-    ok, err = results["demo.square.check"]
-    assert not ok
-    assert "CheckFailed" in err and "You have not written this exercise yet" in err
-    assert "Exercise demo.square is not written yet" in err and 'hint("demo.square")' in err
-    assert "multiply x by itself" not in err                    # the hint waits for hint()
-    ok, err = results["demo.double_all.check"]
-    assert not ok
-    assert "Exercise demo.double_all is not written yet" in err
+    assert all(ok for ok, _ in results.values())          # they report: the notebook runs on
+    square = next(c for c in nb.cells if c.metadata.get("simtlab", {}).get("id") == "demo.square.check")
+    assert check_outcomes(square) == [{"exercise": "demo.square", "passed": False, "status": "failed"}]
+    shown = output_text(square)
+    assert "You have not written this exercise yet" in shown
+    assert "Exercise demo.square is not written yet" in shown and 'hint("demo.square")' in shown
+    assert "multiply x by itself" not in shown                   # the hint waits for hint()
+    double = next(c for c in nb.cells if c.metadata.get("simtlab", {}).get("id") == "demo.double_all.check")
+    assert "Exercise demo.double_all is not written yet" in output_text(double)
 
 
 def test_demo_student_with_wrong_answer_gets_specific_message(demo_repo):
@@ -170,12 +175,13 @@ def test_demo_student_with_wrong_answer_gets_specific_message(demo_repo):
     answer = next(c for c in nb.cells if c.metadata.get("simtlab", {}).get("id") == "demo.square")
     answer.source = "def square(x):\n    return x * x\n"
     nb = execute_notebook(nb, cwd=chapters)
-    results = check_cell_results(nb)
-    assert results["demo.square.check"] == (True, None)
-    ok, err = results["demo.double_all.check"]
-    assert not ok
-    assert "out: 3 of 16 elements were never written" in err
-    assert "elements (i=13) to (i=15)" in err
+    cells = {c.metadata.get("simtlab", {}).get("id"): c for c in nb.cells}
+    assert check_outcomes(cells["demo.square.check"]) == [{"exercise": "demo.square", "passed": True,
+                                                           "status": "passed"}]
+    assert check_outcomes(cells["demo.double_all.check"])[0]["passed"] is False
+    shown = output_text(cells["demo.double_all.check"])
+    assert "out: 3 of 16 elements were never written" in shown
+    assert "elements (i=13) to (i=15)" in shown
 
 
 def test_runner_uses_notebook_folder_and_drops_mplbackend(tmp_path, monkeypatch):

@@ -254,18 +254,24 @@ def test_notebook_timeout_kills_pytest_and_kernel(course, tmp_path):
 
 
 def test_grades_a_real_chapter(tmp_path):
-    """The course's chapter 1, its master handed in as a student's notebook: full marks, no flags."""
+    """The course's chapter 1, its master handed in as a student's notebook: full marks, no flags;
+    the blank student chapter handed in: zero, although its checks report instead of raising in a
+    notebook, and the feedback says the exercises are not written."""
     master = REPO / "solutions" / "01_gpu_architecture.ipynb"
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "star.ipynb").write_bytes(master.read_bytes())
+    (subs / "blank.ipynb").write_bytes((REPO / "chapters" / master.name).read_bytes())
     rc, stdout, stderr = _cli(subs, "--out", tmp_path / "out", "--solutions", REPO / "solutions", "--jobs", 1)
     assert rc == 0, stdout + stderr
     with open(tmp_path / "out" / "gradebook.csv", newline="") as f:
-        row = next(csv.DictReader(f))
+        rows = {r["student"]: r for r in csv.DictReader(f)}
     top = sum(sum(c["points"] for c in checks) for checks in load_master(master).exercises.values())
-    assert row["student"] == "star" and row["flags"] == "", row
-    assert float(row["total"]) == float(row["max"]) == top > 0
+    assert rows["star"]["flags"] == "", rows["star"]
+    assert float(rows["star"]["total"]) == float(rows["star"]["max"]) == top > 0
+    assert float(rows["blank"]["total"]) == 0 and float(rows["blank"]["max"]) == top, rows["blank"]
+    feedback = (tmp_path / "out" / "feedback" / "blank.md").read_text()
+    assert "Exercise ch01.first_kernel is not written yet" in feedback
 
 
 _FLAKY_KERNEL = """import sys

@@ -360,3 +360,39 @@ def test_messages_are_capped_and_never_quote_the_master():
     assert safe_message("ImportError: from simtlab.exercises import ch01 failed", master) != WITHHELD
     long = safe_message("KeyError: " + "x" * 5000 + "\n" * 50, master)
     assert len(long) <= MESSAGE_LIMIT and "\n" not in long
+
+
+def test_a_long_graded_failure_keeps_its_fix_whole():
+    """The grader's message for a real failure of chapter 1: the fix comes first and survives the
+    length cap, which falls after a whole sentence (it once cut "Only elements of the first block's ...")."""
+    from numba import cuda
+
+    from simtlab.exercises import ch01
+    from simtlab.exercises.report import CheckFailed
+    from simtlab.grading.sandbox import _message
+    from simtlab.grading.secure import CUT_NOTE, MESSAGE_LIMIT, safe_message
+
+    @cuda.jit
+    def scale_add(a, b, out, alpha):
+        i = cuda.threadIdx.x            # every block writes the first block's elements
+        if i < out.size:
+            out[i] = alpha * a[i] + b[i]
+
+    with pytest.raises(CheckFailed) as info:
+        ch01.check_first_kernel(scale_add, launches=[(798, 4, 256)], seed=1)
+    assert len(str(info.value)) > MESSAGE_LIMIT                 # too long for the feedback file
+    graded = safe_message(_message(info.value), load_master(CH01))
+    assert len(graded) <= MESSAGE_LIMIT
+    fix = info.value.fix.strip()
+    assert fix.startswith("Only elements of the first block's range were written")
+    assert fix in graded                                          # the whole advice, word for word
+    assert graded.endswith(CUT_NOTE) and graded[: -len(CUT_NOTE)].endswith((".", ":", ")"))
+
+
+def test_the_cap_falls_after_a_sentence():
+    from simtlab.grading.secure import CUT_NOTE, capped
+
+    text = "First sentence is short. " + "Second sentence goes on " * 20 + "and ends here."
+    out = capped(text, 120)
+    assert out == "First sentence is short." + CUT_NOTE
+    assert capped("short. text", 120) == "short. text"

@@ -107,3 +107,60 @@ def test_numba_compiles_the_stub_and_raises_it_typed():
     with pytest.raises(NotWrittenYet, match="ch09.demo is not written yet") as info:
         stub(1)
     assert info.value.exercise == "ch09.demo"
+
+
+SOLUTIONS = REPO / "solutions"
+
+
+def _squeezed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def master_answer_lines() -> dict[str, set[str]]:
+    """Each exercise's answer lines in its master (inside the solution regions, markers left out),
+    whitespace and a leading `return` removed, less the lines its student notebook shows anyway."""
+    from simtlab.notebooks.build import _scan_regions
+
+    answers: dict[str, set[str]] = {}
+    for path in sorted(SOLUTIONS.glob("*.ipynb")):
+        student = {_squeezed(line) for cell in json.loads((CHAPTERS / path.name).read_text())["cells"]
+                   for line in "".join(cell["source"]).split("\n")}
+        for cell in json.loads(path.read_text())["cells"]:
+            meta = cell["metadata"].get("simtlab") or {}
+            if meta.get("role") != "answer":
+                continue
+            lines = "".join(cell["source"]).split("\n")
+            for region in _scan_regions("\n".join(lines))[0]:
+                for line in lines[region["begin"] + 1:region["end"]]:
+                    # `return x` gives away x: compare the expression; a bare call such as the
+                    # barrier `cuda.syncthreads()` names an idea, not an answer
+                    code = re.sub(r"^return", "", _squeezed(line.split("#")[0]))
+                    if len(code) >= 10 and "###" not in line and code not in student and not re.fullmatch(
+                            r"[\w.]+\(\)", code):
+                        answers.setdefault(meta["id"], set()).add(code)
+    return answers
+
+
+def test_every_exercise_has_exactly_two_hints():
+    hints = course_hints(CHAPTERS)
+    assert sorted(hints) == sorted(a[1] for a in ANSWERS)
+    wrong = {exercise: len(texts) for exercise, texts in hints.items() if len(texts) != 2}
+    assert wrong == {}
+
+
+def test_no_hint_holds_a_line_of_the_answer():
+    """The last hint leaves something to write: no hint quotes a line of the master's answer."""
+    hints = course_hints(CHAPTERS)
+    quoted = []
+    for exercise, lines in master_answer_lines().items():
+        for level, text in enumerate(hints[exercise], 1):
+            quoted += [f"{exercise} hint {level} quotes `{line}`" for line in sorted(lines) if line in _squeezed(text)]
+    assert quoted == []
+
+
+def test_no_hint_is_two_hints_glued():
+    """One sentence-like text per level: two hints joined without a separator read as one garbled
+    hint (`... then z the block's linear id ...`): each starts with a capital or code, ends with a stop."""
+    for exercise, texts in course_hints(CHAPTERS).items():
+        for level, text in enumerate(texts, 1):
+            assert text.rstrip().endswith((".", "?", ")")), f"{exercise} hint {level} does not end: {text!r}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 import subprocess
 import os
 import sys
@@ -124,10 +125,10 @@ def test_import_goes_after_a_cell_magic():
 
 def test_progressive_hints_from_several_regions_and_levels():
     src = (
-        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 1: think of \"quotes\"\n    ### HINT 2: use \\ backslash\n"
+        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 1: think of \"quotes\"\n"
         "    return 1\n    ### END SOLUTION\n"
         "\n"
-        "def b():\n    ### BEGIN SOLUTION\n    ### HINT: and b returns two\n    ### HINT 2: return 2\n    return 2\n"
+        "def b():\n    ### BEGIN SOLUTION\n    ### HINT 2: use \\ backslash\n    return 2\n"
         "    ### END SOLUTION\n"
     )
     cell = build_student_notebook(notebook(code(src, "two", "answer"))).cells[0]
@@ -135,7 +136,17 @@ def test_progressive_hints_from_several_regions_and_levels():
     raises = [n for n in ast.walk(tree) if isinstance(n, ast.Raise)]
     assert [r.exc.args[0].value for r in raises] == ["two", "two"]
     assert "return 1" not in cell.source and "return 2" not in cell.source and "HINT" not in cell.source
-    assert cell.metadata["simtlab_hints"] == ['think of "quotes" and b returns two', "use \\ backslash return 2"]
+    assert cell.metadata["simtlab_hints"] == ['think of "quotes"', "use \\ backslash"]
+
+
+def test_a_hint_level_given_twice_in_one_cell_is_refused():
+    """Two '### HINT 2:' lines of one cell were once joined into one garbled hint."""
+    src = (
+        "def a():\n    ### BEGIN SOLUTION\n    ### HINT 2: x varies fastest\n    return 1\n    ### END SOLUTION\n"
+        "def b():\n    ### BEGIN SOLUTION\n    ### HINT 2: the block's linear id\n    return 2\n    ### END SOLUTION\n"
+    )
+    msg = build_error(code(src, "ex", "answer"))
+    assert "cell 0 (id 'ex'): HINT 2 is given 2 times in one answer cell" in msg
 
 
 def test_c_region_inside_string_becomes_c_comment():
@@ -219,11 +230,35 @@ def test_outputs_and_execution_counts_cleared():
 
 
 def test_read_only_flags():
+    """Locked: the text and the setup, check and readonly cells; answers are editable; a plain code
+    cell (a demo the text asks to change) is the student's: editable and deletable, like its copies."""
     student = build_student_notebook(standard_master())
+    seen = set()
     for c in student.cells:
         role = c.metadata.get("simtlab", {}).get("role")
-        assert c.metadata["deletable"] is False
-        assert c.metadata["editable"] is (role == "answer")
+        plain_code = c.cell_type == "code" and role is None
+        assert c.metadata["editable"] is (role == "answer" or plain_code), (c.cell_type, role)
+        assert c.metadata["deletable"] is plain_code, (c.cell_type, role)
+        seen.add((c.cell_type, role))
+    assert {("markdown", None), ("code", None), ("code", "answer"), ("code", "check"), ("code", "setup")} <= seen
+
+
+def test_chapter_zero_cell_the_text_asks_to_change_is_editable():
+    """Chapter 0 §2 says "Change the shape in the cell above and run it again": that cell is editable."""
+    master = read_notebook(Path(__file__).resolve().parent.parent / "solutions" / "00_playground.ipynb")
+    student = build_student_notebook(master)
+    asks = next(i for i, c in enumerate(student.cells) if "Change the shape in the cell above" in c.source)
+    above = student.cells[asks - 1]
+    assert "cuda.shared.array((32, 32)" in above.source and above.metadata["editable"] is True
+
+
+def test_the_introduction_says_which_cells_are_locked():
+    from simtlab.notebooks.build import HOW_IT_WORKS
+
+    student = build_student_notebook(standard_master())
+    first_text = next(c for c in student.cells if c.cell_type == "markdown")
+    assert first_text.source.endswith(HOW_IT_WORKS)
+    assert "the text, the check cells and the setup cells are read-only" in HOW_IT_WORKS
 
 
 def test_other_cell_metadata_kept():

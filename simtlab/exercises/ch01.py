@@ -19,6 +19,7 @@ import numpy as np
 
 from ._common import cdiv, describe_launch, plural, rng, run_1d
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
+from .card import student_check
 
 __all__ = ["check_first_kernel", "hidden_check_first_kernel", "check_grid_stride", "check_linear_id", "conv2d_relu_reference"]
 
@@ -38,6 +39,7 @@ def _first_kernel_launches(r: np.random.Generator) -> list[tuple[int, int, int]]
     ]
 
 
+@student_check("ch01.first_kernel")
 def check_first_kernel(scale_add, launches=None, seed: int | None = None) -> None:
     """``scale_add(a, b, out, alpha)`` must set ``out[i] = alpha * a[i] + b[i]`` with one thread per element.
 
@@ -85,6 +87,7 @@ def _first_kernel_hint(out, expected, a, b, alpha, block) -> str | None:
 HIDDEN_FIRST_KERNEL_LAUNCHES = [(1, 1, 32), (999, 8, 125), (257, 1, 1024), (33, 3, 16)]
 
 
+@student_check("ch01.first_kernel")
 def hidden_check_first_kernel(scale_add) -> None:
     """The graded twin of :func:`check_first_kernel`: odd sizes and block sizes, a fixed seed."""
     check_first_kernel(scale_add, launches=HIDDEN_FIRST_KERNEL_LAUNCHES, seed=14_01)
@@ -131,6 +134,7 @@ def _unflat(o: int, shape) -> str:
     return f"(f={f}, r={rr}, c={c})"
 
 
+@student_check("ch01.grid_stride")
 def check_grid_stride(conv2d_relu_gs) -> None:
     """``conv2d_relu_gs(image, filters, out)`` must fill every output for any grid size."""
     r = rng()
@@ -228,6 +232,7 @@ def _call(fn, name, *args):
     return int(value)
 
 
+@student_check("ch01.linear_id")
 def check_linear_id(linear_thread_id, global_thread_id) -> None:
     """``linear_thread_id(tx, ty, tz, bdx, bdy)`` and ``global_thread_id(thread_idx, block_idx, block_dim, grid_dim)``."""
     r = rng()

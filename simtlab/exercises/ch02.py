@@ -19,6 +19,7 @@ import numpy as np
 
 from ._common import describe_launch, divergence_report, plural, rng, run_1d
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
+from .card import student_check
 
 __all__ = ["check_no_divergence", "check_balanced_loops", "check_occupancy", "hidden_check_occupancy", "balanced_threshold"]
 
@@ -36,6 +37,7 @@ def _parity_reference(x: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------
 # Exercise 1: the parity kernel without divergence
 # ------------------------------------------------------------------------------------------
+@student_check("ch02.no_divergence")
 def check_no_divergence(parity_no_divergence) -> None:
     """``parity_no_divergence(x, out)``: out = parity_cpu(x), n threads for n elements, no warp divergence."""
     r = rng()
@@ -96,6 +98,7 @@ def balanced_threshold(n_terms: np.ndarray, grid: int, block: int) -> dict:
 
 
 
+@student_check("ch02.balanced_loops")
 def check_balanced_loops(triangle_sum_sorted) -> None:
     """``triangle_sum_sorted(n_terms, order, out)``: thread t handles element order[t], warps balanced."""
     r = rng()
@@ -173,6 +176,7 @@ def _explain(block_size: int, regs: int) -> str:
     return "\n".join(lines)
 
 
+@student_check("ch02.occupancy")
 def check_occupancy(warps_per_sm, cases=None, seed: int | None = None) -> None:
     """``warps_per_sm(block_size, registers_per_thread)``: resident warps per H100 SM (no shared memory).
 
@@ -214,6 +218,7 @@ def _compare_occupancy(warps_per_sm, cases, occupancy) -> None:
            "registers per SM each cap the number of whole blocks, and the smallest cap wins")
 
 
+@student_check("ch02.occupancy")
 def hidden_check_occupancy(warps_per_sm) -> None:
     """The graded twin of :func:`check_occupancy`: block sizes that are no multiple of 32 (a partial
     warp still takes a whole warp), a fixed seed."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._common import cdiv, plural, rng
 from .report import CheckFailed, by_error_type, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .card import student_check
 
 __all__ = ["check_scale_rows", "hidden_check_scale_rows", "check_stencil_shared", "check_transpose", "worst_global_request",
            "worst_shared_request"]
@@ -117,6 +118,7 @@ def _scale_grid(shape):
     return (cdiv(cols, SCALE_BLOCK[0]), cdiv(rows, SCALE_BLOCK[1]))
 
 
+@student_check("ch03.scale_rows")
 def check_scale_rows(scale_rows, shapes=None, seed: int | None = None) -> None:
     """``scale_rows(a, s, out)``: out[r, c] = a[r, c] * s[r]; blocks of 32 x 8, grid over (cols, rows).
 
@@ -151,6 +153,7 @@ def check_scale_rows(scale_rows, shapes=None, seed: int | None = None) -> None:
 HIDDEN_SCALE_SHAPES = [(1, 257), (257, 1), (33, 33), (8, 96), (17, 65)]
 
 
+@student_check("ch03.scale_rows")
 def hidden_check_scale_rows(scale_rows) -> None:
     """The graded twin of :func:`check_scale_rows`: other odd shapes, a fixed seed."""
     check_scale_rows(scale_rows, shapes=HIDDEN_SCALE_SHAPES, seed=14_03)
@@ -159,6 +162,7 @@ def hidden_check_scale_rows(scale_rows) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 2: 1-D stencil with the halo in shared memory
 # ------------------------------------------------------------------------------------------
+@student_check("ch03.stencil_shared")
 def check_stencil_shared(stencil_shared) -> None:
     """``stencil_shared(x, w, out)``: 7-point stencil, zero padding, each block reads x once."""
     from simtlab.kernels.patterns import RADIUS, STENCIL_BLOCK, stencil1d_cpu
@@ -214,6 +218,7 @@ def check_stencil_shared(stencil_shared) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: transpose, coalesced and free of bank conflicts
 # ------------------------------------------------------------------------------------------
+@student_check("ch03.transpose")
 def check_transpose(transpose_padded) -> None:
     """``transpose_padded(a, out)``: out = a.T; TILE x BLOCK_ROWS threads per TILE x TILE tile."""
     from simtlab.kernels.patterns import BLOCK_ROWS, TILE, transpose_launch

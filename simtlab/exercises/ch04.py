@@ -17,6 +17,7 @@ import numpy as np
 from ._common import WARP_SIZE as WARP
 from ._common import describe_launch, race_message, rng, run_1d
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison
+from .card import student_check
 
 __all__ = ["check_race_free_scan", "check_warp_exclusive_max", "check_add_block_prefix", "hidden_check_add_block_prefix"]
 
@@ -30,6 +31,7 @@ def _small_ints(r, n):
 # ------------------------------------------------------------------------------------------
 # Exercise 1: Hillis-Steele without races
 # ------------------------------------------------------------------------------------------
+@student_check("ch04.race_free")
 def check_race_free_scan(hillis_steele_scan) -> None:
     """``hillis_steele_scan(x, out)``: one block of n threads, out = inclusive sum scan of x, no races.
 
@@ -88,6 +90,7 @@ def _warp_max_hint(x, out, expected) -> str:
     return hint
 
 
+@student_check("ch04.warp_max")
 def check_warp_exclusive_max(warp_exclusive_max) -> None:
     """``warp_exclusive_max(x, out)``: out[i] = max of the elements before i in i's warp (-inf for lane 0)."""
     r = rng()
@@ -114,6 +117,7 @@ def check_warp_exclusive_max(warp_exclusive_max) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the add-back step of a scan of any length
 # ------------------------------------------------------------------------------------------
+@student_check("ch04.add_back")
 def check_add_block_prefix(add_block_prefix, blocks=(32, 64, 128), seed: int | None = None) -> None:
     """``add_block_prefix(out, scanned_sums)``: one thread per element; block b > 0 adds scanned_sums[b - 1].
 
@@ -161,6 +165,7 @@ def check_add_block_prefix(add_block_prefix, blocks=(32, 64, 128), seed: int | N
     passed("add_block_prefix turns per-block scans into the scan of the whole array, one write per element")
 
 
+@student_check("ch04.add_back")
 def hidden_check_add_block_prefix(add_block_prefix) -> None:
     """The graded twin of :func:`check_add_block_prefix`: blocks of 96 (no power of two), 256 and
     33 threads (no multiple of a warp), a fixed seed."""

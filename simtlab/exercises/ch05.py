@@ -22,6 +22,7 @@ import numpy as np
 from ..simt import WARP_SIZE
 from ._common import cdiv, describe_launch, format_lanes, global_thread, race_message, rng
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .card import student_check
 
 __all__ = ["check_sequential_tree", "hidden_check_sequential_tree", "check_warp_shuffle", "check_vecmat", "BLOCK"]
 
@@ -115,6 +116,7 @@ def _first_partial_warp(lines, epoch_rows):
     return bad[0] if len(bad) else None
 
 
+@student_check("ch05.sequential")
 def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None) -> None:
     """``reduce_sequential(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
     elements, and the first three tree levels free of divergence. ``sizes``: the lengths of x tested."""
@@ -162,6 +164,7 @@ def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None
 HIDDEN_TREE_SIZES = [1, BLOCK - 1, BLOCK + 1, 7 * BLOCK + 3]
 
 
+@student_check("ch05.sequential")
 def hidden_check_sequential_tree(reduce_sequential) -> None:
     """The graded twin of :func:`check_sequential_tree`: other odd lengths, a fixed seed."""
     check_sequential_tree(reduce_sequential, sizes=HIDDEN_TREE_SIZES, seed=14_05)
@@ -170,6 +173,7 @@ def hidden_check_sequential_tree(reduce_sequential) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 2: finish with warp shuffles
 # ------------------------------------------------------------------------------------------
+@student_check("ch05.shuffle")
 def check_warp_shuffle(reduce_shuffle) -> None:
     """``reduce_shuffle(x, partial)``: 256 threads per block, partial[b] = sum of block b's 256
     elements; below 32 partial sums, no shared-memory writes and no barriers."""
@@ -218,6 +222,7 @@ def check_warp_shuffle(reduce_shuffle) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the seed's vector-matrix product, fixed
 # ------------------------------------------------------------------------------------------
+@student_check("ch05.vecmat")
 def check_vecmat(vecmat) -> None:
     """``vecmat(v, w, block_out)``: grid (blocks per row, rows) of 256 threads; block_out[row, b]
     is block b's part of sum_k w[row, k] * v[k]; together the blocks read every w[row, k] once."""

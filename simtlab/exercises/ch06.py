@@ -20,6 +20,7 @@ import numpy as np
 
 from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .card import student_check
 
 __all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
 
@@ -92,6 +93,7 @@ def _loads_once_per_block(run, m, n, k, bm, bn, context):
 HIDDEN_TILED_SHAPES = [(1, 1, 1), (16, 16, 16), (15, 33, 64), (70, 3, 5), (18, 17, 131)]
 
 
+@student_check("ch06.tiled")
 def check_tiled_gemm(gemm_tiled, shapes=None, seed=None) -> None:
     """``gemm_tiled(a, b, c)`` launched on (ceil(N/16), ceil(M/16)) blocks of 16 x 16 threads
     (one random odd shape, or each of ``shapes``)."""
@@ -100,6 +102,7 @@ def check_tiled_gemm(gemm_tiled, shapes=None, seed=None) -> None:
         _check_tiled_once(gemm_tiled, r, m, n, k)
 
 
+@student_check("ch06.tiled")
 def hidden_check_tiled_gemm(gemm_tiled) -> None:
     """The graded twin of :func:`check_tiled_gemm`: edge shapes the visible check never draws."""
     check_tiled_gemm(gemm_tiled, shapes=HIDDEN_TILED_SHAPES, seed=14_06)
@@ -131,6 +134,7 @@ def _check_tiled_once(gemm_tiled, r, m, n, k) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 6.2: 1-D register blocking and its loads per FLOP
 # ------------------------------------------------------------------------------------------
+@student_check("ch06.blocked")
 def check_register_blocked(gemm_1d, loads_per_flop) -> None:
     """``gemm_1d(a, b, c)`` on (ceil(N/32), ceil(M/32)) blocks of 256 threads, 4 outputs each;
     ``loads_per_flop(bm, bn)``: global loads per FLOP of a bm x bn tile."""
@@ -167,6 +171,7 @@ def check_register_blocked(gemm_1d, loads_per_flop) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 6.3: the seed's bias + activation epilogue, fixed
 # ------------------------------------------------------------------------------------------
+@student_check("ch06.epilogue")
 def check_bias_epilogue(gemm_bias_act) -> None:
     """``gemm_bias_act(w, x, p, bias, use_bias, activation)`` on 16 x 16 blocks: p = act(w @ x +
     bias[row]) for use_bias in (0, 1) and activation in (none, swish, sigmoid), one store each."""

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .card import student_check
 
 __all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "BLOCK", "TILE"]
 
@@ -28,6 +29,7 @@ TILE = 16
 # ------------------------------------------------------------------------------------------
 # Exercise 1: output size and FLOPs of a layer
 # ------------------------------------------------------------------------------------------
+@student_check("ch07.numbers")
 def check_layer_numbers(conv_output_size, layer_flops) -> None:
     """``conv_output_size(n, k, stride, pad)``: outputs along one side of n inputs, pad zeros on
     each side; ``layer_flops(b, c, m, k, ho, wo)``: multiplies plus adds of the whole layer."""
@@ -78,6 +80,7 @@ def _unroll_cases(r):
     return cases
 
 
+@student_check("ch07.unroll")
 def check_unroll(unroll) -> None:
     """``unroll(x, cols, k, wo, stride, pad)``: one thread per entry of cols (launch of
     ceil(cols.size / 128) blocks of 128 threads); cols[(c, p, q), (b, oy, ox)] =
@@ -112,6 +115,7 @@ def check_unroll(unroll) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: the fused kernel's shared tile
 # ------------------------------------------------------------------------------------------
+@student_check("ch07.implicit")
 def check_implicit_gemm(conv_implicit) -> None:
     """``conv_implicit(x, w, y, stride, pad)``: blocks of TILE x TILE threads on a grid
     (ceil(B*Ho*Wo / TILE), ceil(M / TILE)); y (B, M, Ho, Wo) = the convolution; the B tile is

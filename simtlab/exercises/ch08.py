@@ -16,6 +16,7 @@ import numpy as np
 
 from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .card import student_check
 
 __all__ = ["check_layer_sizes", "check_maxpool", "check_fused_dense", "BLOCK", "TILE"]
 
@@ -26,6 +27,7 @@ TILE = 16
 # ------------------------------------------------------------------------------------------
 # Exercise 1: a layer's output shape and FLOPs
 # ------------------------------------------------------------------------------------------
+@student_check("ch08.sizes")
 def check_layer_sizes(conv_layer, fc_layer) -> None:
     """``conv_layer(b, c, h, w, m, k) -> ((b, m, ho, wo), flops)`` ('valid', stride 1) and
     ``fc_layer(b, k, n) -> ((b, n), flops)``; a multiply and an add are 2 FLOPs."""
@@ -81,6 +83,7 @@ def check_layer_sizes(conv_layer, fc_layer) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 2: the max-pooling kernel
 # ------------------------------------------------------------------------------------------
+@student_check("ch08.maxpool")
 def check_maxpool(maxpool) -> None:
     """``maxpool(x, y)``: y (B, C, H//2, W//2) = the max of each 2x2 window of x; one thread per
     output on a 1-D grid of ceil(y.size / BLOCK) blocks of BLOCK threads."""
@@ -113,6 +116,7 @@ def check_maxpool(maxpool) -> None:
 # ------------------------------------------------------------------------------------------
 # Exercise 3: bias + ReLU fused into the GEMM's store
 # ------------------------------------------------------------------------------------------
+@student_check("ch08.fused")
 def check_fused_dense(dense_bias_relu) -> None:
     """``dense_bias_relu(x, w, bias, y)``: y (B x N) = max(x @ w.T + bias, 0), blocks of
     TILE x TILE threads on a grid (ceil(N / TILE), ceil(B / TILE)); y is written once per

@@ -47,7 +47,32 @@ MAX_LISTED = 5
 
 
 class CheckFailed(AssertionError):
-    """The student's answer is wrong; the message says what, and where."""
+    """The student's answer is wrong; the message says what, and where.
+
+    Its text is the launch or input (``context``), what is wrong (``problem``) and what to
+    change (``fix``), in that order; :func:`with_context` fills the three parts, which the
+    student's card (:mod:`.card`) and the grader's feedback (:meth:`feedback`) lay out each
+    their own way. A failure raised without them has its whole text as ``problem``.
+    """
+
+    context: str | None = None
+    fix: str | None = None
+
+    @property
+    def problem(self) -> str:
+        return self.__dict__.get("_problem", str(self))
+
+    def feedback(self) -> str:
+        """One paragraph for the grader's feedback, the fix first: a length cap then cuts the
+        description of the problem, never the advice."""
+        parts = [f"Fix: {self.fix.strip()}" if self.fix else None, self.problem.strip(),
+                 f"({self.context.strip()})" if self.context else None]
+        return " ".join(_sentence(" ".join(p.split())) for p in parts if p)
+
+
+def _sentence(text: str) -> str:
+    """``text`` ending with a full stop, so that parts joined into one line stay sentences."""
+    return text if text.endswith((".", "!", "?", ")", ":")) else text + "."
 
 
 class ExerciseNotWritten(CheckFailed):
@@ -90,10 +115,15 @@ def _in_ipython() -> bool:
 
 def passed(message: str) -> None:
     """Tell the student a check passed: a green "✔ message" line."""
+    from .card import OUTPUT_KEY, PASSED, current_exercise
+
     text = f"\u2714 {message}"
     if _in_ipython():
         from IPython.display import display
 
+        exercise = current_exercise()
+        # marked as a pass of its exercise: `simtlab progress` reads it back from the saved notebook
+        metadata = {OUTPUT_KEY: {"exercise": exercise, "passed": True, "status": PASSED}} if exercise else None
         bundle = {
             "text/plain": text,
             "text/html": (
@@ -101,7 +131,7 @@ def passed(message: str) -> None:
                 f"{html.escape(text)}</div>"
             ),
         }
-        display(bundle, raw=True)
+        display(bundle, metadata=metadata, raw=True)
     else:
         print(text)
 
@@ -328,7 +358,9 @@ def call_student(fn, name: str, *args):
         stub = _stub_in_chain(e)
         if stub is not None:
             raise _not_written(stub, e) from None
-        raise CheckFailed(f"{name}{args} raised {type(e).__name__}: {e}") from None
+        failure = CheckFailed(f"{name}{args} raised {type(e).__name__}: {e}")
+        failure.original = e   # the student's own traceback, for the card's details
+        raise failure from None
 
 
 @contextmanager
@@ -368,6 +400,9 @@ def with_context(failure: CheckFailed, context: str, hint: str | None = None) ->
         text += f"\n{hint}"
     new = CheckFailed(text)
     new.original = getattr(failure, "original", None)
+    new._problem = failure.problem
+    new.context = "\n".join(c for c in (context, failure.context) if c) or None
+    new.fix = "\n".join(f for f in (failure.fix, hint) if f) or None
     return new
 
 

@@ -13,6 +13,7 @@ import subprocess
 
 import nbformat
 
+from ..exercises.card import MODE_ENV as CHECK_MODE_ENV
 from . import contain
 from .signing import sign_ok
 
@@ -71,6 +72,8 @@ def _child_env(home: Path) -> dict:
     env["JUPYTER_PLATFORM_DIRS"] = "1"
     # only nbval and our plugin: no other installed pytest plugin takes part in grading
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # a failed check raises in this run, as nbval must see it (a student's notebook shows a card instead)
+    env[CHECK_MODE_ENV] = "raise"
     return env
 
 

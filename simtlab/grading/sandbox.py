@@ -87,6 +87,10 @@ def _limit_memory(limit: int) -> None:
 
 
 def _message(exc: BaseException) -> str:
+    from simtlab.exercises.report import CheckFailed
+
+    if isinstance(exc, CheckFailed):   # the course's own failure: the fix first (see CheckFailed.feedback)
+        return exc.feedback()[:_MAX_MESSAGE]
     text = str(exc).strip()
     message = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return message[:_MAX_MESSAGE]

@@ -5,7 +5,8 @@
 - :func:`feedback_notebook`: the notebook nbval runs for the student's feedback and flags:
   no hidden check, and a rejected answer replaced by an error saying why;
 - :func:`safe_message`: a failure message fit for the feedback file: one line, at most
-  300 characters, and withheld when it quotes a solution or a hidden check.
+  300 characters (cut after a whole sentence, :func:`capped`), and withheld when it quotes a
+  solution or a hidden check.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from .vet import course_names, top_level_bindings, vet_answer
 
-__all__ = ["MasterRules", "master_rules", "vet_answers", "feedback_notebook", "safe_message", "hidden_message"]
+__all__ = ["MasterRules", "master_rules", "vet_answers", "feedback_notebook", "safe_message", "capped", "hidden_message"]
 
 MESSAGE_LIMIT = 300
 WITHHELD = ("the error message quoted the course's solution or a hidden check, so it is not shown; "
@@ -130,9 +131,27 @@ def safe_message(message: str, master) -> str:
     if any(line in flat for line in rules.secret_lines) or any(
             flat[i:i + 40] in rules.secret_windows for i in range(0, max(0, len(flat) - 39))):
         return WITHHELD
-    if len(flat) > MESSAGE_LIMIT:
-        flat = flat[: MESSAGE_LIMIT - 12] + " ... (cut)"
-    return flat
+    return capped(flat)
+
+
+#: what ends a message cut at the cap
+CUT_NOTE = " (cut: the check in your notebook shows the whole message)"
+
+
+def capped(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """``text`` within ``limit`` characters, cut after its last whole sentence that fits (the
+    checks write the fix first, so what a cut drops is the end of the description); a text
+    with no sentence end before the cap is cut at a word."""
+    if len(text) <= limit:
+        return text
+    room = limit - len(CUT_NOTE)
+    head = text[:room]
+    ends = [m.end() for m in re.finditer(r"[.!?:;](?=\s)", head + " ")]
+    if ends and ends[-1] > room // 3:
+        head = head[:ends[-1]]
+    else:
+        head = head[:head.rfind(" ")] if " " in head[room // 2:] else head
+    return head.rstrip() + CUT_NOTE
 
 
 def hidden_message(master, check_id: str) -> str:
@@ -142,5 +161,5 @@ def hidden_message(master, check_id: str) -> str:
         if meta.get("id") == check_id:
             text = meta.get("feedback")
             if isinstance(text, str) and text.strip():
-                return _norm(text)[:MESSAGE_LIMIT]
+                return capped(_norm(text))
     return HIDDEN_DEFAULT

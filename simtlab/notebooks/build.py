@@ -15,7 +15,7 @@ and whose answer cells hold the solution between two marker lines::
 
     def square(x):
         ### BEGIN SOLUTION
-        ### HINT 1: what does squaring mean?        (optional, any number of lines)
+        ### HINT 1: what does squaring mean?        (optional; one line per level and cell)
         ### HINT 2: multiply x by itself            (a stronger hint; "### HINT:" is level 1)
         return x * x
         ### END SOLUTION
@@ -29,10 +29,13 @@ first), where ``hint("2.3")`` and ``hint("2.3", 2)`` find them.  Inside CUDA C s
 ... ``// ### END SOLUTION`` (hints: ``// ### HINT 1: ...``), and the region becomes
 ``/* YOUR CODE HERE */``.
 
-Hidden-check cells are dropped, outputs and execution counts are cleared,
-every cell but the answer cells is made read-only (``editable: false``),
-no exercise cell can be deleted (``deletable: false``), and the
-``simtlab`` metadata is kept so that grading can find the cells again.
+Hidden-check cells are dropped, outputs and execution counts are cleared, and the
+``simtlab`` metadata is kept so that grading can find the cells again. Only what must stay
+as written is locked (:func:`_locks`): the text (markdown), and the setup, check and
+readonly cells, are read-only and cannot be deleted; answer cells are editable and cannot be
+deleted; every other code cell (the chapter's demos, which the text invites students to
+change) is editable and deletable, so a copy of it is the student's own too. A note at the end
+of the chapter's introduction (:data:`HOW_IT_WORKS`, added to its first markdown cell) says so.
 
 The output is deterministic: the same master gives the same bytes, so
 ``build_all(..., check=True)`` compares files byte for byte.
@@ -92,6 +95,40 @@ _HINT = re.compile(r"^[ \t]*(?://[ \t]*)?###[ \t]*HINT(?:[ \t]+(?P<level>[1-9]))
 # Anything that looks like a marker but is not exactly one (caught by validation).
 _NEAR_MARKER = re.compile(r"#+[ \t]*(BEGIN|END)[ _]*SOLUTION", re.IGNORECASE)
 _NEAR_HINT = re.compile(r"###[ \t]*HINT\b", re.IGNORECASE)
+
+#: roles of the code cells a student may not change: grading and the cells after them rely on them
+LOCKED_ROLES = ("setup", "check", "hidden-check", "readonly")
+
+#: what the builder adds to each student notebook's introduction (its first markdown cell): how to
+#: run the chapter, what is locked, where progress and hints are
+HOW_IT_WORKS = (
+    "**How this notebook works.** Run the cells from top to bottom (*Run ▸ Run All Cells* runs the whole "
+    "chapter: an exercise you have not written yet does not stop it). ✏️ marks an exercise: replace "
+    "`raise NotWrittenYet(...)` in its cell with your answer; the cell after it checks the answer and says "
+    "what is wrong, and `hint(\"<exercise>\")` gives a hint.\n\n"
+    "**Locked cells:** the text, the check cells and the setup cells are read-only. Every other code cell "
+    "is yours to change and run again, and so is a copy of it (*Edit ▸ Copy Cell*, then *Paste Cell*). "
+    "`simtlab progress` in a terminal (or the cell at the end of a chapter) shows which exercises are "
+    "done; `simtlab reset NN` starts chapter NN again, keeping your copy in a backup."
+)
+
+
+def _add_how_it_works(cells) -> None:
+    """:data:`HOW_IT_WORKS` at the end of the first markdown cell (the chapter's introduction)."""
+    for cell in cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.rstrip("\n") + "\n\n" + HOW_IT_WORKS
+            return
+
+
+def _locks(cell_type: str, role: str | None) -> dict:
+    """``editable`` and ``deletable`` of a student notebook's cell (see the module's docstring)."""
+    if role == "answer":
+        return {"editable": True, "deletable": False}
+    if cell_type != "code" or role in LOCKED_ROLES:
+        return {"editable": False, "deletable": False}
+    return {"editable": True, "deletable": True}
+
 
 # cell metadata that only describes one execution of the master
 _VOLATILE_CELL_METADATA = ("execution", "ExecuteTime", "collapsed", "scrolled")
@@ -291,6 +328,7 @@ def validate_master(master: nbformat.NotebookNode, name: str = "<notebook>") -> 
         if role == "answer":
             if is_code and not regions and not region_problems:
                 problems.append(f"{label}: answer cell has no '### BEGIN SOLUTION' ... '### END SOLUTION' region")
+            problems.extend(f"{label}: {p}" for p in _repeated_hint_levels(regions))
         elif regions:
             problems.append(f"{label}: a {role} cell must not contain a solution region (only answer cells may)")
 
@@ -393,15 +431,23 @@ def _stub_region(lines: list[str], region: dict, exercise_id: str) -> list[str]:
     return [f"{indent}raise NotWrittenYet({json.dumps(exercise_id, ensure_ascii=False)})"]
 
 
-def _cell_hints(regions: list[dict]) -> list[str]:
-    """The answer cell's hints, weakest first: the ``### HINT N:`` lines of level N joined, for
-    N = 1, 2, ... (``### HINT:`` is level 1)."""
-    levels: dict[int, list[str]] = {}
+def _repeated_hint_levels(regions: list[dict]) -> list[str]:
+    """A hint level given more than once in one answer cell: its texts would be shown as one hint,
+    glued together (``hint(id, 2)`` gives one text per level for the whole exercise)."""
+    counts: dict[int, int] = {}
     for region in regions:
-        for level, text in region["hints"]:
-            if text:
-                levels.setdefault(level, []).append(text)
-    return [" ".join(levels[level]) for level in sorted(levels)]
+        for level, _ in region["hints"]:
+            counts[level] = counts.get(level, 0) + 1
+    return [f"HINT {level} is given {n} times in one answer cell: write one '### HINT {level}:' line for the "
+            "whole exercise (naming each function it covers), so that two hints are never shown glued as one"
+            for level, n in sorted(counts.items()) if n > 1]
+
+
+def _cell_hints(regions: list[dict]) -> list[str]:
+    """The answer cell's hints, weakest first: the text of its ``### HINT N:`` line for N = 1, 2, ...
+    (``### HINT:`` is level 1; validation allows one line per level and cell)."""
+    levels = {level: text for region in regions for level, text in region["hints"] if text}
+    return [levels[level] for level in sorted(levels)]
 
 
 def _strip_regions(source: str, exercise_id: str) -> str:
@@ -461,14 +507,11 @@ def build_student_notebook(master: nbformat.NotebookNode, name: str = "<notebook
         if role == "answer":
             hints = _cell_hints(_scan_regions(source)[0])
             source = _strip_regions(source, meta["id"])
-            cell_metadata["editable"] = True
             if hints:
                 cell_metadata[HINTS_KEY] = hints
-        else:
-            cell_metadata["editable"] = False
-        cell_metadata["deletable"] = False
-
         ctype = mcell.get("cell_type")
+        cell_metadata.update(_locks(ctype, role))
+
         if ctype == "code":
             cell = nbformat.v4.new_code_cell(source=source)
             cell.outputs = []
@@ -490,6 +533,7 @@ def build_student_notebook(master: nbformat.NotebookNode, name: str = "<notebook
         used_ids.add(cell_id)
         cell.id = cell_id
         cells.append(cell)
+    _add_how_it_works(cells)
     nb.cells = cells
     return nb
 
