@@ -3,6 +3,7 @@ source, and the chapter goes on (simtlab/exercises/card.py); tests and grading s
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -106,7 +107,7 @@ def test_a_wrong_answer_card_says_what_where_and_the_fix(student_run):
     what, where, fix = (text.index(label) for label in ("what is wrong:", "where:", "fix:"))
     assert what < where < fix
     assert "elements were never written" in text and "(i=256)" in text        # which elements
-    assert "4 blocks of 256 threads" in text                                    # which launch
+    assert re.search(r"\d+ blocks of 256 threads", text)                       # which launch (n is drawn)
     assert "cuda.threadIdx.x alone repeats in every block" in text              # the fix
 
 
