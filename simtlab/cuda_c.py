@@ -1,0 +1,154 @@
+"""CUDA C kernels on the CPU: NVIDIA's own compiler (NVRTC) to PTX, run by the PTX engine.
+
+``k = simtlab.cuda_c(source_or_path, "name")`` compiles a CUDA C source (a string, a path to
+a ``.cu`` file, or a course topic such as ``"reduction"``) with NVRTC from its pip wheels (no
+GPU, no driver) and returns a :class:`CudaCKernel`; ``simtlab.emulate(k, grid, block, *args)``
+runs it in the PTX engine (``simtlab/emulator/ptx/``) and returns the same ``Run`` a numba
+kernel gives, its lines being CUDA C lines (from the PTX's ``.loc`` directives).
+
+NVRTC is an optional extra (``pip install 'simtlab[cuda-c]'``): its wheel is 58 MB to download
+and 142 MB installed. A missing compiler raises :class:`CompilerMissing` naming that command.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import linecache
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompileError",
+           "PTX_OPTIONS", "INSTALL_HINT"]
+
+#: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
+PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
+INSTALL_HINT = "pip install 'simtlab[cuda-c]'   (or: pip install cuda-bindings nvidia-cuda-nvrtc lark)"
+
+
+class CompilerMissing(RuntimeError):
+    """NVRTC (the cuda-bindings package and NVIDIA's NVRTC library wheel) is not installed."""
+
+
+class CudaCompileError(RuntimeError):
+    """NVRTC refused the source; the message is NVRTC's log (``file(line): error: ...``)."""
+
+    def __init__(self, log: str, filename: str):
+        self.log = log
+        self.filename = filename
+        super().__init__(f"CUDA C compile error in {filename}:\n{log.strip()}")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise CompilerMissing(f"NVRTC is not installed (no cuda.bindings: {exc}); "
+                              f"install it with: {INSTALL_HINT}") from None
+    try:
+        err, *_ = nvrtc.nvrtcVersion()
+    except Exception as exc:       # cuda.pathfinder's DynamicLibNotFoundError and friends
+        raise CompilerMissing(f"NVRTC's library is not installed ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0]}); install it with: "
+                              f"{INSTALL_HINT}") from None
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    _, major, minor = _nvrtc().nvrtcVersion()
+    return int(major), int(minor)
+
+
+def _check(result, what):
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise RuntimeError(f"NVRTC {what} failed: {err!r}")
+    return result[1] if isinstance(result, tuple) and len(result) > 1 else None
+
+
+@functools.lru_cache(maxsize=64)
+def compile_ptx(source: str, filename: str = "kernel.cu",
+                options: tuple = PTX_OPTIONS) -> str:
+    """The PTX NVRTC makes of ``source`` (``filename`` is what its ``.file`` directive and its
+    error messages name). Raises :class:`CudaCompileError` with NVRTC's log on an error."""
+    nvrtc = _nvrtc()
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []),
+                  "nvrtcCreateProgram")
+    try:
+        opts = [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        log = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, log), "log")
+        log_text = log.rstrip(b"\x00").decode(errors="replace")
+        if int(err) != 0:
+            raise CudaCompileError(log_text, filename)
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
+        ptx = b" " * size
+        _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+        return ptx.rstrip(b"\x00").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+@dataclass(frozen=True)
+class _SourceCode:
+    """What ``Run.source`` and the source view read from a kernel's code object: the file
+    (real, or a ``<cuda_c ...>`` name registered in ``linecache``) and the kernel's name."""
+
+    co_filename: str
+    co_name: str
+    co_firstlineno: int = 1
+
+
+class CudaCKernel:
+    """One ``__global__`` kernel of a CUDA C source, compiled to PTX and parsed.
+
+    ``simtlab.emulate(kernel, grid, block, *args)`` runs it in the PTX engine. ``ptx`` is the
+    module's PTX text, ``entry`` the parsed kernel (params, instructions), ``filename`` the
+    CUDA C file its lines refer to."""
+
+    def __init__(self, source: str, name: str, filename: str):
+        from .emulator.ptx.parser import parse_module
+
+        self.source = source
+        self.name = name
+        self.filename = filename
+        self.ptx = compile_ptx(source, filename)
+        self.module = parse_module(self.ptx)
+        if name not in self.module.entries:
+            known = ", ".join(self.module.entries) or "none"
+            raise KeyError(f"no __global__ kernel named {name!r} in {filename} (its PTX entries: "
+                           f"{known}; a kernel needs extern \"C\" to keep its plain name)")
+        self.entry = self.module.entries[name]
+        self.code = _SourceCode(filename, name)
+
+    @property
+    def __name__(self):          # what emulate() and the playground call a kernel by
+        return self.name
+
+    def __repr__(self):
+        params = ", ".join(f"{p.type} {p.name}" for p in self.entry.params)
+        return f"<CUDA C kernel {self.name}({params}) from {self.filename}>"
+
+
+def _register_source(source: str) -> str:
+    """A ``linecache`` name for a source string, so ``Run.source(line)`` finds its lines."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<cuda_c {digest}>"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)   # mtime None: kept
+    return filename
+
+
+def cuda_c(source_or_path, name: str) -> CudaCKernel:
+    """The kernel ``name`` of a CUDA C source: a string of code, a path to a ``.cu`` file, or
+    the topic of a course file (``"reduction"`` for ``kernels/reduction.cu``)."""
+    text = str(source_or_path)
+    looks_like_code = "\n" in text or "__global__" in text or "{" in text
+    if not looks_like_code:
+        from .cuda_source import cu_path
+
+        path = cu_path(source_or_path).resolve()
+        return CudaCKernel(path.read_text(), name, str(path))
+    return CudaCKernel(text, name, _register_source(text))
