@@ -108,6 +108,8 @@ class CudaCKernel:
     module's PTX text, ``entry`` the parsed kernel (params, instructions), ``filename`` the
     CUDA C file its lines refer to."""
 
+    is_cuda_c = True             # what emulate() looks for
+
     def __init__(self, source: str, name: str, filename: str):
         from .emulator.ptx.parser import parse_module
 
@@ -122,6 +124,22 @@ class CudaCKernel:
                            f"{known}; a kernel needs extern \"C\" to keep its plain name)")
         self.entry = self.module.entries[name]
         self.code = _SourceCode(filename, name)
+        self.constants: dict = {}
+
+    def set_constant(self, name: str, values) -> None:
+        """Fill a ``__constant__`` variable before a launch (``cudaMemcpyToSymbol``)."""
+        import numpy as np
+
+        from .emulator.ptx.engine import _demangle
+
+        for v in self.module.variables:
+            if v.space == "const" and (v.name == name or _demangle(v.name) == name):
+                data = np.ascontiguousarray(values)
+                if data.nbytes > v.nbytes:
+                    raise ValueError(f"{name} holds {v.nbytes} bytes, not {data.nbytes}")
+                self.constants[v.name] = data
+                return
+        raise KeyError(f"no __constant__ variable {name!r} in {self.filename}")
 
     @property
     def __name__(self):          # what emulate() and the playground call a kernel by
