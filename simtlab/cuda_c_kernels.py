@@ -170,3 +170,32 @@ def cuda_c(source_or_path, name: str) -> CudaCKernel:
         path = cu_path(source_or_path).resolve()
         return CudaCKernel(path.read_text(), name, str(path))
     return CudaCKernel(text, name, _register_source(text))
+
+
+@functools.lru_cache(maxsize=None)
+def course_kernel(topic: str, name: str) -> CudaCKernel:
+    """``kernels/<topic>.cu``'s kernel ``name``, compiled and parsed once per session."""
+    return cuda_c(topic, name)
+
+
+def emulate_version(topic: str, version, *inputs, **options):
+    """Run a course version's CUDA C twin on the PTX engine with its launch plan (the plan's
+    ``impl="cuda-c"`` launches, NumPy temporaries): ``(out, runs)``. ``options`` go to the
+    plan when it takes them, the rest to ``simtlab.emulate``."""
+    import inspect
+
+    import numpy as np
+
+    from .emulator import emulate
+
+    accepted = inspect.signature(version.plan).parameters
+    plan_opts = {k: options.pop(k) for k in list(options) if k in accepted}
+    launches, out = version.launches("cuda-c", np, *inputs, **plan_opts)
+    runs = []
+    for step in launches:
+        for a in step.zero:
+            a[...] = 0
+        kernel = course_kernel(topic, step.kernel)
+        extra = {"shared_bytes": step.shared} if step.shared else {}
+        runs.append(emulate(kernel, step.grid, step.block, *step.args, **extra, **options))
+    return out, runs
