@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import linecache
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,11 +67,36 @@ def _check(result, what):
     return result[1] if isinstance(result, tuple) and len(result) > 1 else None
 
 
+def _cache_path(source: str, filename: str, options: tuple) -> Path:
+    """Where the PTX of one compile is kept between sessions (NVRTC takes a minute for the
+    largest course file on a 2-core machine): ``$SIMTLAB_CACHE`` or ``~/.cache/simtlab``."""
+    root = Path(os.environ.get("SIMTLAB_CACHE") or Path.home() / ".cache" / "simtlab") / "ptx"
+    key = hashlib.sha256("\0".join((source, filename, *options,
+                                     str(nvrtc_version()))).encode()).hexdigest()
+    return root / f"{key}.ptx"
+
+
 @functools.lru_cache(maxsize=64)
 def compile_ptx(source: str, filename: str = "kernel.cu",
                 options: tuple = PTX_OPTIONS) -> str:
     """The PTX NVRTC makes of ``source`` (``filename`` is what its ``.file`` directive and its
-    error messages name). Raises :class:`CudaCompileError` with NVRTC's log on an error."""
+    error messages name). Raises :class:`CudaCompileError` with NVRTC's log on an error.
+    Kept on disk per source, options and NVRTC version (see ``_cache_path``)."""
+    cached = _cache_path(source, filename, options)
+    if cached.exists():
+        return cached.read_text()
+    ptx = _compile(source, filename, options)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(ptx)
+        tmp.replace(cached)                      # atomic: a parallel test worker reads all or nothing
+    except OSError:
+        pass                                     # a read-only home: compile again next time
+    return ptx
+
+
+def _compile(source: str, filename: str, options: tuple) -> str:
     nvrtc = _nvrtc()
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []),
                   "nvrtcCreateProgram")
@@ -111,7 +137,11 @@ class CudaCKernel:
     is_cuda_c = True             # what emulate() looks for
 
     def __init__(self, source: str, name: str, filename: str):
-        from .emulator.ptx.parser import parse_module
+        try:
+            from .emulator.ptx.parser import parse_module
+        except ImportError as exc:                  # lark: part of the same extra
+            raise CompilerMissing(f"the PTX engine's parser needs lark ({exc}); install it "
+                                  f"with: {INSTALL_HINT}") from None
 
         self.source = source
         self.name = name

@@ -457,8 +457,7 @@ class Chunk:
                     if rest.any():
                         live = rest
                         uniform = p + 1
-                    else:
-                        pc[:] = p
+                    else:                               # (waiting lanes keep their PCs)
                         uniform = live = None
                 else:
                     done |= leaving
@@ -476,7 +475,7 @@ class Chunk:
 
     def _guard(self, step, m):
         """The lanes for which a guarded branch/exit happens (None: unguarded, all of m)."""
-        ins = step.ins
+        ins = None if step is None else step.ins
         if ins is None or ins.guard is None:
             return None
         g = self.regs[ins.guard]

@@ -240,7 +240,10 @@ class _ToModel(Transformer):
         return ins
 
     def loc(self, items):
-        self.loc_file, self.loc_line = int(items[0]), int(items[1])
+        # line 0 is DWARF's "no source line" (code the compiler made up, e.g. a loop's
+        # shared exit): its instructions stay with the line before them
+        if int(items[1]) != 0:
+            self.loc_file, self.loc_line = int(items[0]), int(items[1])
         return None
 
     @v_args(inline=True)
