@@ -82,12 +82,13 @@ HEAVY = {"conv"}          # NVRTC takes about a minute for conv.cu (every tuned 
 @pytest.mark.parametrize("topic", [t for t in COURSE_CU if t not in HEAVY] +
                          [pytest.param(t, marks=pytest.mark.slow) for t in COURSE_CU if t in HEAVY])
 def test_every_course_kernel_parses_and_every_instruction_compiles(topic):
-    source = (ROOT / "kernels" / f"{topic}.cu").read_text()
+    path = (ROOT / "kernels" / f"{topic}.cu").resolve()
+    source = path.read_text()
     if topic in NEEDS_TOOLKIT_HEADERS:
         with pytest.raises(CC.CudaCompileError, match="cooperative_groups.h"):
-            CC.compile_ptx(source, f"{topic}.cu")
+            CC.compile_ptx(source, str(path))
         return
-    module = parse_module(CC.compile_ptx(source, f"{topic}.cu"))
+    module = parse_module(CC.compile_ptx(source, str(path)))    # as cuda_c() names it
     assert module.entries
     unsupported = []
     for entry in module.entries.values():
