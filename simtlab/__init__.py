@@ -7,6 +7,7 @@ access; ``simtlab.launch`` runs it on the GPU when one is usable, else on the em
 from .emulator import (BarrierError, CompileError, EmulationError, KernelException, LaunchError,
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
                        UntracedSourceWarning, WarpCollectiveError, emulate)
+from .cuda_c_kernels import cuda_c     # CUDA C kernels on the CPU (NVRTC -> PTX engine)
 
 __version__ = "0.1.0"
 
@@ -51,6 +52,6 @@ def _register_magic_in_notebook():
 
 _register_magic_in_notebook()
 
-__all__ = ["playground", "load_ipython_extension", "emulate", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
+__all__ = ["playground", "load_ipython_extension", "emulate", "cuda_c", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
            "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__"]

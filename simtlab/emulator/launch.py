@@ -42,6 +42,12 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     greenlet engine runs again counts from 1 again). When the kernel fails, the
     ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
     """
+    if getattr(kernel, "is_cuda_c", False):     # CUDA C: NVRTC's PTX runs in the PTX engine
+        from .ptx.engine import emulate_cuda_c
+        return emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes=shared_bytes,
+                              trace=trace, order=order, seed=seed, time_limit=time_limit,
+                              max_steps=max_steps, max_trace=max_trace, checks=checks,
+                              engine=engine, trace_blocks=trace_blocks, progress=progress)
     if engine is None:
         engine = os.environ.get("SIMTLAB_ENGINE", "auto")
     if engine not in ("auto", "vector", "greenlet"):

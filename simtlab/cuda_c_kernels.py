@@ -1,0 +1,231 @@
+"""CUDA C kernels on the CPU: NVIDIA's own compiler (NVRTC) to PTX, run by the PTX engine.
+
+``k = simtlab.cuda_c(source_or_path, "name")`` compiles a CUDA C source (a string, a path to
+a ``.cu`` file, or a course topic such as ``"reduction"``) with NVRTC from its pip wheels (no
+GPU, no driver) and returns a :class:`CudaCKernel`; ``simtlab.emulate(k, grid, block, *args)``
+runs it in the PTX engine (``simtlab/emulator/ptx/``) and returns the same ``Run`` a numba
+kernel gives, its lines being CUDA C lines (from the PTX's ``.loc`` directives).
+
+NVRTC is an optional extra (``pip install 'simtlab[cuda-c]'``): its wheel is 58 MB to download
+and 142 MB installed. A missing compiler raises :class:`CompilerMissing` naming that command.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import linecache
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompileError",
+           "PTX_OPTIONS", "INSTALL_HINT"]
+
+#: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
+PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
+INSTALL_HINT = "pip install 'simtlab[cuda-c]'   (or: pip install cuda-bindings nvidia-cuda-nvrtc lark)"
+
+
+class CompilerMissing(RuntimeError):
+    """NVRTC (the cuda-bindings package and NVIDIA's NVRTC library wheel) is not installed."""
+
+
+class CudaCompileError(RuntimeError):
+    """NVRTC refused the source; the message is NVRTC's log (``file(line): error: ...``)."""
+
+    def __init__(self, log: str, filename: str):
+        self.log = log
+        self.filename = filename
+        super().__init__(f"CUDA C compile error in {filename}:\n{log.strip()}")
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as exc:
+        raise CompilerMissing(f"NVRTC is not installed (no cuda.bindings: {exc}); "
+                              f"install it with: {INSTALL_HINT}") from None
+    try:
+        err, *_ = nvrtc.nvrtcVersion()
+    except Exception as exc:       # cuda.pathfinder's DynamicLibNotFoundError and friends
+        raise CompilerMissing(f"NVRTC's library is not installed ({type(exc).__name__}: "
+                              f"{str(exc).splitlines()[0]}); install it with: "
+                              f"{INSTALL_HINT}") from None
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    _, major, minor = _nvrtc().nvrtcVersion()
+    return int(major), int(minor)
+
+
+def _check(result, what):
+    err = result[0] if isinstance(result, tuple) else result
+    if int(err) != 0:
+        raise RuntimeError(f"NVRTC {what} failed: {err!r}")
+    return result[1] if isinstance(result, tuple) and len(result) > 1 else None
+
+
+def _cache_path(source: str, filename: str, options: tuple) -> Path:
+    """Where the PTX of one compile is kept between sessions (NVRTC takes a minute for the
+    largest course file on a 2-core machine): ``$SIMTLAB_CACHE`` or ``~/.cache/simtlab``."""
+    root = Path(os.environ.get("SIMTLAB_CACHE") or Path.home() / ".cache" / "simtlab") / "ptx"
+    key = hashlib.sha256("\0".join((source, filename, *options,
+                                     str(nvrtc_version()))).encode()).hexdigest()
+    return root / f"{key}.ptx"
+
+
+@functools.lru_cache(maxsize=64)
+def compile_ptx(source: str, filename: str = "kernel.cu",
+                options: tuple = PTX_OPTIONS) -> str:
+    """The PTX NVRTC makes of ``source`` (``filename`` is what its ``.file`` directive and its
+    error messages name). Raises :class:`CudaCompileError` with NVRTC's log on an error.
+    Kept on disk per source, options and NVRTC version (see ``_cache_path``)."""
+    cached = _cache_path(source, filename, options)
+    if cached.exists():
+        return cached.read_text()
+    ptx = _compile(source, filename, options)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(ptx)
+        tmp.replace(cached)                      # atomic: a parallel test worker reads all or nothing
+    except OSError:
+        pass                                     # a read-only home: compile again next time
+    return ptx
+
+
+def _compile(source: str, filename: str, options: tuple) -> str:
+    nvrtc = _nvrtc()
+    prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []),
+                  "nvrtcCreateProgram")
+    try:
+        opts = [o.encode() for o in options]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        log = b" " * size
+        _check(nvrtc.nvrtcGetProgramLog(prog, log), "log")
+        log_text = log.rstrip(b"\x00").decode(errors="replace")
+        if int(err) != 0:
+            raise CudaCompileError(log_text, filename)
+        size = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
+        ptx = b" " * size
+        _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+        return ptx.rstrip(b"\x00").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+@dataclass(frozen=True)
+class _SourceCode:
+    """What ``Run.source`` and the source view read from a kernel's code object: the file
+    (real, or a ``<cuda_c ...>`` name registered in ``linecache``) and the kernel's name."""
+
+    co_filename: str
+    co_name: str
+    co_firstlineno: int = 1
+
+
+class CudaCKernel:
+    """One ``__global__`` kernel of a CUDA C source, compiled to PTX and parsed.
+
+    ``simtlab.emulate(kernel, grid, block, *args)`` runs it in the PTX engine. ``ptx`` is the
+    module's PTX text, ``entry`` the parsed kernel (params, instructions), ``filename`` the
+    CUDA C file its lines refer to."""
+
+    is_cuda_c = True             # what emulate() looks for
+
+    def __init__(self, source: str, name: str, filename: str):
+        try:
+            from .emulator.ptx.parser import parse_module
+        except ImportError as exc:                  # lark: part of the same extra
+            raise CompilerMissing(f"the PTX engine's parser needs lark ({exc}); install it "
+                                  f"with: {INSTALL_HINT}") from None
+
+        self.source = source
+        self.name = name
+        self.filename = filename
+        self.ptx = compile_ptx(source, filename)
+        self.module = parse_module(self.ptx)
+        if name not in self.module.entries:
+            known = ", ".join(self.module.entries) or "none"
+            raise KeyError(f"no __global__ kernel named {name!r} in {filename} (its PTX entries: "
+                           f"{known}; a kernel needs extern \"C\" to keep its plain name)")
+        self.entry = self.module.entries[name]
+        self.code = _SourceCode(filename, name)
+        self.constants: dict = {}
+
+    def set_constant(self, name: str, values) -> None:
+        """Fill a ``__constant__`` variable before a launch (``cudaMemcpyToSymbol``)."""
+        import numpy as np
+
+        from .emulator.ptx.engine import _demangle
+
+        for v in self.module.variables:
+            if v.space == "const" and (v.name == name or _demangle(v.name) == name):
+                data = np.ascontiguousarray(values)
+                if data.nbytes > v.nbytes:
+                    raise ValueError(f"{name} holds {v.nbytes} bytes, not {data.nbytes}")
+                self.constants[v.name] = data
+                return
+        raise KeyError(f"no __constant__ variable {name!r} in {self.filename}")
+
+    @property
+    def __name__(self):          # what emulate() and the playground call a kernel by
+        return self.name
+
+    def __repr__(self):
+        params = ", ".join(f"{p.type} {p.name}" for p in self.entry.params)
+        return f"<CUDA C kernel {self.name}({params}) from {self.filename}>"
+
+
+def _register_source(source: str) -> str:
+    """A ``linecache`` name for a source string, so ``Run.source(line)`` finds its lines."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<cuda_c {digest}>"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)   # mtime None: kept
+    return filename
+
+
+def cuda_c(source_or_path, name: str) -> CudaCKernel:
+    """The kernel ``name`` of a CUDA C source: a string of code, a path to a ``.cu`` file, or
+    the topic of a course file (``"reduction"`` for ``kernels/reduction.cu``)."""
+    text = str(source_or_path)
+    looks_like_code = "\n" in text or "__global__" in text or "{" in text
+    if not looks_like_code:
+        from .cuda_source import cu_path
+
+        path = cu_path(source_or_path).resolve()
+        return CudaCKernel(path.read_text(), name, str(path))
+    return CudaCKernel(text, name, _register_source(text))
+
+
+@functools.lru_cache(maxsize=None)
+def course_kernel(topic: str, name: str) -> CudaCKernel:
+    """``kernels/<topic>.cu``'s kernel ``name``, compiled and parsed once per session."""
+    return cuda_c(topic, name)
+
+
+def emulate_version(topic: str, version, *inputs, **options):
+    """Run a course version's CUDA C twin on the PTX engine with its launch plan (the plan's
+    ``impl="cuda-c"`` launches, NumPy temporaries): ``(out, runs)``. ``options`` go to the
+    plan when it takes them, the rest to ``simtlab.emulate``."""
+    import inspect
+
+    import numpy as np
+
+    from .emulator import emulate
+
+    accepted = inspect.signature(version.plan).parameters
+    plan_opts = {k: options.pop(k) for k in list(options) if k in accepted}
+    launches, out = version.launches("cuda-c", np, *inputs, **plan_opts)
+    runs = []
+    for step in launches:
+        for a in step.zero:
+            a[...] = 0
+        kernel = course_kernel(topic, step.kernel)
+        extra = {"shared_bytes": step.shared} if step.shared else {}
+        runs.append(emulate(kernel, step.grid, step.block, *step.args, **extra, **options))
+    return out, runs

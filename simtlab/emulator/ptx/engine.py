@@ -1,0 +1,370 @@
+"""One launch of a CUDA C kernel on the PTX engine: check the arguments against the kernel's
+parameters, lay out the address spaces, run chunk by chunk of whole blocks, build the trace.
+
+The trace is built exactly as the vector engine builds its own (the same raw columns, sorted
+into the greenlet engine's order by ``VectorEngine._memory_records``), so ``Run``, its
+metrics, races and every plot read a CUDA C run unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+from ...simt import WARP_SIZE
+from ..errors import EmulationError, LaunchError
+from ..launch_spec import GLOBAL_ALIGN, Launch
+from ..limits import as_dim3, check_launch
+from ..memory import ArrayInfo
+from ..run import Run
+from ..tracing import Trace
+from ..vector.engine import VectorEngine
+from .executor import Chunk
+from .instructions import DTYPES, Layout, compile_entry
+from .memory import CONST_WINDOW, GLOBAL_BASE, Region, RegionTable
+
+CHUNK_LANES = 1 << 16        # lanes run together: whole blocks, up to this many threads
+SHARED_ALIGN = 16
+
+# C element types -> NumPy, for the pointer parameters of a kernel's signature
+C_TYPES = {
+    "float": np.float32, "double": np.float64, "int": np.int32, "unsigned": np.uint32,
+    "unsigned int": np.uint32, "long long": np.int64, "long long int": np.int64,
+    "unsigned long long": np.uint64, "unsigned long long int": np.uint64,
+    "long": np.int64, "unsigned long": np.uint64, "size_t": np.uint64, "int64_t": np.int64,
+    "uint64_t": np.uint64, "int32_t": np.int32, "uint32_t": np.uint32, "short": np.int16,
+    "unsigned short": np.uint16, "int16_t": np.int16, "uint16_t": np.uint16, "char": np.int8,
+    "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8, "uint8_t": np.uint8,
+    "bool": np.bool_, "float2": np.float32, "float4": np.float32, "int2": np.int32,
+    "int4": np.int32, "double2": np.float64, "uint2": np.uint32, "uint4": np.uint32,
+}
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct)\b")
+
+
+def c_signature(source: str, name: str):
+    """``[(parameter name, element type or None, is pointer)]`` from the kernel's CUDA C
+    declaration, or None when it cannot be found (a macro, a template)."""
+    m = re.search(r"__global__[^;{(]*?\b" + re.escape(name) + r"\s*\(([^)]*)\)", source)
+    if m is None:
+        return None
+    out = []
+    for raw in m.group(1).split(","):
+        decl = _QUALIFIERS.sub(" ", raw.split("=")[0]).strip()
+        if not decl or decl == "void":
+            continue
+        pointer = "*" in decl or "[" in decl
+        words = decl.replace("*", " ").replace("[", " ").replace("]", " ").split()
+        pname = words[-1] if len(words) > 1 else f"arg{len(out)}"
+        ctype = " ".join(words[:-1]) if len(words) > 1 else words[0]
+        out.append((pname, C_TYPES.get(ctype), pointer))
+    return out
+
+
+class PtxEngine:
+    """Runs one checked launch of a ``CudaCKernel``."""
+
+    def __init__(self, launch: Launch, kernel):
+        self.launch = launch
+        self.kernel = kernel
+        self.arrays: list = []
+        self.mem_chunks: list = []
+        self.mem_rows = 0
+        self.line_chunks: list = []
+        self.views: dict = {}
+        self.t0 = 0.0
+        entry = kernel.entry
+        regions = {"global": [], "shared": [], "local": [], "const": []}
+        self.params = self._bind_params(regions["global"])
+        shared, self.shared_size = self._lay_out_shared(entry, regions["shared"])
+        const = self._lay_out_const(regions["const"])
+        self.local_size = self._lay_out_local(entry, regions["local"])
+        self.tables = {space: RegionTable(rs) for space, rs in regions.items()}
+        self.layout = Layout(shared=shared, const=const, globals_={},
+                             params={p.name: p for p in entry.params},
+                             registers=entry.registers)
+        self.steps = _compiled(kernel, self.layout)
+        self.talks = any(s.talks for s in self.steps)
+
+    # --- layout ------------------------------------------------------------------------------------
+    def _register(self, name, space, nbytes, dtype, base) -> ArrayInfo:
+        dtype = np.dtype(dtype)
+        info = ArrayInfo(len(self.arrays), name, space, (max(nbytes // dtype.itemsize, 1),),
+                         dtype, dtype.itemsize, base)
+        self.arrays.append(info)
+        return info
+
+    def _bind_params(self, global_regions):
+        """Each parameter's bytes as ``ld.param`` reads them; arrays get device addresses."""
+        params, next_base = {}, 0
+        for p, value, name in zip(self.kernel.entry.params, self.launch.args,
+                                  self.launch.arg_names):
+            dt = DTYPES[p.type] if p.type in DTYPES else None
+            if isinstance(value, np.ndarray):
+                info = ArrayInfo(len(self.arrays), name, "global", value.shape, value.dtype,
+                                 value.dtype.itemsize, next_base)
+                self.arrays.append(info)
+                flat = value.reshape(-1).view(np.uint8)
+                global_regions.append(Region(info.id, name, GLOBAL_BASE + next_base,
+                                             value.nbytes, value.dtype.itemsize, flat))
+                params[p.name] = np.array([GLOBAL_BASE + next_base], np.uint64).view(np.uint8)
+                next_base += -(-max(value.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
+            else:
+                params[p.name] = np.array([value], dt).view(np.uint8)
+        return params
+
+    def _element_size(self, entry, space):
+        """The trace's element size for a shared/local variable: the smallest scalar width
+        the kernel's loads and stores of that space use (the PTX declares bytes only)."""
+        sizes = []
+        for ins in entry.instructions:
+            parts = ins.parts
+            if parts[0] in ("ld", "st", "atom", "red") and space in parts:
+                t = parts[-1]
+                if t in DTYPES:
+                    sizes.append(DTYPES[t].itemsize)
+        return min(sizes) if sizes else 4
+
+    def _lay_out_shared(self, entry, regions):
+        module = self.kernel.module
+        offsets, offset = {}, 0
+        item = self._element_size(entry, "shared")
+        variables = [v for v in module.variables + entry.variables if v.space == "shared"]
+        dynamic = [v for v in variables if v.count is None or v.extern]
+        for v in variables:
+            if v in dynamic:
+                continue
+            offset = -(-offset // v.align) * v.align
+            offsets[v.name] = offset
+            info = self._register(_demangle(v.name), "shared", v.nbytes, f"u{item}", offset)
+            regions.append(Region(info.id, info.name, offset, v.nbytes, item, None))
+            offset += v.nbytes
+        static = offset
+        if static > 48 * 1024:
+            raise LaunchError(f"{static} bytes of static shared memory (at most 49152)")
+        if dynamic:
+            align = max(SHARED_ALIGN, max(v.align for v in dynamic))
+            start = -(-static // align) * align
+            for v in dynamic:
+                offsets[v.name] = start
+            nbytes = self.launch.shared_bytes
+            if nbytes:
+                info = self._register(_demangle(dynamic[0].name), "shared", nbytes, f"u{item}",
+                                      start)
+                regions.append(Region(info.id, info.name, start, nbytes, item, None))
+            offset = start + nbytes
+        size = -(-max(offset, 1) // SHARED_ALIGN) * SHARED_ALIGN
+        return offsets, size
+
+    def _lay_out_const(self, regions):
+        offsets, offset = {}, 0
+        chunks = []
+        constants = getattr(self.kernel, "constants", {})
+        for v in self.kernel.module.variables:
+            if v.space != "const":
+                continue
+            offset = -(-offset // v.align) * v.align
+            offsets[v.name] = offset
+            data = np.zeros(v.nbytes, np.uint8)
+            if v.init:
+                init = np.array(v.init, DTYPES.get(v.type, np.uint8))
+                data[:init.nbytes] = init.view(np.uint8)
+            if v.name in constants:
+                given = constants[v.name]
+                data[:given.nbytes] = given.view(np.uint8)
+            chunks.append((offset, data))
+            name = _demangle(v.name)
+            dtype = DTYPES.get(v.type, np.uint8) if v.type not in ("b8",) else np.uint8
+            if v.name in constants:
+                dtype = constants[v.name].dtype
+            info = self._register(name, "const", v.nbytes, dtype, CONST_WINDOW + offset)
+            regions.append(Region(info.id, name, offset, v.nbytes, info.itemsize, None))
+            offset += v.nbytes
+        self.const_bytes = np.zeros(max(offset, 16), np.uint8)
+        for start, data in chunks:
+            self.const_bytes[start:start + len(data)] = data
+        return offsets
+
+    def _lay_out_local(self, entry, regions):
+        offset = 0
+        for v in entry.variables:
+            if v.space != "local":
+                continue
+            raise LaunchError(f"the kernel uses local memory ({v.name}): the PTX engine does "
+                              "not run local arrays yet")
+        return offset
+
+    def describe_address(self, space, address):
+        table = self.tables.get(space)
+        if table is None or not table.regions:
+            return f"no {space} arrays"
+        nearest = min(table.regions, key=lambda r: min(abs(address - r.start),
+                                                       abs(address - r.end)))
+        if address >= nearest.end:
+            return (f"{address - nearest.end} bytes past the end of {nearest.name}, which has "
+                    f"{nearest.nbytes // nearest.itemsize} elements")
+        return f"{nearest.start - address} bytes before {nearest.name}"
+
+    # --- run -----------------------------------------------------------------------------------------
+    def run(self) -> Trace:
+        launch = self.launch
+        self.t0 = time.perf_counter()
+        per_chunk = 1 if self.talks else max(1, CHUNK_LANES // launch.threads_per_block)
+        nblocks = launch.num_blocks
+        with np.errstate(all="ignore"):
+            for b0 in range(0, nblocks, per_chunk):
+                b1 = min(nblocks, b0 + per_chunk)
+                if launch.trace_blocks is not None and b0 < launch.trace_blocks < b1:
+                    b1 = launch.trace_blocks
+                traced = launch.trace and (launch.trace_blocks is None or b0 < launch.trace_blocks)
+                chunk = Chunk(self, b0, b1, traced)
+                try:
+                    chunk.run()
+                except EmulationError as exc:
+                    exc.partial_trace = self.trace()
+                    raise
+                if launch.trace and self.mem_rows > launch.max_trace:
+                    err = EmulationError(f"the trace passed {launch.max_trace:,} memory accesses",
+                                         fix="trace a smaller launch, or run with trace=False")
+                    err.partial_trace = self.trace()
+                    raise err
+                if launch.progress is not None:
+                    for done in range(b0 + 1, b1 + 1):
+                        launch.progress(done, nblocks)
+        return self.trace()
+
+    # the vector engine's own trace builders: same columns, same order
+    _memory_records = VectorEngine._memory_records
+    _line_columns = VectorEngine._line_columns
+
+    def trace(self) -> Trace:
+        memory = lines = None
+        if self.launch.trace:
+            memory = self._memory_records()
+            lines = self._line_columns()
+        return Trace(launch=self.launch, arrays=list(self.arrays), codes=[self.kernel.code],
+                     memory_records=memory, line_records=lines,
+                     elapsed_s=time.perf_counter() - self.t0, engine="ptx",
+                     engine_reason="a CUDA C kernel: NVRTC's PTX runs in the PTX engine")
+
+
+def _compiled(kernel, layout):
+    """The kernel's steps, compiled once per kernel and layout of its variables."""
+    key = (tuple(sorted(layout.shared.items())), tuple(sorted(layout.const.items())))
+    cache = kernel.__dict__.setdefault("_steps", {})
+    steps = cache.get(key)
+    if steps is None:
+        steps = cache[key] = compile_entry(kernel.entry, layout)
+    return steps
+
+
+def _demangle(name: str) -> str:
+    """``_ZZ21reduce_v1_interleavedE1s`` (a function's static shared variable) -> ``s``."""
+    m = re.fullmatch(r"_ZZ\d+\w*?E(\d+)(\w+)", name)
+    if m is None:
+        m2 = re.fullmatch(r"_ZZ.*E(\d+)(\w+)", name)
+        m = m2
+    if m is not None:
+        length = int(m.group(1))
+        return m.group(2)[:length]
+    return name
+
+
+def _check_arguments(kernel, args):
+    """Count, and each argument's kind against its parameter: a NumPy array for a pointer
+    (of the pointer's element type), a number for a scalar. Returns the names."""
+    params = kernel.entry.params
+    signature = c_signature(kernel.source, kernel.name)
+    if signature is not None and len(signature) != len(params):
+        signature = None
+    names = [s[0] for s in signature] if signature else [p.name for p in params]
+    if len(args) != len(params):
+        listed = ", ".join(names)
+        raise LaunchError(f"{kernel.name}({listed}) takes {len(params)} arguments, the launch "
+                          f"passes {len(args)}", fix="pass one argument per kernel parameter")
+    out = []
+    for pos, (p, value, name) in enumerate(zip(params, args, names)):
+        ctype, pointer = (signature[pos][1], signature[pos][2]) if signature else \
+            (None, p.type in ("u64", "b64") and isinstance(value, np.ndarray))
+        if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
+            raise LaunchError(f"argument {name} is a GPU array ({type(value).__name__})",
+                              fix="the emulator works on NumPy arrays: pass a NumPy array")
+        if pointer:
+            if not isinstance(value, np.ndarray):
+                raise LaunchError(f"parameter {name} is a pointer: pass a NumPy array, not "
+                                  f"{type(value).__name__}")
+            if ctype is not None and value.dtype != np.dtype(ctype):
+                raise LaunchError(f"parameter {name} points to {np.dtype(ctype)} elements, "
+                                  f"the array passed holds {value.dtype}",
+                                  fix=f"pass the array as .astype(np.{np.dtype(ctype)})")
+            out.append(value)
+            continue
+        if isinstance(value, np.ndarray):
+            raise LaunchError(f"parameter {name} is a .{p.type} scalar, not a pointer: pass a "
+                              "number, not an array")
+        if p.type not in DTYPES or p.count is not None:
+            raise LaunchError(f"parameter {name} (.param .{p.type}) is a struct or of a type the "
+                              "PTX engine does not pass yet")
+        dt = DTYPES[p.type]
+        if dt.kind in "iu" and isinstance(value, (float, np.floating)):
+            raise LaunchError(f"parameter {name} is an integer (.{p.type}), the launch passes "
+                              f"the float {value!r}")
+        if ctype is not None:
+            dt = np.dtype(ctype)
+        try:
+            if dt.kind in "iu":
+                info = np.iinfo(dt)
+                if not info.min <= int(value) <= info.max:
+                    raise LaunchError(f"parameter {name} ({dt}) cannot hold {value!r}")
+            converted = np.array(value).astype(dt)
+        except (TypeError, ValueError):
+            raise LaunchError(f"parameter {name} (.{p.type}) cannot take {value!r}") from None
+        # a NumPy scalar of the parameter's PTX type (not a 0-d array: that is an ndarray)
+        out.append(converted.astype(DTYPES[p.type])[()] if dt.itemsize ==
+                   DTYPES[p.type].itemsize else converted[()])
+    return out, names
+
+
+def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
+                   order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
+                   max_steps: int = 1_000_000, max_trace: int | None = None,
+                   checks: bool = True, engine: str | None = None,
+                   trace_blocks: int | None = None, progress=None) -> Run:
+    """``simtlab.emulate`` for a :class:`simtlab.cuda_c.CudaCKernel` (see there)."""
+    from ..launch_spec import MAX_TRACE
+
+    if order != "in_order":
+        raise ValueError("the PTX engine runs blocks, warps and lanes in order only")
+    if engine not in (None, "auto", "ptx"):
+        raise ValueError(f"a CUDA C kernel runs on the PTX engine, not engine={engine!r}")
+    griddim = as_dim3(griddim, "griddim")
+    blockdim = as_dim3(blockdim, "blockdim")
+    check_launch(griddim, blockdim, int(shared_bytes))
+    kernel_args, names = _check_arguments(kernel, args)
+    copy_back = []
+    for i, value in enumerate(kernel_args):
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            data = np.ascontiguousarray(value)
+            copy_back.append((value, data))
+            kernel_args[i] = data
+    launch = Launch(kernel, griddim, blockdim, tuple(kernel_args), tuple(names),
+                    shared_bytes=int(shared_bytes), trace=bool(trace), time_limit=time_limit,
+                    max_steps=max_steps, max_trace=max_trace or MAX_TRACE, checks=checks,
+                    progress=progress,
+                    trace_blocks=None if trace_blocks is None else int(trace_blocks))
+    engine_ = PtxEngine(launch, kernel)
+    try:
+        trace_ = engine_.run()
+    except EmulationError as exc:
+        partial = getattr(exc, "partial_trace", None)
+        if partial is not None:
+            exc.run = Run(partial, kernel.name)
+        raise
+    finally:
+        for original, data in copy_back:
+            original[...] = data
+    return Run(trace_, kernel.name)
+
+
+__all__ = ["PtxEngine", "emulate_cuda_c", "c_signature", "WARP_SIZE"]

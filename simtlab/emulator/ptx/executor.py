@@ -1,0 +1,518 @@
+"""Run a kernel's compiled PTX for all lanes of a chunk of whole blocks, as NumPy vectors.
+
+Reconvergence: **min-PC scheduling**. Each lane has its own program counter; each step runs
+the instruction at the smallest PC among the lanes that can run, for exactly the lanes at
+that PC. Within one warp this is the warp's own min-PC schedule (a warp whose lanes are all
+further on simply waits), so the active lanes of every warp instruction are the ones a
+min-PC SIMT machine gives; lanes that diverged at an ``if`` meet again at the first
+instruction both paths reach, with no reconvergence points to compute. Why not an IPDOM
+stack: it needs the control-flow graph's post-dominators and fails on the unstructured
+branches PTX allows (NVRTC's loops with several exits), while min-PC needs nothing but the
+PCs and reconverges at least as early on the structured code the course uses. While every
+runnable lane shares one PC (the common case), the executor keeps that PC as one integer and
+touches no per-lane PC vector at all.
+
+Barriers (``bar.sync``): a lane waits until every lane of its block waits or has exited;
+lanes of one block waiting at different barriers, or waiting while others have exited, is a
+divergent barrier (``BarrierError``), as in the other engines.
+"""
+
+from __future__ import annotations
+
+import linecache
+import time
+
+import numpy as np
+
+from ...simt import ATOMIC, READ, WARP_SIZE, WRITE, make_site
+from ..errors import (BarrierError, EmulationError, OutOfBoundsError, RunawayKernelError,
+                      WarpCollectiveError)
+from .instructions import DTYPES, UnsupportedInstruction
+from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
+                     typed_view)
+
+_BIG = np.int64(1 << 62)
+
+
+class _Registers(dict):
+    """Registers are made (zeros, like an uninitialised register's arbitrary bits) on first
+    read: a kernel declares hundreds, a block path touches a few."""
+
+    def __init__(self, n, types):
+        super().__init__()
+        self.n = n
+        self.types = types
+
+    def __missing__(self, name):
+        value = self[name] = np.zeros(self.n, DTYPES[self.types[name]])
+        return value
+
+
+class Chunk:
+    """The lanes of blocks ``b0 .. b1-1``, their registers, PCs and block-local memory."""
+
+    def __init__(self, engine, b0: int, b1: int, trace: bool):
+        launch = engine.launch
+        self.engine = engine
+        self.launch = launch
+        self.trace = trace
+        self.b0, self.nb = b0, b1 - b0
+        tpb = self.tpb = launch.threads_per_block
+        n = self.n = self.nb * tpb
+        self.lanes = np.arange(n, dtype=np.int64)
+        self.thread = self.lanes % tpb
+        self.lblock = self.lanes // tpb
+        self.gtid = self.lanes + b0 * tpb
+        self.laneid = self.thread % WARP_SIZE
+        self.warp = self.thread // WARP_SIZE
+        self.gwarp = self.lblock * launch.warps_per_block + self.warp
+        self.regs = _Registers(n, engine.layout.registers)
+        self.params = engine.params
+        self._special: dict = {}
+        self.epoch = np.zeros(n, np.int64)
+        self.wsync = np.zeros(n, np.int64)
+        self.phase = np.zeros(n, np.int64)
+        self.lane_line = np.full(n, -1, np.int64)
+        self.shared_stride = engine.shared_size
+        self.shared = np.zeros(self.nb * self.shared_stride, np.uint8)
+        self.local_stride = engine.local_size
+        self.local = np.zeros(n * self.local_stride, np.uint8)
+        self.step_ins = None
+
+    # --- registers -----------------------------------------------------------------------------
+    def put(self, name, value, m):
+        reg_dtype = DTYPES[self.regs.types[name]]
+        value = np.asarray(value)
+        if value.dtype != reg_dtype:
+            raise AssertionError(f"{name}: {value.dtype} written to a {reg_dtype} register")
+        if m is None:
+            if value.shape != (self.n,):
+                value = np.full(self.n, value, reg_dtype)
+            self.regs[name] = value
+        else:
+            self.regs[name] = np.where(m, value, self.regs[name])
+
+    def special(self, name):
+        value = self._special.get(name)
+        if value is None:
+            value = self._special[name] = self._make_special(name)
+        return value
+
+    def _make_special(self, name):
+        launch = self.launch
+        bx, by, _ = launch.blockdim
+        gx, gy, _ = launch.griddim
+        block = self.lblock + self.b0
+        axis = {"x": 0, "y": 1, "z": 2}.get(name[-1])
+        if name.startswith("%tid."):
+            v = (self.thread % bx, (self.thread // bx) % by, self.thread // (bx * by))[axis]
+        elif name.startswith("%ctaid."):
+            v = (block % gx, (block // gx) % gy, block // (gx * gy))[axis]
+        elif name.startswith("%ntid."):
+            v = np.int64(launch.blockdim[axis])
+        elif name.startswith("%nctaid."):
+            v = np.int64(launch.griddim[axis])
+        elif name == "%laneid":
+            v = self.laneid
+        elif name == "%warpid":
+            v = self.warp
+        elif name == "%nwarpid":
+            v = np.int64(launch.warps_per_block)
+        else:                                           # %lanemask_*
+            kind = name.split("_")[1]
+            lane = self.laneid
+            ones = np.int64(0xFFFFFFFF)
+            v = {"eq": np.left_shift(1, lane), "lt": np.left_shift(1, lane) - 1,
+                 "le": np.left_shift(2, lane) - 1,
+                 "gt": ones & ~(np.left_shift(2, lane) - 1),
+                 "ge": ones & ~(np.left_shift(1, lane) - 1)}[kind]
+        return np.asarray(v).astype(np.uint32)
+
+    # --- errors ----------------------------------------------------------------------------------
+    def where(self, lane: int):
+        launch = self.launch
+        bx, by, _ = launch.blockdim
+        gx, gy, _ = launch.griddim
+        b = self.b0 + int(self.lblock[lane])
+        t = int(self.thread[lane])
+        return (b % gx, (b // gx) % gy, b // (gx * gy)), (t % bx, (t // bx) % by, t // (bx * by))
+
+    def error_at(self, lane, problem, ins, cls=EmulationError, fix=None):
+        block, thread = self.where(lane)
+        source = linecache.getline(self.engine.kernel.filename, ins.line).strip() or None
+        err = cls(problem, block=block, thread=thread, line=ins.line or None, source=source,
+                  function=self.engine.kernel.name, fix=fix)
+        return err
+
+    # --- memory --------------------------------------------------------------------------------
+    def _active(self, m):
+        return self.lanes if m is None else np.flatnonzero(m)
+
+    def _spaces(self, space, addr, idx, ins):
+        """``[(space, positions in idx, state-space addresses)]``: a generic address is split
+        by the window it falls in; an address in none of them is out of bounds."""
+        a = np.broadcast_to(np.asarray(addr, np.int64), (self.n,))[idx]
+        if space != "generic":
+            return [(space, slice(None), a)]
+        out = []
+        known = np.zeros(len(a), bool)
+        for name, lo, hi in (("global", GLOBAL_BASE, None), ("shared", SHARED_WINDOW, WINDOW_SIZE),
+                             ("local", LOCAL_WINDOW, WINDOW_SIZE), ("const", CONST_WINDOW,
+                                                                     WINDOW_SIZE)):
+            sel = a >= lo if hi is None else (a >= lo) & (a < lo + hi)
+            if sel.any():
+                known |= sel
+                pos = np.flatnonzero(sel)
+                out.append((name, pos, a[pos] - (0 if name == "global" else lo)))
+        if not known.all():
+            bad = int(np.flatnonzero(~known)[0])
+            raise self._out_of_bounds(idx[bad], a[bad], "generic", ins)
+        return out
+
+    def _locate(self, space, a, idx, width, ins):
+        """``(storage bytes, byte position per lane, region per lane, table)``, bounds and
+        alignment checked."""
+        eng = self.engine
+        table = eng.tables[space]
+        ri = table.find(a, width)
+        if (ri < 0).any():
+            bad = int(np.flatnonzero(ri < 0)[0])
+            raise self._out_of_bounds(idx[bad], a[bad], space, ins)
+        if (a % min(width, 16)).any():
+            bad = int(np.flatnonzero(a % min(width, 16))[0])
+            raise self.error_at(idx[bad], f"misaligned {width}-byte access at address "
+                                f"{int(a[bad]):#x} in `{ins}`", ins, OutOfBoundsError)
+        if space == "shared":
+            return self.shared, self.lblock[idx] * self.shared_stride + a, ri, table
+        if space == "local":
+            return self.local, idx * self.local_stride + a, ri, table
+        if space == "const":
+            return eng.const_bytes, a, ri, table
+        return None, a, ri, table                    # global: per region
+
+    def _out_of_bounds(self, lane, address, space, ins):
+        near = self.engine.describe_address(space, int(address))
+        err = self.error_at(int(lane), f"{space} address {int(address):#x} is outside every "
+                            f"array ({near}) in `{ins}`", ins, OutOfBoundsError,
+                            fix="check the index against the array's size before the access")
+        return err
+
+    def _global_view(self, region, dtype):
+        key = (region.aid, dtype)
+        view = self.engine.views.get(key)
+        if view is None:
+            view = self.engine.views[key] = typed_view(region.data, dtype)
+        return view
+
+    def _each_region(self, space, a, ri, table):
+        """Groups of lanes by region: ``(region, selector)`` (one group in the common case)."""
+        lo, hi = int(ri.min()), int(ri.max())
+        if lo == hi:
+            yield table.regions[lo], slice(None)
+            return
+        for r in np.unique(ri):
+            yield table.regions[int(r)], np.flatnonzero(ri == r)
+
+    def load(self, space, addr, m, dtype, vec, ins):
+        idx = self._active(m)
+        out = [np.zeros(self.n, dtype) for _ in range(vec)]
+        s = dtype.itemsize
+        for sp, pos, a in self._spaces(space, addr, idx, ins):
+            lanes = idx[pos]
+            data, bpos, ri, table = self._locate(sp, a, lanes, s * vec, ins)
+            for region, sel in self._each_region(sp, a, ri, table):
+                la = lanes[sel]
+                for k in range(vec):
+                    if data is None:
+                        view = self._global_view(region, dtype)
+                        out[k][la] = view[(a[sel] + k * s - region.start) // s]
+                    else:
+                        out[k][la] = typed_view(data, dtype)[(bpos[sel] + k * s) // s]
+                if self.trace:
+                    self.record(la, region, a[sel], s * vec, READ, ins)
+        return out
+
+    def store(self, space, addr, m, dtype, values, ins):
+        idx = self._active(m)
+        s = dtype.itemsize
+        vec = len(values)
+        for sp, pos, a in self._spaces(space, addr, idx, ins):
+            lanes = idx[pos]
+            data, bpos, ri, table = self._locate(sp, a, lanes, s * vec, ins)
+            if sp == "const":
+                raise self.error_at(int(lanes[0]), f"a store to constant memory in `{ins}`", ins)
+            for region, sel in self._each_region(sp, a, ri, table):
+                la = lanes[sel]
+                if self.trace:
+                    self.record(la, region, a[sel], s * vec, WRITE, ins)
+                for k in range(vec):
+                    v = np.asarray(values[k]).astype(dtype, copy=False)[la]
+                    if data is None:
+                        view = self._global_view(region, dtype)
+                        view[(a[sel] + k * s - region.start) // s] = v
+                    else:
+                        typed_view(data, dtype)[(bpos[sel] + k * s) // s] = v
+
+    def atomic(self, space, addr, m, dtype, update, args, ins):
+        """One read-modify-write per active lane, in lane order (the other engines' order);
+        the old values."""
+        idx = self._active(m)
+        old = np.zeros(self.n, dtype)
+        s = dtype.itemsize
+        for sp, pos, a in self._spaces(space, addr, idx, ins):
+            lanes = idx[pos]
+            data, bpos, ri, table = self._locate(sp, a, lanes, s, ins)
+            if sp == "const":
+                raise self.error_at(int(lanes[0]), f"an atomic on constant memory in `{ins}`",
+                                    ins)
+            for region, sel in self._each_region(sp, a, ri, table):
+                la = lanes[sel]
+                if self.trace:
+                    self.record(la, region, a[sel], s, ATOMIC, ins)
+                if data is None:
+                    view = self._global_view(region, dtype)
+                    where = (a[sel] - region.start) // s
+                else:
+                    view = typed_view(data, dtype)
+                    where = bpos[sel] // s
+                b = args[0][la] if args else None
+                c = args[1][la] if len(args) > 1 else None
+                for j, (lane, p) in enumerate(zip(la.tolist(), np.atleast_1d(where).tolist())):
+                    o = view[p]
+                    old[lane] = o
+                    view[p] = update(o, b[j] if b is not None else None,
+                                     c[j] if c is not None else None)
+        return old
+
+    def record(self, lanes, region, a, width, kind, ins):
+        item = region.itemsize
+        offsets = range(0, width, item) if width >= item else (0,)
+        site = make_site(0, ins.line)
+        e = self.engine
+        for off in offsets:
+            k = len(lanes)
+            cols = np.empty((8, k), np.int64)
+            cols[0] = self.gtid[lanes]
+            cols[1] = region.aid
+            cols[2] = (a + off - region.start) // item
+            cols[3] = kind
+            cols[4] = site
+            cols[5] = self.epoch[lanes]
+            cols[6] = self.wsync[lanes]
+            cols[7] = self.phase[lanes]
+            e.mem_chunks.append(cols)
+            e.mem_rows += k
+
+    # --- warps -----------------------------------------------------------------------------------
+    def warp_or(self, m, bits):
+        """Per lane: the OR of ``bits`` over the active lanes of its warp."""
+        bits = np.where(np.ones(self.n, bool) if m is None else m, bits, 0).astype(np.int64)
+        per_warp = np.zeros(self.nb * self.launch.warps_per_block, np.int64)
+        np.bitwise_or.at(per_warp, self.gwarp, bits)
+        return per_warp[self.gwarp]
+
+    def check_warp_mask(self, m, mask, ins):
+        """The lanes executing a ``.sync`` collective must be exactly the lanes of its
+        membermask (that exist); the mask per lane, as int64."""
+        member = np.broadcast_to(np.asarray(mask).astype(np.int64), (self.n,)) & 0xFFFFFFFF
+        here = self.warp_or(m, np.left_shift(np.int64(1), self.laneid))
+        exists = self.warp_or(None, np.left_shift(np.int64(1), self.laneid))
+        act = np.ones(self.n, bool) if m is None else m
+        bad = act & (((member & exists) != here) | ((member >> self.laneid) & 1 == 0))
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise self.error_at(lane, f"`{ins}`: the lanes that reach it ({int(here[lane]):#010x})"
+                                f" are not the lanes its mask names ({int(member[lane]):#010x})",
+                                ins, WarpCollectiveError,
+                                fix="every lane named in the mask must execute the same "
+                                    "collective; compute the mask with __activemask() or "
+                                    "__ballot_sync() before a divergent branch")
+        return member
+
+    def check_sources(self, m, src, ins):
+        act = np.ones(self.n, bool) if m is None else m
+        inside = (src >= 0) & (src < self.n)
+        src_c = np.clip(src, 0, self.n - 1)
+        ok = inside & (self.gwarp[src_c] == self.gwarp) & act[src_c]
+        bad = act & ~ok
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise self.error_at(lane, f"`{ins}` reads a lane that is not active", ins,
+                                WarpCollectiveError)
+
+    def phase_step(self, m):
+        if m is None:
+            self.phase += 1
+        else:
+            self.phase[m] += 1
+
+    def wsync_step(self, m):
+        if m is None:
+            self.wsync += 1
+        else:
+            self.wsync[m] += 1
+        self.phase_step(m)
+
+    # --- lines -------------------------------------------------------------------------------------
+    def record_line(self, m, line):
+        new = self.lane_line != line
+        if m is not None:
+            new &= m
+        if not new.any():
+            return
+        self.lane_line[new] = line
+        self.engine.line_chunks.append((self.gtid[new], make_site(0, line), self.epoch[new]))
+
+    # --- the schedule ------------------------------------------------------------------------------
+    def run(self):
+        steps = self.engine.steps
+        nsteps = len(steps)
+        n = self.n
+        pc = np.zeros(n, np.int64)
+        done = np.zeros(n, bool)
+        waiting = np.zeros(n, bool)
+        uniform, live = 0, None        # every runnable lane at PC `uniform`; live: those lanes
+        t0 = self.engine.t0
+        limit = self.launch.time_limit
+        count = 0
+        trace = self.trace
+        while True:
+            if uniform is None:
+                runnable = ~(done | waiting)
+                if not runnable.any():
+                    if not waiting.any():
+                        return
+                    self._release(pc, done, waiting)
+                    runnable = ~done
+                pcs = np.where(runnable, pc, _BIG)
+                p = int(pcs.min())
+                m = pcs == p
+                if np.count_nonzero(m) == np.count_nonzero(runnable):
+                    uniform, live = p, (None if np.count_nonzero(m) == n else m)
+                    m = live
+            else:
+                p, m = uniform, live
+            count += 1
+            if count & 1023 == 0 and limit and time.perf_counter() - t0 > limit:
+                raise RunawayKernelError(f"the kernel ran past the time limit of {limit} s",
+                                         fix="look for a loop that never ends")
+            if p >= nsteps:                              # fell off the end: as ret
+                step_kind, step = "exit", None
+            else:
+                step = steps[p]
+                step_kind = step.kind
+                self.step_ins = step.ins
+                if trace:
+                    self.record_line(m, step.ins.line)
+            if step_kind == "op":
+                try:
+                    step.run(self, m)
+                except UnsupportedInstruction as why:
+                    lane = 0 if m is None else int(np.flatnonzero(m)[0])
+                    raise self.error_at(lane, str(why), step.ins, EmulationError,
+                                        fix="rewrite the line without it, or file an issue "
+                                            "naming the instruction") from None
+                nxt = p + 1
+                if uniform is not None:
+                    uniform = nxt
+                else:
+                    pc[m] = nxt
+                continue
+            g = self._guard(step, m)
+            if step_kind == "bra":
+                taken = g
+                if uniform is not None:
+                    tc = np.count_nonzero(taken) if taken is not None else -1
+                    total = n if live is None else np.count_nonzero(live)
+                    if taken is None or tc == total:
+                        uniform = step.target
+                        if trace:
+                            if live is None:
+                                self.lane_line[:] = -1
+                            else:
+                                self.lane_line[live] = -1
+                    elif tc == 0:
+                        uniform = p + 1
+                    else:
+                        if live is None:
+                            pc[:] = p + 1
+                        else:
+                            pc[live] = p + 1
+                        pc[taken] = step.target
+                        if trace:
+                            self.lane_line[taken] = -1
+                        uniform = live = None
+                else:
+                    taken = m if taken is None else taken
+                    pc[m] = p + 1
+                    pc[taken] = step.target
+                    if trace:
+                        self.lane_line[taken] = -1
+                continue
+            if step_kind == "exit":
+                leaving = (np.ones(n, bool) if m is None else m) if g is None else g
+                if uniform is not None:
+                    done |= leaving
+                    rest = ~done & ~waiting
+                    if rest.any():
+                        live = rest
+                        uniform = p + 1
+                    else:                               # (waiting lanes keep their PCs)
+                        uniform = live = None
+                else:
+                    done |= leaving
+                    pc[m & ~leaving] = p + 1
+                continue
+            # a barrier
+            if uniform is not None and live is None:
+                self.epoch += 1                          # the whole chunk arrived together
+                uniform = p + 1
+                continue
+            act = np.ones(n, bool) if m is None else m
+            waiting |= act
+            pc[act] = p
+            uniform = live = None
+
+    def _guard(self, step, m):
+        """The lanes for which a guarded branch/exit happens (None: unguarded, all of m)."""
+        ins = None if step is None else step.ins
+        if ins is None or ins.guard is None:
+            return None
+        g = self.regs[ins.guard]
+        if ins.guard_negated:
+            g = ~g
+        return g if m is None else (g & m)
+
+    def _release(self, pc, done, waiting):
+        """Every lane waits or has exited: check each block's barrier and let it pass."""
+        tpb = self.tpb
+        w = waiting.reshape(self.nb, tpb)
+        d = done.reshape(self.nb, tpb)
+        bad = w.any(axis=1) & d.any(axis=1)
+        if bad.any():
+            b = int(np.flatnonzero(bad)[0])
+            lane = b * tpb + int(np.flatnonzero(w[b])[0])
+            ins = self.engine.steps[int(pc[lane])].ins
+            raise self.error_at(lane, f"threads of the block wait at the barrier on line "
+                                f"{ins.line}, but {int(d[b].sum())} threads of the block have "
+                                "exited without reaching it (an early return or a barrier "
+                                "inside an if)", ins, BarrierError,
+                                fix="every thread of the block must reach every "
+                                    "__syncthreads(): guard the work with if (i < n) instead "
+                                    "of returning early")
+        pcs = np.where(waiting, pc, -1).reshape(self.nb, tpb)
+        lo = np.where(w, pcs, _BIG).min(axis=1)
+        hi = pcs.max(axis=1)
+        split = w.any(axis=1) & (lo != hi)
+        if split.any():
+            b = int(np.flatnonzero(split)[0])
+            lane = b * tpb + int(np.flatnonzero(w[b])[0])
+            ins = self.engine.steps[int(pc[lane])].ins
+            raise self.error_at(lane, "threads of the block wait at different barriers "
+                                f"(lines {sorted({self.engine.steps[int(q)].ins.line for q in pcs[b][w[b]]})})",
+                                ins, BarrierError,
+                                fix="move __syncthreads() out of the branch so that all "
+                                    "threads meet at one barrier")
+        pc[waiting] += 1
+        self.epoch[waiting] += 1
+        waiting[:] = False
