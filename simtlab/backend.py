@@ -59,10 +59,14 @@ def _tiny_gpu_check() -> None:
         except Exception as exc:
             raise RuntimeError(_first_sentence(str(exc))) from None
         raise RuntimeError("numba-cuda finds no CUDA GPU")
+    # Without numba-cuda (the student install leaves it out), `numba.cuda` is numba's own,
+    # deprecated CUDA target: the course's GPU path is numba-cuda's, which the GPU extras bring.
+    if _version("numba-cuda") == "not installed":
+        raise RuntimeError(f"numba-cuda is not installed ({gpu_install_hint()})")
     try:
         import cupy
     except ImportError:
-        raise RuntimeError("CuPy is not installed (pip install 'simtlab[gpu-cu12]' or '[gpu-cu13]')") from None
+        raise RuntimeError(f"CuPy is not installed ({gpu_install_hint()})") from None
     import numpy as np
 
     @cuda.jit
@@ -79,6 +83,13 @@ def _tiny_gpu_check() -> None:
         raise RuntimeError("a test kernel ran on the GPU but gave a wrong answer")
     if int(cupy.arange(4).sum()) != 6:
         raise RuntimeError("CuPy ran on the GPU but gave a wrong answer")
+
+
+def gpu_install_hint() -> str:
+    """How to add the GPU path (numba-cuda, CuPy and their CUDA wheels) to this install."""
+    from .paths import install_command
+
+    return f"{install_command('gpu-cu12')}; gpu-cu13 for CUDA 13 drivers"
 
 
 def _probe() -> tuple[bool, str]:
