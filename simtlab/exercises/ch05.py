@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import WARP_SIZE
+from ..simt import WARP_SIZE, percent
 from ._common import cdiv, describe_launch, format_lanes, global_thread, race_message, rng
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 
@@ -148,7 +148,7 @@ def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None
                 lanes = [ln for ln in range(WARP_SIZE) if int(worst.mask) >> ln & 1]
                 raise CheckFailed(
                     f"{context}\nThe sums are right, but tree level {k} (barrier epoch {row['epoch']}) diverges: "
-                    f"SIMT efficiency {row['simt_efficiency']:.1%}, it must be 100% in the first {FULL_LEVELS} "
+                    f"SIMT efficiency {percent(row['simt_efficiency'], 1)}, it must be 100% in the first {FULL_LEVELS} "
                     f"levels. Warp {int(worst.warp)} of block 0 ran line {int(worst.line)} "
                     f"`{run.source(int(worst.line)).strip()}` with {len(lanes)} of 32 lanes "
                     f"(lanes {format_lanes(lanes)}).\n"

@@ -21,6 +21,7 @@ from .. import backend
 from ..emulator import EmulationError, emulate
 from ..emulator.binding import plain_function
 from ..emulator.limits import as_dim3
+from ..simt import percent
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
 from .progress import Progress
@@ -359,7 +360,9 @@ class Playground:
                 if m["shared_requests"]:
                     facts.append(f"{m['shared_bank_conflicts']:,} bank conflicts")
                 if m["simt_efficiency"] is not None:
-                    facts.append(f"SIMT efficiency {m['simt_efficiency']:.0%}")
+                    eff = m["simt_efficiency"]       # coloured by the true value, as the source view
+                    colour = "#009E73" if eff == 1 else "#D55E00"
+                    facts.append(f"SIMT efficiency <span style='color:{colour}'>{percent(eff)}</span>")
                 facts.append(f"<span style='color:{'#b00000' if m['races'] else '#009E73'}'>{m['races'] or 'no'} "
                              f"race{'s' * (m['races'] != 1)}</span>")
                 parts.append("<br>" + "; ".join(facts))
