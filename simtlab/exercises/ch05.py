@@ -6,7 +6,7 @@
 - ``check_warp_shuffle(reduce_shuffle)``: one partial sum per block, and once fewer than 32
   partial sums are left the block writes no shared memory and passes no barrier: warp 0
   finishes with ``shfl_down_sync``.
-- ``check_vecmat(vecmat)``: the seed's vector-matrix product fixed: ``block_out[row, b]`` holds
+- ``check_vecmat(vecmat)``: the Waterloo lab report's vector-matrix product fixed: ``block_out[row, b]`` holds
   block b's partial of row ``row``, every element of ``w`` is read exactly once.
 
 Every check draws new random inputs on each call (``hidden_check_sequential_tree``: fixed odd
@@ -216,7 +216,7 @@ def check_warp_shuffle(reduce_shuffle) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Exercise 3: the seed's vector-matrix product, fixed
+# Exercise 3: the Waterloo lab report's vector-matrix product, fixed
 # ------------------------------------------------------------------------------------------
 def check_vecmat(vecmat) -> None:
     """``vecmat(v, w, block_out)``: grid (blocks per row, rows) of 256 threads; block_out[row, b]
@@ -241,7 +241,7 @@ def check_vecmat(vecmat) -> None:
             raise CheckFailed(
                 f"{context}\n{missing} elements of w were never read, the first w[{row}, {col}]. With "
                 f"{per_row * BLOCK} threads per row and {n} columns, each thread must loop: "
-                "k = blockIdx.x * blockDim.x + threadIdx.x, then k += gridDim.x * blockDim.x (the seed steps by "
+                "k = blockIdx.x * blockDim.x + threadIdx.x, then k += gridDim.x * blockDim.x (the Waterloo lab report steps by "
                 "blockDim.x * blockDim.x and skips columns).")
         if (count > 1).any():
             row, col = (int(i) for i in np.argwhere(count > 1)[0])
