@@ -293,8 +293,10 @@ class Playground:
             "grid": widgets.Dropdown(options=_labelled(grid_options(self.griddim)), value=_short(self.griddim),
                                      description="grid", **narrow),
             "size": widgets.Dropdown(options=_labelled(size_options(self.size)), value=self.size,
-                                     description="input size", disabled=self.size is None, **narrow),
+                                     description="input size", style=narrow["style"],
+                                     layout=widgets.Layout(width="230px")),   # its own: hidden alone
         }
+        self._show_size_control()
         self._syncing = False
         actions = {"block": lambda v: self.relaunch(blockdim=v), "grid": lambda v: self.relaunch(griddim=v),
                    "size": self.resize}
@@ -325,6 +327,12 @@ class Playground:
                 c.value = value
         finally:
             self._syncing = False
+        self._show_size_control()
+
+    def _show_size_control(self):
+        """The input-size dropdown only where there is a size to change: without a 1-D array
+        (2-D inputs, scalars) it would offer one empty choice."""
+        self.controls["size"].layout.display = "none" if self.size is None else None
 
     def _tab_picked(self, change):
         self._draw(change["new"])
