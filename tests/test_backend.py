@@ -126,7 +126,7 @@ def test_a_gpu_without_numba_cuda_is_not_the_gpu_path(monkeypatch):
     assert backend.gpu_available() is False
     reason = backend.unavailable_reason()
     assert reason.startswith("numba-cuda is not installed"), reason
-    assert "simtlab[gpu-cu12]" in reason
+    assert "[gpu-cu12]" in reason, reason      # how to add the GPU extra, for this install
 
 
 def test_gpu_versions_names_the_packages():
