@@ -180,6 +180,8 @@ def backend_banner() -> str:
 
 
 def show_backend() -> None:
+    """Print ``backend_banner()``: which path this notebook runs on (a GPU, or the CPU
+    emulator and why)."""
     print(backend_banner())
 
 
@@ -247,9 +249,10 @@ def _launch_gpu(kernel, griddim, blockdim, args, options) -> GpuRun:
 def launch(kernel, griddim, blockdim, *args, **emulator_options):
     """Run a numba-cuda kernel on the active backend; NumPy array arguments are updated in place.
 
-    On the GPU, NumPy arrays are copied to the device, the kernel runs, and the results are
-    copied back into the same arrays; ``shared_bytes`` sets dynamic shared memory and the
-    emulator's other options are ignored. On the emulator, this is ``simtlab.emulate`` and
+    ``launch(kernel, griddim, blockdim, *args)`` is ``kernel[griddim, blockdim](*args)``. On the
+    GPU, NumPy arrays are copied to the device, the kernel runs, and the results are copied back
+    into the same arrays; ``shared_bytes`` sets dynamic shared memory and the emulator's other
+    keywords are ignored. On the emulator, this is ``simtlab.emulate`` (same keywords) and
     returns its ``Run``. Either way the result's ``.backend`` says which path ran.
     """
     if gpu_available():
@@ -363,3 +366,14 @@ __all__ = [
     "time_gpu",
     "unavailable_reason",
 ]
+
+
+def _launch_signature():
+    """``launch`` takes ``emulate``'s keywords: show them instead of ``**emulator_options``."""
+    import inspect
+
+    from .emulator import emulate
+    return inspect.signature(emulate).replace(return_annotation=inspect.Signature.empty)
+
+
+launch.__signature__ = _launch_signature()
