@@ -13,8 +13,8 @@ Every numba kernel takes ``(..., stride, pad)`` as integers and reads the other 
 arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernel that
 the benchmark holds against cuDNN.
 
-Seeds: the lab report's conv2d+ReLU (v0, its grid-stride step is wrong: v1 fixes it), the
-ECE408 blog's unroll + GEMM and its fused unroll (v2, v3), the electrode CNN's weights in
+Sources (named in chapter 7): the Waterloo lab report's conv2d+ReLU (v0, its grid-stride step is wrong: v1 fixes it), the
+LeNet-5 blog post's unroll + GEMM and its fused unroll (v2, v3), the Toronto electrode-CNN report's weights in
 constant memory (v4).
 """
 
@@ -112,7 +112,7 @@ def im2col_cpu(x, k: int, stride: int = 1, padding="valid"):
 
 
 # ------------------------------------------------------------------------------------------
-# v0/v1: the lab report's conv2d+ReLU, one output per loop turn of a 1-D grid-stride loop
+# v0/v1: the Waterloo lab report's conv2d+ReLU, one output per loop turn of a 1-D grid-stride loop
 # ------------------------------------------------------------------------------------------
 @cuda.jit(device=True)
 def output_sum(x, w, b, m, oy, ox, stride, pad):
@@ -129,7 +129,7 @@ def output_sum(x, w, b, m, oy, ox, stride, pad):
     return acc
 
 
-# v0: the seed as written: the loop steps by blockDim.x * blockDim.x instead of the grid's
+# v0: the Waterloo lab report's kernel as written: the loop steps by blockDim.x * blockDim.x instead of the grid's
 #   thread count, so with fewer threads than outputs whole ranges of outputs are never computed
 @cuda.jit
 def conv_v0_seed(x, w, y, stride, pad):
@@ -540,7 +540,7 @@ def conv_with(version: str, x, w, launch, stride: int = 1, padding="valid", max_
     """The convolution of ``x`` by ``w`` with one version's plan; every launch goes through
     ``launch(kernel, grid, block, *args)`` (the emulator, or a GPU copying arrays back).
 
-    v0/v1 are conv + ReLU (the seed's layer); the others are the plain convolution.
+    v0/v1 are conv + ReLU (the Waterloo lab report's layer); the others are the plain convolution.
     ``max_blocks`` caps the 1-D grids (v0, v1, im2col) to show a grid-stride loop at work.
     ``cols``: an array that receives the unrolled matrix of v2 (to draw it).
     Returns y (B, M, Ho, Wo) float32.

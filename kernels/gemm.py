@@ -1,5 +1,5 @@
 """Chapter 6: matrix multiply C = A @ B in float32 (row-major, A is M x K, B is K x N), from one
-thread per output to register-blocked tiles, and the seed report's bias + activation epilogue.
+thread per output to register-blocked tiles, and the Cairo graduation report's bias + activation epilogue.
 
 Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
 multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
@@ -62,7 +62,7 @@ def gemm_cpu(a, b):
 
 
 def dense_layer_cpu(w, x, bias=None, activation="none"):
-    """The seed's layer: ``act(W @ X + bias[:, None])`` with one bias per output row (channel)."""
+    """The Cairo graduation report's layer: ``act(W @ X + bias[:, None])`` with one bias per output row (channel)."""
     z = np.asarray(w, np.float64) @ np.asarray(x, np.float64)
     if bias is not None:
         z = z + np.asarray(bias, np.float64)[:, None]
@@ -284,7 +284,7 @@ def gemm_v7_warptile(a, b, c):
 
 
 # ------------------------------------------------------------------------------------------
-# The seed report's layer: P = act(W @ X + bias), bias per output row, fused into the store
+# The Cairo graduation report's layer: P = act(W @ X + bias), bias per output row, fused into the store
 # ------------------------------------------------------------------------------------------
 @cuda.jit(device=True)
 def activate(z, activation):
@@ -312,7 +312,7 @@ def tiled_dot(a, b, row, col, sa, sb):
     return acc
 
 
-# the seed's epilogue, as printed: P is stored, then the bias is added to the register only;
+# the Cairo graduation report's epilogue, as printed: P is stored, then the bias is added to the register only;
 #   with an activation the result is stored again (so it is right), without one the biased
 #   value is never written: a layer with bias and no activation loses its bias
 @cuda.jit

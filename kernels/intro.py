@@ -20,7 +20,7 @@ def vector_add_cpu(a, b):
 def conv2d_relu_cpu(image, filters):
     """Non-overlapping convolution (stride = filter size) followed by ReLU.
 
-    ``image`` (H, W), ``filters`` (F, K, K) -> (F, H // K, W // K). This is the seed lab's layer:
+    ``image`` (H, W), ``filters`` (F, K, K) -> (F, H // K, W // K). This is the Waterloo lab report's layer:
     a 100x100 image, ten 5x5 filters with stride 5 -> 10x20x20.
     """
     f, k, _ = filters.shape
@@ -83,7 +83,7 @@ def conv2d_relu_v1(image, filters, out):
     out_h, out_w = out.shape[1], out.shape[2]
     per_filter = out_h * out_w
     start = cuda.grid(1)
-    stride = cuda.gridsize(1)          # NOT blockDim.x * blockDim.x, as the seed's text says
+    stride = cuda.gridsize(1)          # NOT blockDim.x * blockDim.x, as the Waterloo lab report's text says
     for o in range(start, out.size, stride):
         f = o // per_filter            # which filter
         r = (o % per_filter) // out_w  # output row and column inside that filter's map

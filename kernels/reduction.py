@@ -1,5 +1,5 @@
-"""Chapter 5: sum reduction, from the seed report's interleaved tree to a grid-stride kernel
-with warp shuffles, and the vector-matrix product of the seed lab report by block-wise reduction.
+"""Chapter 5: sum reduction, from the Cairo graduation report's interleaved tree to a grid-stride kernel
+with warp shuffles, and the vector-matrix product of the Waterloo lab report by block-wise reduction.
 
 Every kernel here runs on a GPU (numba-cuda) and in the emulator. The block kernels (v1-v5)
 turn each block's slice of ``x`` into one partial sum; :func:`reduce_passes` launches one
@@ -30,7 +30,7 @@ def sum_cpu(x):
 
 
 def vecmat_cpu(v, w):
-    """``out[r] = sum_k w[r, k] * v[k]``: the seed's vector-matrix product with the matrix stored
+    """``out[r] = sum_k w[r, k] * v[k]``: the Waterloo lab report's vector-matrix product with the matrix stored
     transposed (one row of ``w`` per output), in float64 rounded to float32."""
     return (w.astype(np.float64) @ v.astype(np.float64)).astype(np.float32)
 
@@ -38,7 +38,7 @@ def vecmat_cpu(v, w):
 # ------------------------------------------------------------------------------------------
 # One partial sum per block: the tree inside a block
 # ------------------------------------------------------------------------------------------
-# v1: the seed's interleaved tree: at each level the threads with t % (2*stride) == 0 add
+# v1: the Cairo graduation report's interleaved tree: at each level the threads with t % (2*stride) == 0 add
 #   their neighbour; they are spread over every warp, so all warps diverge
 @cuda.jit
 def reduce_v1_interleaved(x, partial):
@@ -120,7 +120,7 @@ def reduce_v3_missing_barrier(x, partial):
         partial[cuda.blockIdx.x] = s[0]
 
 
-# v4: first add during load (the seed's final kernel): each thread reads two elements a block
+# v4: first add during load (the Cairo graduation report's final kernel): each thread reads two elements a block
 #   apart and stores their sum, so a block covers 2*BLOCK elements and half the threads of v3
 #   sit idle no more
 @cuda.jit
@@ -301,12 +301,12 @@ def reduce_v7_atomic(x, out):
 
 
 # ------------------------------------------------------------------------------------------
-# Vector-matrix product by block-wise reduction (the seed lab report)
+# Vector-matrix product by block-wise reduction (the Waterloo lab report)
 # ------------------------------------------------------------------------------------------
-VM_SHARED = 4000    # the seed's shared cache: one slot per element of a segment, at most 4000
+VM_SHARED = 4000    # the Waterloo lab report's shared cache: one slot per element of a segment, at most 4000
 
 
-# v1: the lab report's kernel as written: grid (blocks per row, rows), one shared-memory fold
+# v1: the Waterloo lab report's kernel as written: grid (blocks per row, rows), one shared-memory fold
 #   per segment of blockDim.x products. BUG: the segment loop steps by blockDim.x * blockDim.x
 #   instead of gridDim.x * blockDim.x, so segments are skipped
 @cuda.jit
@@ -370,7 +370,7 @@ def vecmat_rows(block_out, out):
 
 
 # ------------------------------------------------------------------------------------------
-# Row-wise reduction: the per-channel mean behind batch normalisation (the seed report's
+# Row-wise reduction: the per-channel mean behind batch normalisation (the Cairo graduation report's
 # BN_Kernel_Mean_Reduction). x is (channels, elements per channel), one row per channel.
 # ------------------------------------------------------------------------------------------
 def row_mean_cpu(x):
@@ -378,7 +378,7 @@ def row_mean_cpu(x):
     return np.asarray(x, np.float64).mean(axis=1).astype(np.float32)
 
 
-# row sums v1: a (blocks per row, rows) grid like the seed's; block (b, r) adds its grid-stride
+# row sums v1: a (blocks per row, rows) grid like the Cairo graduation report's; block (b, r) adds its grid-stride
 #   share of row r in registers (consecutive lanes, consecutive columns: coalesced), then one
 #   block_sum; a row has several blocks, so a few channels still fill every SM
 @cuda.jit
@@ -434,7 +434,7 @@ def reduction_flops(n):
     return n
 
 
-#: the vector-matrix product's matrix for n elements: ROWS outputs (the seed's 10 neurons)
+#: the vector-matrix product's matrix for n elements: ROWS outputs (the Waterloo lab report's 10 neurons)
 ROWS = 10
 
 
@@ -523,7 +523,7 @@ def _check_float4(version, impl, x):
 
 def plan_vecmat(version, impl, xp, v, w, blocks_per_row: int = 2, block: int = BLOCK):
     """``w @ v`` (w: rows x n): a (blocks_per_row, rows) grid of block partials, then
-    ``vecmat_rows``, one block per row. The seed's kernel adds into its partials: zeroed first."""
+    ``vecmat_rows``, one block per row. The Waterloo lab report's kernel adds into its partials: zeroed first."""
     rows, n = w.shape
     if version.numba == "vecmat_v1_seed":
         blocks_per_row = max(1, min(blocks_per_row, cdiv(n, block)))

@@ -12,10 +12,13 @@ from .cuda_c_kernels import cuda_c     # CUDA C kernels on the CPU (NVRTC -> PTX
 __version__ = "0.1.0"
 
 
+_BACKEND_NAMES = ("gpu_available", "active_backend", "launch", "backend_banner", "show_backend")
+
+
 def __getattr__(name):
     # The GPU probe and the plotting stack load only when asked for: `import simtlab` stays
     # fast and never touches a GPU driver.
-    if name in ("gpu_available", "active_backend", "launch", "backend_banner", "show_backend"):
+    if name in _BACKEND_NAMES:
         from . import backend
         return getattr(backend, name)
     if name == "playground":
@@ -54,4 +57,10 @@ _register_magic_in_notebook()
 
 __all__ = ["playground", "load_ipython_extension", "emulate", "cuda_c", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
-           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__"]
+           "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__",
+           *_BACKEND_NAMES]
+
+
+def __dir__():
+    # the names loaded on first use (__getattr__) are public too: dir() and tab completion list them
+    return sorted(set(globals()) | set(__all__))

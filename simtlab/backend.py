@@ -59,10 +59,14 @@ def _tiny_gpu_check() -> None:
         except Exception as exc:
             raise RuntimeError(_first_sentence(str(exc))) from None
         raise RuntimeError("numba-cuda finds no CUDA GPU")
+    # Without numba-cuda (the student install leaves it out), `numba.cuda` is numba's own,
+    # deprecated CUDA target: the course's GPU path is numba-cuda's, which the GPU extras bring.
+    if _version("numba-cuda") == "not installed":
+        raise RuntimeError(f"numba-cuda is not installed ({gpu_install_hint()})")
     try:
         import cupy
     except ImportError:
-        raise RuntimeError("CuPy is not installed (pip install 'simtlab[gpu-cu12]' or '[gpu-cu13]')") from None
+        raise RuntimeError(f"CuPy is not installed ({gpu_install_hint()})") from None
     import numpy as np
 
     @cuda.jit
@@ -79,6 +83,13 @@ def _tiny_gpu_check() -> None:
         raise RuntimeError("a test kernel ran on the GPU but gave a wrong answer")
     if int(cupy.arange(4).sum()) != 6:
         raise RuntimeError("CuPy ran on the GPU but gave a wrong answer")
+
+
+def gpu_install_hint() -> str:
+    """How to add the GPU path (numba-cuda, CuPy and their CUDA wheels) to this install."""
+    from .paths import install_command
+
+    return f"{install_command('gpu-cu12')}; gpu-cu13 for CUDA 13 drivers"
 
 
 def _probe() -> tuple[bool, str]:
@@ -169,6 +180,8 @@ def backend_banner() -> str:
 
 
 def show_backend() -> None:
+    """Print ``backend_banner()``: which path this notebook runs on (a GPU, or the CPU
+    emulator and why)."""
     print(backend_banner())
 
 
@@ -236,9 +249,10 @@ def _launch_gpu(kernel, griddim, blockdim, args, options) -> GpuRun:
 def launch(kernel, griddim, blockdim, *args, **emulator_options):
     """Run a numba-cuda kernel on the active backend; NumPy array arguments are updated in place.
 
-    On the GPU, NumPy arrays are copied to the device, the kernel runs, and the results are
-    copied back into the same arrays; ``shared_bytes`` sets dynamic shared memory and the
-    emulator's other options are ignored. On the emulator, this is ``simtlab.emulate`` and
+    ``launch(kernel, griddim, blockdim, *args)`` is ``kernel[griddim, blockdim](*args)``. On the
+    GPU, NumPy arrays are copied to the device, the kernel runs, and the results are copied back
+    into the same arrays; ``shared_bytes`` sets dynamic shared memory and the emulator's other
+    keywords are ignored. On the emulator, this is ``simtlab.emulate`` (same keywords) and
     returns its ``Run``. Either way the result's ``.backend`` says which path ran.
     """
     if gpu_available():
@@ -352,3 +366,14 @@ __all__ = [
     "time_gpu",
     "unavailable_reason",
 ]
+
+
+def _launch_signature():
+    """``launch`` takes ``emulate``'s keywords: show them instead of ``**emulator_options``."""
+    import inspect
+
+    from .emulator import emulate
+    return inspect.signature(emulate).replace(return_annotation=inspect.Signature.empty)
+
+
+launch.__signature__ = _launch_signature()

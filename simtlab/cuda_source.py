@@ -19,7 +19,9 @@ from pathlib import Path
 __all__ = ["KERNELS_DIR", "CompileResult", "cu_path", "cu_files", "find_nvcc", "compile_cu",
            "raw_module", "cu_kernel", "source_kernel", "NVRTC_OPTIONS"]
 
+from .backend import gpu_install_hint
 from .paths import KERNELS_DIR  # kernels/ in a checkout, simtlab/kernels/ in a wheel
+
 #: the options every .cu file is compiled with (NVRTC picks the GPU's own architecture)
 NVRTC_OPTIONS = ("-std=c++17",)
 
@@ -115,7 +117,7 @@ def compile_cu(topic: str | os.PathLike, arch: str = "sm_90") -> CompileResult:
     except ImportError:
         raise RuntimeError(
             "cannot compile CUDA C here: there is no nvcc (install the CUDA toolkit, or set CUDA_HOME) "
-            "and no CuPy for NVRTC (pip install -e '.[gpu-cu12]')") from None
+            f"and no CuPy for NVRTC ({gpu_install_hint()})") from None
 
 
 @functools.lru_cache(maxsize=None)

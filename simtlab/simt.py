@@ -15,6 +15,20 @@ def cdiv(a: int, b: int) -> int:
     """Ceiling division: how many blocks of ``b`` cover ``a`` items."""
     return -(-a // b)
 
+
+def percent(fraction: float, decimals: int = 0) -> str:
+    """``fraction`` as a percentage that never rounds to a whole 100 % or 0 % it is not:
+    a SIMT efficiency of 0.997 is "99.7%", not "100%" (which would say no lane ever idles).
+    Decimals are added, up to 3, until the text differs from the boundary; past that
+    ">99.999%" (or "<0.001%")."""
+    if fraction == 1 or fraction == 0 or not 0 < fraction < 1:
+        return f"{fraction:.{decimals}%}"
+    for d in range(decimals, 4):
+        text = f"{fraction:.{d}%}"
+        if float(text[:-1]) not in (0.0, 100.0):
+            return text
+    return ">99.999%" if fraction > 0.5 else "<0.001%"
+
 # memory spaces (column ``space`` of ``run.memory``)
 GLOBAL, SHARED, LOCAL, CONST = 0, 1, 2, 3
 SPACES = {GLOBAL: "global", SHARED: "shared", LOCAL: "local", CONST: "const"}

@@ -114,6 +114,21 @@ def test_banner_on_a_gpu(monkeypatch):
     assert backend.backend_banner() == "Path: GPU — NVIDIA H100 80GB HBM3 (numba-cuda 0.30.4, CuPy 14.2.0)"
 
 
+def test_a_gpu_without_numba_cuda_is_not_the_gpu_path(monkeypatch):
+    """The student install leaves numba-cuda out: numba's own (deprecated) CUDA target may see
+    a GPU, but the course's GPU path needs numba-cuda, and the reason says how to get it."""
+    from numba import cuda
+
+    monkeypatch.setattr(cuda, "is_available", lambda: True)
+    real_version = backend._version
+    monkeypatch.setattr(backend, "_version",
+                        lambda dist: "not installed" if dist == "numba-cuda" else real_version(dist))
+    assert backend.gpu_available() is False
+    reason = backend.unavailable_reason()
+    assert reason.startswith("numba-cuda is not installed"), reason
+    assert "[gpu-cu12]" in reason, reason      # how to add the GPU extra, for this install
+
+
 def test_gpu_versions_names_the_packages():
     versions = backend.gpu_versions()
     assert versions["numba-cuda"] == "0.30.4"

@@ -28,6 +28,44 @@ def test_out_of_bounds_names_thread_index_and_fix():
     assert "if i <" in err.fix
 
 
+@cuda.jit
+def scatter_by_data(xs, ys):
+    sh = cuda.shared.array(64, float32)
+    i = cuda.grid(1)
+    if i < xs.shape[0]:
+        sh[ys[i]*8 + xs[i]] = 1.0
+
+
+@pytest.mark.parametrize("engine", ["greenlet", "vector"])
+def test_a_data_driven_index_names_its_value_and_the_data_not_the_grid(engine):
+    """``sh[ys[i]*8 + xs[i]]`` past the end is not a grid with too many threads: the message
+    says what the index was, which bound it broke and that the values read decide it."""
+    xs, ys = np.array([0, 3, 9, 1], np.int32), np.array([0, 1, 7, 2], np.int32)
+    bad = int(np.argmax(ys * 8 + xs >= 64))                        # the first thread past the end
+    with pytest.raises(simtlab.OutOfBoundsError) as e:
+        simtlab.emulate(scatter_by_data, 1, 4, xs, ys, engine=engine)
+    err = e.value
+    assert err.thread == (bad, 0, 0)
+    assert f"index `ys[i] * 8 + xs[i]` = {ys[bad] * 8 + xs[bad]} is past the end of sh" in err.problem
+    assert "shape (64,): indices 0..63" in err.problem
+    assert "more threads" not in err.fix
+    assert "values read from ys, xs" in err.fix and "within 0..63" in err.fix
+
+
+@pytest.mark.parametrize("engine", ["greenlet", "vector"])
+def test_a_2d_index_names_the_axis_it_broke(engine):
+    @cuda.jit
+    def fill(a):
+        r, c = cuda.grid(2)
+        a[r, c] = 1
+
+    with pytest.raises(simtlab.OutOfBoundsError) as e:
+        simtlab.emulate(fill, 1, (4, 4), np.zeros((4, 3), np.float32), engine=engine)
+    err = e.value
+    assert "index `c` = 3 is past the end of a's axis 1" in err.problem, err.problem
+    assert "`if c < a.shape[1]:`" in err.fix and "along axis 1" in err.fix, err.fix
+
+
 def test_negative_index_is_an_error_not_a_wrap():
     @cuda.jit
     def left_neighbour(x, out):

@@ -165,7 +165,7 @@ def test_grid_stride_seed_typo():
     msg = str(e.value)
     assert "1 block of 64 threads" in msg
     assert "were never written" in msg and "Only outputs 0..63 were written" in msg
-    assert "blockDim.x * blockDim.x, the lab report's typo, is 4096 here" in msg
+    assert "blockDim.x * blockDim.x, the Waterloo lab report's typo, is 4096 here" in msg
     assert "cuda.gridsize(1)" in msg
 
 
@@ -202,7 +202,7 @@ def test_grid_stride_hint_recognises_the_typo_when_it_lands_inside_the_array():
     for t in range(48):
         out[t::256] = 0.0
     hint = ch01._stride_hint(out.reshape(expected.shape), expected, 3, 16)
-    assert "blockDim.x * blockDim.x = 256, the lab report's typo" in hint
+    assert "blockDim.x * blockDim.x = 256, the Waterloo lab report's typo" in hint
     assert "gridDim.x * blockDim.x = 48" in hint
 
 

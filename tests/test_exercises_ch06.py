@@ -174,7 +174,7 @@ def test_epilogue_passes_on_the_fixed_kernel(capsys):
 
 
 def test_epilogue_seed_loses_its_bias():
-    with pytest.raises(CheckFailed, match="the seed's bug"):
+    with pytest.raises(CheckFailed, match="the Cairo graduation report's bug"):
         ch06.check_bias_epilogue(G.gemm_bias_act_seed)
 
 

@@ -30,11 +30,12 @@ SKIP_DIRS = {".venv", ".git", "work", "artifacts", "build", "dist", "__pycache__
 
 
 def readme_setup_command() -> str:
-    """The README's bash line that sets up and opens the course (the one ending in simtlab open)."""
+    """The README's bash line that sets up and opens the course from the checkout (the editable
+    install ending in simtlab open; the wheel's line is tested by tests/test_wheel_install.py)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
     lines = [line.strip() for b in blocks for line in b.splitlines()
-             if line.strip().endswith("simtlab open") and "python3 -m venv" in line]
+             if line.strip().endswith("simtlab open") and "python3 -m venv" in line and "install -e ." in line]
     assert len(lines) == 1, f"the README should show one set-up command ending in `simtlab open`, found {lines}"
     return lines[0]
 
@@ -55,6 +56,15 @@ def copy_checkout(dest: Path) -> None:
         if src.is_file():  # a file deleted in the working tree is still in git's index
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
+
+
+def cuda_distributions(python: Path, env: dict) -> list[str]:
+    """The distributions in ``python``'s environment that only serve a GPU (numba-cuda and the
+    CUDA wheels it requires, CuPy, NVIDIA's libraries)."""
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json"], env=env,
+                            capture_output=True, text=True, timeout=120, check=True).stdout
+    names = [d["name"].lower().replace("_", "-") for d in json.loads(listed)]
+    return [n for n in names if n.startswith(("numba-cuda", "cupy-", "cuda-", "nvidia-"))]
 
 
 def test_readme_setup_command_is_the_one_tested():
@@ -133,6 +143,8 @@ def test_fresh_install_from_the_readme(tmp_path):
                             text=True, timeout=300)
     assert result.returncode == 0, f"in the fresh venv:\n{result.stdout}\n{result.stderr}"
     assert str(checkout) in result.stdout, f"simtlab imported from elsewhere: {result.stdout}"
+    assert not cuda_distributions(venv_python, env), (
+        "the student install pulled CUDA wheels a machine without a GPU never uses")
     ext = subprocess.run([str(checkout / ".venv" / "bin" / "jupyter"), "labextension", "list"], env=env,
                          capture_output=True, text=True, timeout=120)
     assert "@jupyter-widgets/jupyterlab-manager" in ext.stdout + ext.stderr, (

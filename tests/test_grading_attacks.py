@@ -15,9 +15,12 @@ import csv
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+import tomllib
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -346,6 +349,62 @@ def test_the_guides_docker_command():
     assert any(m.endswith(":/course/solutions:ro") for m in mounts)
     image = args.index("simtlab-grader")
     assert args[image + 1:image + 3] == ["simtlab", "grade"] and "--out" in args and "/grades" in args
+
+
+def guide_dockerfile_copies() -> list[tuple[list[str], str]]:
+    """The ``COPY`` lines of the guide's Dockerfile: (sources, destination) each."""
+    text = (REPO / "docs" / "INSTRUCTORS.md").read_text()
+    dockerfile = text.split("<<'DOCKERFILE'\n", 1)[1].split("\nDOCKERFILE", 1)[0]
+    copies = []
+    for line in dockerfile.splitlines():
+        if line.startswith("COPY "):
+            *sources, dest = line.split()[1:]
+            copies.append((sources, dest))
+    return copies
+
+
+def _build_context(dest: Path) -> None:
+    """What `docker build` would see inside the image's /course: only what the guide copies."""
+    for sources, target in guide_dockerfile_copies():
+        for src in sources:
+            into = dest / target / Path(src).name if target.endswith("/") else dest / target
+            if (REPO / src).is_dir():
+                shutil.copytree(REPO / src, into, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                into.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / src, into)
+
+
+def test_the_guides_dockerfile_copies_every_folder_pyproject_builds_from():
+    """Docker cannot run here: check the image's COPY lines against what setuptools reads
+    (pyproject.toml, its readme, every folder of ``package-dir``)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    needed = {"pyproject.toml", project["project"]["readme"]}
+    needed |= {folder.split("/")[0] for folder in project["tool"]["setuptools"]["package-dir"].values()}
+    copied = {}
+    for sources, dest in guide_dockerfile_copies():
+        for src in sources:
+            copied[src] = str(Path(dest) / Path(src).name) if dest.endswith("/") else dest
+    missing = sorted(needed - set(copied))
+    assert not missing, f"the guide's Dockerfile does not copy {missing}: pip install . fails in the image"
+    moved = {src: dest for src, dest in copied.items() if src in needed and Path(dest) != Path(src)}
+    assert not moved, f"copied under another name, pyproject.toml would not find them: {moved}"
+
+
+@pytest.mark.slow
+def test_the_guides_dockerfile_context_builds_the_course(tmp_path):
+    """The wheel pip builds from exactly what the image copies holds the whole course."""
+    from test_wheel_install import expected_wheel_files
+
+    context, dist = tmp_path / "course", tmp_path / "dist"
+    _build_context(context)
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(context)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"pip cannot build the image's copy of the course:\n{result.stderr[-3000:]}"
+    wheel, = dist.glob("simtlab-*.whl")
+    missing = sorted(expected_wheel_files() - set(zipfile.ZipFile(wheel).namelist()))
+    assert not missing, f"the image's install lacks {missing}"
 
 
 def test_messages_are_capped_and_never_quote_the_master():

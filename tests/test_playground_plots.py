@@ -88,6 +88,56 @@ def test_request_table_transpose_writes_are_uncoalesced(transpose_run):
     _labelled(plot_request_costs(transpose_run))
 
 
+@cuda.jit
+def broadcast_and_pairs(x, out):
+    i = cuda.grid(1)
+    first = x[0]                    # every lane the same word
+    out[i] = first + x[i // 2]      # lanes in pairs
+
+
+def test_a_broadcast_is_at_its_ideal_never_below_it():
+    """A broadcast touches one sector and needs one: its ideal is not the 4 sectors 32 distinct
+    words would need (the table showed 'sectors 1.0, ideal 4.0')."""
+    from simtlab.analysis.coalescing import warp_request_summary
+
+    x = np.arange(64, dtype=np.float32)
+    run = simtlab.emulate(broadcast_and_pairs, 1, 32, x, np.zeros(32, np.float32))
+    rows = [r for r in request_table(run) if r["array"] == "x"]
+    # one float32 word: 1 sector; x[0..15]: 64 bytes, 2 sectors (addresses from the kernel's indices)
+    want = {warp_request_summary([x.itemsize * 0] * 32)["min_sectors"],
+            warp_request_summary([x.itemsize * (lane // 2) for lane in range(32)])["min_sectors"]}
+    assert want == {1, 2}
+    assert sorted(r["ideal_sectors"] for r in rows) == [1.0, 2.0]
+    for r in rows:
+        assert r["ideal_sectors"] <= r["sectors"] and r["coalesced"], r
+    assert "uncoalesced" not in request_table_html(run, rows)
+
+
+@cuda.jit
+def nearly_converged(out):
+    i = cuda.threadIdx.x
+    for k in range(100):
+        if k < 99 or i > 0:
+            out[i] += 1                # 99 times with 32 lanes, once with 31
+
+
+def test_an_efficiency_just_below_one_never_prints_as_100_percent():
+    """(99 x 32 + 31) / (100 x 32) = 99.97 %: shown as such, in the colour of an inefficient
+    line, where "{:.0%}" printed an orange "100%"."""
+    from simtlab.simt import percent
+
+    assert percent(0.997) == "99.7%" and percent(1.0) == "100%" and percent(0.5) == "50%"
+    assert percent(0.00001) == "0.001%" and percent(1 - 1e-9) == ">99.999%"
+    run = simtlab.emulate(nearly_converged, 1, 32, np.zeros(32, np.float32))
+    first = nearly_converged.py_func.__code__.co_firstlineno
+    row = next(r for r in line_profile(run).values() if r["line"] == first + 5)
+    assert row["simt_efficiency"] == (99 * 32 + 31) / (100 * 32)
+    html = source_view_html(run)
+    line = next(chunk for chunk in html.split("<tr") if "out[i] += 1" in chunk)
+    assert "color:#D55E00'>99.97%</td>" in line, line
+    assert ">100%<" not in line
+
+
 def test_request_costs_legend_and_labels_fit_in_the_figure(transpose_run):
     # the legend anchored outside the axes and the long y label used to be cut off at the edges
     from matplotlib.backends.backend_agg import FigureCanvasAgg

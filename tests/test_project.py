@@ -47,13 +47,29 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
         d for d in env["dependencies"] if isinstance(d, str)]
 
 
-def test_gpu_extras_pin_the_same_numba_cuda():
+# distributions that only serve a GPU (numba-cuda requires cuda-bindings and cuda-core)
+CUDA_ONLY = ("numba-cuda", "cupy-", "cuda-", "nvidia-")
+
+
+def test_the_student_install_names_no_cuda_package():
+    """A student without a GPU never uses CUDA wheels: the base install leaves them to the GPU
+    extras (tests/test_fresh_install.py checks what a fresh venv really gets)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    base = dict(_name_and_spec(r) for r in project["dependencies"])
-    for extra in ("gpu-cu12", "gpu-cu13"):
+    base = [_name_and_spec(r)[0] for r in project["dependencies"]]
+    assert not [n for n in base if n.startswith(CUDA_ONLY)], base
+
+
+def test_gpu_and_test_extras_pin_the_same_numba_cuda():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    pins = {}
+    for extra in ("gpu-cu12", "gpu-cu13", "test"):
         deps = dict(_name_and_spec(r) for r in project["optional-dependencies"][extra])
-        assert deps["numba-cuda"] == base["numba-cuda"]
-        assert any(name.startswith("cupy-cuda") for name in deps)
+        pins[extra] = deps["numba-cuda"]
+        if extra != "test":
+            assert any(name.startswith("cupy-cuda") for name in deps)
+    assert len(set(pins.values())) == 1 and pins["test"].startswith("=="), pins
+    readme = (ROOT / "README.md").read_text()
+    assert f"numba-cuda ({pins['test'].lstrip('=')}" in readme, "the README's table names another numba-cuda"
 
 
 def test_ci_runs_the_readme_test_command():

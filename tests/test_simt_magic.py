@@ -121,6 +121,31 @@ def test_magic_runs_the_cell_as_a_playground(ip):
     assert pg.run.array("a").shape == (2000,), "recipes are remade at the new size"
 
 
+def test_as_names_the_playground_so_its_outputs_are_at_hand(ip):
+    """`as=pg` binds the playground in the notebook: the output arrays are pg.outputs[...],
+    without `_` or `Out[n]`."""
+    result = ip.run_cell("%%simt grid=8 block=128 a=rand(1000) out=zeros(1000) as=doubled\n" + KERNEL)
+    assert result.success, result.error_in_exec
+    pg = ip.user_ns["doubled"]
+    assert pg is result.result
+    out = ip.run_cell("doubled.outputs['out'] - 2 * doubled.inputs[0]").result
+    assert out.shape == (1000,) and not out.any()
+    bad = ip.run_cell("%%simt grid=8 block=128 a=rand(1000) out=zeros(1000) as=class\n" + KERNEL)
+    assert not bad.success and "as=class" in str(bad.error_in_exec)
+
+
+def test_2d_inputs_hide_the_input_size_control(ip):
+    """A launch on 2-D arrays has no input size to change: no dropdown with one empty choice."""
+    result = ip.run_cell("%%simt grid=(4, 4) block=(8, 8) a=rand((32, 32)) out=zeros((32, 32))\n"
+                         "@cuda.jit\ndef copy2d(a, out):\n    c, r = cuda.grid(2)\n    out[r, c] = a[r, c]\n")
+    assert result.success, result.error_in_exec
+    size = result.result.controls["size"]
+    assert size.layout.display == "none"
+    assert result.result.controls["block"].layout.display != "none"
+    one_d = ip.run_cell("%%simt grid=8 block=128 a=rand(1000) out=zeros(1000)\n" + KERNEL).result
+    assert one_d.controls["size"].layout.display != "none" and ("1000", 1000) in one_d.controls["size"].options
+
+
 def test_magic_reports_a_bad_argument_as_a_usage_error(ip, capsys):
     result = ip.run_cell("%%simt grid=8 block=128 a=rand(1000)\n" + KERNEL)
     assert not result.success

@@ -198,3 +198,55 @@ def test_open_from_a_wheel_uses_the_packaged_chapters_and_the_current_folder(tmp
     assert (student / "simtlab-work" / CHAPTER).is_file()
     assert not (packaged.parent / "work").exists()           # nothing written inside the package
     assert f"your work folder: {student / 'simtlab-work'}" in capsys.readouterr().out
+
+
+def test_grade_in_a_wheel_install_names_a_command_that_works_there(tmp_path, monkeypatch, capsys):
+    """Without a checkout, `pip install -e ".[grade]"` has nothing to install: the message gives
+    the grade extra's packages by name, for the Python that runs simtlab."""
+    import importlib.util
+    import shlex
+
+    import simtlab.paths as paths
+    from simtlab.cli import main
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nbval" else real_find_spec(name, *a))
+    monkeypatch.setattr(paths, "checkout_root", lambda: None)
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "grades")]) == 2
+    message = capsys.readouterr().err
+    assert "nbval is not installed" in message, message
+    command = shlex.split(message.split("install the grading tools with: ", 1)[1])
+    assert command[:4] == [sys.executable, "-m", "pip", "install"], command
+    assert "-e" not in command and not any(".[grade]" in c for c in command), command
+    assert command[4:] == _pyproject()["project"]["optional-dependencies"]["grade"]
+
+
+def test_grade_in_a_checkout_installs_the_checkout_with_its_extra(tmp_path, monkeypatch, capsys):
+    import importlib.util
+    import shlex
+
+    from simtlab.cli import main
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "nbval" else real_find_spec(name, *a))
+    assert main(["grade", str(tmp_path), "--out", str(tmp_path / "grades")]) == 2
+    command = shlex.split(capsys.readouterr().err.split("install the grading tools with: ", 1)[1])
+    assert command == [sys.executable, "-m", "pip", "install", "-e", f"{REPO}[grade]"], command
+
+
+def test_readme_installs_the_wheel_into_a_venv_of_its_own():
+    """The README's wheel line must not install into whatever Python comes first on the PATH."""
+    import re
+    import shlex
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    lines = [line.strip() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+             for line in block.splitlines() if ".whl" in line and line.strip().endswith("simtlab open")]
+    assert len(lines) == 1, f"the README should show one wheel install ending in `simtlab open`: {lines}"
+    steps = [shlex.split(step) for step in lines[0].split("&&")]
+    assert steps[0][:3] == ["python3", "-m", "venv"], steps[0]
+    venv = steps[0][3]
+    for step in steps[1:]:
+        assert step[0].startswith(f"{venv}/bin/"), f"runs {step[0]} outside the venv {venv}: {lines[0]}"

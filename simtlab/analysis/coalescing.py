@@ -28,10 +28,12 @@ def _spans(address, size, unit):
 
 
 def requests(mem, space: int = 0) -> np.recarray:
-    """One row per warp request to ``space`` (0 global): its lanes, sectors and 128-byte lines."""
+    """One row per warp request to ``space`` (0 global): its lanes, sectors and 128-byte lines,
+    ``bytes`` it asked for (lanes x width) and ``used``, the distinct bytes among them (lanes
+    that read the same word share it: a broadcast uses one word)."""
     m = mem[mem.space == space]
     names = ("gwarp", "block", "warp", "line", "site", "seq", "kind", "array", "lanes",
-             "sectors", "lines", "bytes")
+             "sectors", "lines", "bytes", "used")
     if len(m) == 0:
         return np.rec.fromarrays([np.zeros(0, np.int64)] * len(names), names=names)
     req, n = group_ids(m.gwarp, m.site, m.seq)
@@ -48,10 +50,19 @@ def requests(mem, space: int = 0) -> np.recarray:
         uniq_req[pair] = req[rows]
         return np.bincount(uniq_req, minlength=n)
 
+    # distinct addresses of a request: its lanes run one instruction, so they share one width,
+    # and numba's arrays are aligned to their elements, so two different addresses never overlap
+    word, _ = group_ids(req, m.address)
+    width_of_word = np.zeros(word.max() + 1, np.int64)
+    width_of_word[word] = m.width
+    req_of_word = np.zeros_like(width_of_word)
+    req_of_word[word] = req
+    used = np.bincount(req_of_word, weights=width_of_word, minlength=n).astype(np.int64)
+
     f = m[first]
     return np.rec.fromarrays(
         [f.gwarp, f.block, f.warp, f.line, f.site, f.seq, f.kind, f.array, lanes,
-         distinct(SECTOR_BYTES), distinct(LINE_BYTES), nbytes], names=names)
+         distinct(SECTOR_BYTES), distinct(LINE_BYTES), nbytes, used], names=names)
 
 
 def space_rows(mem, space: int, fields) -> list:

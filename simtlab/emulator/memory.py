@@ -8,6 +8,7 @@ tuples into record arrays once the kernel has finished.
 
 from __future__ import annotations
 
+import linecache
 import operator
 import sys
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..simt import GLOBAL, KINDS, SPACES, make_site  # noqa: F401 (GLOBAL, KINDS: re-exported)
+from .bounds import out_of_bounds_message
 from .conversions import store_converter
 from .errors import EmulationError, OutOfBoundsError, UninitializedReadError
 
@@ -225,19 +227,10 @@ class TracedArray:
         return f"{self.name}[{idx}]"
 
     def _out_of_bounds(self, idx, verb, frame):
-        values = idx if idx.__class__ is tuple else (idx,)
-        negative = any(_safe_int(v) is not None and _safe_int(v) < 0 for v in values)
-        valid = ", ".join(f"0..{n - 1}" for n in self.shape)
-        what = f"{verb} {self._describe_index(idx)}: {self.name} has shape {self.shape} " \
-               f"(valid indices {valid})"
-        if negative:
-            what += ". A negative index: numba would wrap it to the end of the array and " \
-                    "CUDA C would read before the array; both hide a boundary bug"
-            fix = "check the index arithmetic at the boundary (e.g. i - 1 when i == 0) and " \
-                  "guard or clamp it"
-        else:
-            fix = "guard the access with a bounds check such as `if i < " \
-                  f"{self.name}.shape[0]:`; the grid has more threads than elements"
+        values = tuple(_safe_int(v) for v in (idx if idx.__class__ is tuple else (idx,)))
+        source = linecache.getline(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+        problem, fix = out_of_bounds_message(self.name, self.shape, values, source)
+        what = f"{verb} {self._describe_index(idx)}: {problem}"
         err = self._st.error(OutOfBoundsError, what, frame, fix=fix)
         err.array, err.index = self.name, idx     # for the exercise checks: which array, which element
         return err

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..analysis import bank_conflicts, coalescing, divergence
 from ..analysis.races import find_races
-from ..simt import KINDS, WARP_SIZE, site_code, site_line
+from ..simt import KINDS, WARP_SIZE, percent, site_code, site_line
 from .tracing import Trace
 
 
@@ -167,7 +167,7 @@ class Run:
                        f"{m['shared_wavefronts_per_request']:.2f} wavefronts per request, "
                        f"{m['shared_bank_conflicts']} bank conflicts")
         if m["simt_efficiency"] is not None:
-            out.append(f"SIMT efficiency: {m['simt_efficiency']:.1%}")
+            out.append(f"SIMT efficiency: {percent(m['simt_efficiency'], 1)}")
         if m["races"]:
             out.append(f"RACES: {m['races']} (first: {self.races[0]})")
         return "\n".join(out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import WARP_SIZE, cdiv  # noqa: F401  (cdiv: used by the chapters' checks)
+from ..simt import WARP_SIZE, cdiv, percent  # noqa: F401  (cdiv: used by the chapters' checks)
 from .report import failing_in, run_student_kernel, with_context  # noqa: F401  (with_context: re-exported)
 
 
@@ -115,7 +115,7 @@ def divergence_report(run) -> str:
         w = worst["warp"]
         parts.append(
             f"The least efficient warp is warp {w} of block {worst['block']} (threads {w * WARP_SIZE}.."
-            f"{w * WARP_SIZE + WARP_SIZE - 1} of the block), at {worst['efficiency']:.0%}: it ran line "
+            f"{w * WARP_SIZE + WARP_SIZE - 1} of the block), at {percent(worst['efficiency'])}: it ran line "
             f"{worst['line']} `{worst['source']}` with only {worst['count']} of 32 lanes active "
             f"(lanes {format_lanes(worst['lanes'])})."
         )

@@ -175,12 +175,12 @@ def _stride_hint(out, expected, grid, block) -> str:
     if np.array_equal(written, _covered(n, threads, n)) and threads < n:
         why = "each thread computed one output and stopped"
         if block * block >= n:
-            why += (f" (no loop, or a stride past the end of out: blockDim.x * blockDim.x, the lab report's typo, "
+            why += (f" (no loop, or a stride past the end of out: blockDim.x * blockDim.x, the Waterloo lab report's typo, "
                     f"is {block * block} here)")
         lines.append(f"Only outputs 0..{threads - 1} were written: {why}. A thread must go on with the output "
                      f"{threads} further on: `for o in range(cuda.grid(1), out.size, cuda.gridsize(1)):`.")
     elif block * block != threads and np.array_equal(written, _covered(n, threads, block * block)):
-        lines.append(f"Your stride looks like blockDim.x * blockDim.x = {block * block}, the lab report's typo. The "
+        lines.append(f"Your stride looks like blockDim.x * blockDim.x = {block * block}, the Waterloo lab report's typo. The "
                      f"grid has gridDim.x * blockDim.x = {threads} threads, so after its first output a thread must "
                      "jump ahead by that many: stride = cuda.gridsize(1).")
     elif block != threads and np.array_equal(written, _covered(n, threads, block)):

@@ -17,6 +17,7 @@ import numbers
 
 import numpy as np
 
+from ..simt import percent
 from ._common import describe_launch, divergence_report, plural, rng, run_1d
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison
 from .card import student_check
@@ -57,7 +58,7 @@ def check_no_divergence(parity_no_divergence) -> None:
         eff = run.metrics["simt_efficiency"]
         if eff < 1.0:
             raise CheckFailed(
-                f"{context}\nThe results are right, but warps diverge: SIMT efficiency is {eff:.1%}, it must be "
+                f"{context}\nThe results are right, but warps diverge: SIMT efficiency is {percent(eff, 1)}, it must be "
                 f"100%.\n{divergence_report(run)}\n"
                 "The branch must not depend on the lane: let the first n/2 threads (whole warps, since n/2 is a "
                 "multiple of 32) take the even elements, i = 2 * t, and the other n/2 take the odd ones, "
@@ -130,7 +131,7 @@ def check_balanced_loops(triangle_sum_sorted) -> None:
         ref = balanced_threshold(n_terms, grid, block)
         if eff < ref["needed"]:
             raise CheckFailed(
-                f"{context}\nThe sums are right, but the warps are unbalanced: SIMT efficiency is {eff:.1%}. On this "
+                f"{context}\nThe sums are right, but the warps are unbalanced: SIMT efficiency is {percent(eff, 1)}. On this "
                 f"input the given triangle_sum gets {ref['given']:.1%} and sorted work gets {ref['sorted']:.1%}; "
                 f"at least {ref['needed']:.1%} is needed.\n"
                 f"{divergence_report(run)}\n"
@@ -139,7 +140,7 @@ def check_balanced_loops(triangle_sum_sorted) -> None:
                 "same count."
             )
         effs.append((eff, ref["given"]))
-    summary = "; ".join(f"{e:.0%} where the given kernel gets {g:.0%}" for e, g in effs)
+    summary = "; ".join(f"{percent(e)} where the given kernel gets {percent(g)}" for e, g in effs)
     passed(f"triangle_sum_sorted is right and its warps are balanced: SIMT efficiency {summary}")
 
 

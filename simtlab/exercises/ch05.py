@@ -6,7 +6,7 @@
 - ``check_warp_shuffle(reduce_shuffle)``: one partial sum per block, and once fewer than 32
   partial sums are left the block writes no shared memory and passes no barrier: warp 0
   finishes with ``shfl_down_sync``.
-- ``check_vecmat(vecmat)``: the seed's vector-matrix product fixed: ``block_out[row, b]`` holds
+- ``check_vecmat(vecmat)``: the Waterloo lab report's vector-matrix product fixed: ``block_out[row, b]`` holds
   block b's partial of row ``row``, every element of ``w`` is read exactly once.
 
 Every check draws new random inputs on each call (``hidden_check_sequential_tree``: fixed odd
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..simt import WARP_SIZE
+from ..simt import WARP_SIZE, percent
 from ._common import cdiv, describe_launch, format_lanes, global_thread, race_message, rng
 from .report import CheckFailed, compare_arrays, failing_in, passed, poison, run_student_kernel
 from .card import student_check
@@ -150,7 +150,7 @@ def check_sequential_tree(reduce_sequential, sizes=None, seed: int | None = None
                 lanes = [ln for ln in range(WARP_SIZE) if int(worst.mask) >> ln & 1]
                 raise CheckFailed(
                     f"{context}\nThe sums are right, but tree level {k} (barrier epoch {row['epoch']}) diverges: "
-                    f"SIMT efficiency {row['simt_efficiency']:.1%}, it must be 100% in the first {FULL_LEVELS} "
+                    f"SIMT efficiency {percent(row['simt_efficiency'], 1)}, it must be 100% in the first {FULL_LEVELS} "
                     f"levels. Warp {int(worst.warp)} of block 0 ran line {int(worst.line)} "
                     f"`{run.source(int(worst.line)).strip()}` with {len(lanes)} of 32 lanes "
                     f"(lanes {format_lanes(lanes)}).\n"
@@ -220,7 +220,7 @@ def check_warp_shuffle(reduce_shuffle) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Exercise 3: the seed's vector-matrix product, fixed
+# Exercise 3: the Waterloo lab report's vector-matrix product, fixed
 # ------------------------------------------------------------------------------------------
 @student_check("ch05.vecmat")
 def check_vecmat(vecmat) -> None:
@@ -246,7 +246,7 @@ def check_vecmat(vecmat) -> None:
             raise CheckFailed(
                 f"{context}\n{missing} elements of w were never read, the first w[{row}, {col}]. With "
                 f"{per_row * BLOCK} threads per row and {n} columns, each thread must loop: "
-                "k = blockIdx.x * blockDim.x + threadIdx.x, then k += gridDim.x * blockDim.x (the seed steps by "
+                "k = blockIdx.x * blockDim.x + threadIdx.x, then k += gridDim.x * blockDim.x (the Waterloo lab report steps by "
                 "blockDim.x * blockDim.x and skips columns).")
         if (count > 1).any():
             row, col = (int(i) for i in np.argwhere(count > 1)[0])

@@ -8,7 +8,7 @@
   4 outputs per thread (a column strip), right on odd sizes, at most 4 stores per thread, each
   A/B element loaded once per block; and ``loads_per_flop(bm, bn)``, the napkin figure, equals the
   loads per FLOP counted in the trace.
-- ``check_bias_epilogue(gemm_bias_act)``: the seed's layer ``act(W @ X + bias)`` fixed: right for
+- ``check_bias_epilogue(gemm_bias_act)``: the Cairo graduation report's layer ``act(W @ X + bias)`` fixed: right for
   bias on and off and every activation, and each output element stored exactly once.
 
 Every check draws new random sizes and inputs on each call.
@@ -169,7 +169,7 @@ def check_register_blocked(gemm_1d, loads_per_flop) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Exercise 6.3: the seed's bias + activation epilogue, fixed
+# Exercise 6.3: the Cairo graduation report's bias + activation epilogue, fixed
 # ------------------------------------------------------------------------------------------
 @student_check("ch06.epilogue")
 def check_bias_epilogue(gemm_bias_act) -> None:
@@ -192,7 +192,7 @@ def check_bias_epilogue(gemm_bias_act) -> None:
             want = dense_layer_cpu(w, x, bias if use_bias else None, act_name)
             def lost_bias(_, p=p, use_bias=use_bias):
                 if use_bias and np.allclose(p, dense_layer_cpu(w, x, None, act_name), rtol=1e-5, atol=2e-5 * k):
-                    return ("That is the layer without its bias: the seed's bug. The value stored must be the "
+                    return ("That is the layer without its bias: the Cairo graduation report's bug. The value stored must be the "
                             "one after the bias (and the activation).")
                 return None
 
@@ -201,7 +201,7 @@ def check_bias_epilogue(gemm_bias_act) -> None:
             stores = len(run.accesses(_global(run, 2), "write"))
             if stores != m * n:
                 raise CheckFailed(f"{context}\nThe values are right, but the kernel made {stores} stores to p for "
-                                  f"{m * n} elements: store each finished value once (the seed stores the raw "
+                                  f"{m * n} elements: store each finished value once (the Cairo graduation report stores the raw "
                                   "product first, then overwrites it).")
     passed(f"The epilogue is right with and without bias, for every activation, on {m}x{k} times {k}x{n}: "
            "one store per output.")

@@ -146,6 +146,6 @@ def check_fused_dense(dense_bias_relu) -> None:
         per_out = np.bincount(run.accesses("y", "write").index.astype(np.int64), minlength=y.size)
         if per_out.max() > 1:
             raise CheckFailed(f"{context}\nSome elements of y are written {per_out.max()} times: store the finished "
-                              "value once (the seed's epilogue stored P, then stored again: two trips to memory).")
+                              "value once (the Cairo graduation report's epilogue stored P, then stored again: two trips to memory).")
     passed("dense_bias_relu adds the bias and applies the ReLU in registers and stores each output once: "
            "the activation costs no extra pass over memory")

@@ -3,7 +3,7 @@
 The versions, their launch plans and napkin math are the table ``kernels.reduction.VERSIONS``;
 this module adds what only the benchmark needs: random inputs, the grid of the grid-stride
 kernels on this GPU, and the library references (``cupy.sum``, cuBLAS gemv through ``w @ v``).
-The vector-matrix product of the seed lab report is timed on a ``ROWS x (n // ROWS)`` matrix.
+The vector-matrix product of the Waterloo lab report is timed on a ``ROWS x (n // ROWS)`` matrix.
 """
 
 from __future__ import annotations

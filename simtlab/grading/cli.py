@@ -42,7 +42,9 @@ def add_grade_parser(sub) -> argparse.ArgumentParser:
 
 def _need(module: str, why: str) -> str | None:
     if importlib.util.find_spec(module) is None:
-        return f"{module} is not installed ({why}); install it with: python -m pip install -e \".[grade]\""
+        from ..paths import install_command
+
+        return f"{module} is not installed ({why}); install the grading tools with: {install_command('grade')}"
     return None
 
 

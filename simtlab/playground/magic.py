@@ -11,20 +11,26 @@ The cell is run in the notebook's namespace (with ``cuda``, ``np`` and ``math`` 
 its kernel -- the ``@cuda.jit`` function, else the last function the cell defines -- is handed
 to ``simtlab.playground`` with one input per parameter, named in the line. Other options:
 ``shared=`` (dynamic shared bytes), ``bytes=`` / ``flops=`` (per launch, for GB/s and FLOP/s
-on a GPU), ``trace=`` (most threads traced), ``seed=``, ``kernel=`` (which function).
+on a GPU), ``trace=`` (most threads traced), ``seed=``, ``kernel=`` (which function), ``as=``
+(a name for the playground in the notebook).
 ``%%simt --cuda`` takes CUDA C instead (GPU only, see cuda_c.py).
+
+The cell's value is the ``Playground``; ``as=pg`` also binds it to ``pg``, so the arrays of
+the last run are ``pg.outputs["out"]`` (one entry per array parameter) without ``_`` or
+``Out[n]``, and ``pg.relaunch(...)`` runs it again.
 """
 
 from __future__ import annotations
 
 import ast
 import itertools
+import keyword
 import linecache
 
 from .inputs import InputError, Recipe, parse_value
 
 LAUNCH_KEYS = ("grid", "block")
-OPTION_KEYS = ("shared", "bytes", "flops", "trace", "seed", "kernel")
+OPTION_KEYS = ("shared", "bytes", "flops", "trace", "seed", "kernel", "as")
 _cells = itertools.count(1)
 
 
@@ -32,9 +38,9 @@ class MagicError(ValueError):
     """A ``%%simt`` line or cell the magic cannot use: says what is wrong and how to write it."""
 
 
-USAGE = ("usage: %%simt grid=8 block=128 a=rand(1000) out=zeros(1000)   (one name=value per kernel "
+USAGE = ("usage: %%simt grid=8 block=128 a=rand(1000) out=zeros(1000) as=pg   (one name=value per kernel "
          "parameter; grid and block are ints or tuples like (8,8); recipes: rand, randn, randint, zeros, "
-         "ones, arange, full)")
+         "ones, arange, full; as=pg names the playground: pg.outputs['out'] is the output array)")
 
 
 def split_line(line: str) -> tuple[list[str], dict[str, str]]:
@@ -180,6 +186,7 @@ def simt(line: str, cell: str, namespace: dict):
     if "cuda" in flags:
         from .cuda_c import run_cuda_c
         return run_cuda_c(line, cell, namespace)
+    result_name = _result_name(items)
     kernel = find_kernel(cell, namespace, items.get("kernel"))
     from ..emulator.binding import plain_function
     func = plain_function(kernel)
@@ -187,8 +194,20 @@ def simt(line: str, cell: str, namespace: dict):
     launch = parse_launch(line, params, namespace)
     from .session import Playground
     recipes = [a if isinstance(a, Recipe) else None for a in launch["args"]]
-    return Playground(kernel, launch["griddim"], launch["blockdim"], *launch["args"], recipes=recipes,
-                      **launch["options"])
+    pg = Playground(kernel, launch["griddim"], launch["blockdim"], *launch["args"], recipes=recipes,
+                    **launch["options"])
+    if result_name is not None:
+        namespace[result_name] = pg
+    return pg
+
+
+def _result_name(items: dict) -> str | None:
+    """The notebook name ``as=`` gives the playground (checked before the cell runs)."""
+    name = items.get("as")
+    if name is not None and (not name.isidentifier() or keyword.iskeyword(name)):
+        raise MagicError(f"as={name}: give a Python name for the playground, e.g. as=pg; then "
+                         "pg.outputs['out'] is the array the kernel wrote into out")
+    return name
 
 
 def register(ipython) -> None:

@@ -21,6 +21,7 @@ from .. import backend
 from ..emulator import EmulationError, emulate
 from ..emulator.binding import plain_function
 from ..emulator.limits import as_dim3
+from ..simt import percent
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
 from .progress import Progress
@@ -292,8 +293,10 @@ class Playground:
             "grid": widgets.Dropdown(options=_labelled(grid_options(self.griddim)), value=_short(self.griddim),
                                      description="grid", **narrow),
             "size": widgets.Dropdown(options=_labelled(size_options(self.size)), value=self.size,
-                                     description="input size", disabled=self.size is None, **narrow),
+                                     description="input size", style=narrow["style"],
+                                     layout=widgets.Layout(width="230px")),   # its own: hidden alone
         }
+        self._show_size_control()
         self._syncing = False
         actions = {"block": lambda v: self.relaunch(blockdim=v), "grid": lambda v: self.relaunch(griddim=v),
                    "size": self.resize}
@@ -324,6 +327,12 @@ class Playground:
                 c.value = value
         finally:
             self._syncing = False
+        self._show_size_control()
+
+    def _show_size_control(self):
+        """The input-size dropdown only where there is a size to change: without a 1-D array
+        (2-D inputs, scalars) it would offer one empty choice."""
+        self.controls["size"].layout.display = "none" if self.size is None else None
 
     def _tab_picked(self, change):
         self._draw(change["new"])
@@ -359,7 +368,9 @@ class Playground:
                 if m["shared_requests"]:
                     facts.append(f"{m['shared_bank_conflicts']:,} bank conflicts")
                 if m["simt_efficiency"] is not None:
-                    facts.append(f"SIMT efficiency {m['simt_efficiency']:.0%}")
+                    eff = m["simt_efficiency"]       # coloured by the true value, as the source view
+                    colour = "#009E73" if eff == 1 else "#D55E00"
+                    facts.append(f"SIMT efficiency <span style='color:{colour}'>{percent(eff)}</span>")
                 facts.append(f"<span style='color:{'#b00000' if m['races'] else '#009E73'}'>{m['races'] or 'no'} "
                              f"race{'s' * (m['races'] != 1)}</span>")
                 parts.append("<br>" + "; ".join(facts))

@@ -18,6 +18,7 @@ from ..plots.memory_requests import (plot_bank_access, plot_request_costs, reque
                                      worst_request)
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.source_profile import source_view_html
+from ..simt import percent
 from ..widgets.figure_image import FigureImage
 from ..widgets.png import figure_png
 
@@ -255,11 +256,11 @@ class DivergenceTab(Tab):
         order, lanes = self.memo(run, ("order",), lambda: _warps_by_efficiency(run))
         wpb = run.warps_per_block
         self.warp.unobserve(self._redraw, names="value")
-        self.warp.options = [(f"block {g // wpb}, warp {g % wpb}: {lanes[g]:.0%}", g) for g in order]
+        self.warp.options = [(f"block {g // wpb}, warp {g % wpb}: {percent(lanes[g])}", g) for g in order]
         self.warp.value = order[0]
         self.warp.observe(self._redraw, names="value")
         eff = run.metrics["simt_efficiency"]
-        self.summary.value = (f"SIMT efficiency of the whole run: <b>{eff:.1%}</b> (lanes busy per warp "
+        self.summary.value = (f"SIMT efficiency of the whole run: <b>{percent(eff, 1)}</b> (lanes busy per warp "
                               "instruction / 32); warps listed least efficient first")
         self._redraw()
         self.box.children = [self.summary, self.warp, self.figure]

@@ -14,7 +14,7 @@ __all__ = ["plot_unrolled_matrix", "plot_copies", "plot_unroll", "plot_traffic",
 
 
 def seed_layers():
-    """The seeds' layers by name: ECE408's LeNet-5 C1 and C3, the electrode CNN's first two."""
+    """The layers of chapter 7's sources by name: ECE408's LeNet-5 C1 and C3, the electrode CNN's first two."""
     from ..kernels import conv as K
 
     return {"LeNet C1": K.LENET_C1, "LeNet C3": K.LENET_C3,

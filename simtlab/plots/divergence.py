@@ -15,7 +15,7 @@ from matplotlib.ticker import NullLocator
 
 from ..analysis.divergence import instructions
 from .style import PALETTE, label, new_figure
-from ..simt import WARP_SIZE
+from ..simt import WARP_SIZE, percent
 
 # Above this many instructions the per-row labels would overlap; ticks are thinned.
 MAX_LABELLED_ROWS = 60
@@ -80,7 +80,7 @@ class DivergenceFigure:
         eff = simt_efficiency(masks)
         title = title or "Warp divergence: lanes active per warp instruction"
         self.fig.set_size_inches(9.5, _height(n))
-        self.fig.suptitle(f"{title}: SIMT efficiency {100 * eff:.3g}%")
+        self.fig.suptitle(f"{title}: SIMT efficiency {percent(eff)}")
         ax, bar_ax = self.ax, self.bar_ax
         self.grid.set_data(masks.astype(np.uint8))
         self.grid.set_extent((-0.5, WARP_SIZE - 0.5, n - 0.5, -0.5))

@@ -23,9 +23,11 @@ LINE = 128
 BANKS = 32
 
 
-def _ideal_sectors(nbytes, lanes):
-    """The fewest sectors that hold the bytes a request asked for (>= 1)."""
-    return np.maximum(1, -(-nbytes // SECTOR))
+def _ideal_sectors(req):
+    """The fewest sectors that hold the distinct bytes each request uses (>= 1): lanes that
+    read the same word share it, so a broadcast's ideal is one sector, never above what it
+    touches."""
+    return np.maximum(1, -(-req.used // SECTOR))
 
 
 def request_table(run) -> list[dict]:
@@ -33,7 +35,7 @@ def request_table(run) -> list[dict]:
 
     Global keys: ``requests``, ``lanes`` (mean active lanes), ``sectors`` / ``lines`` (mean
     32-byte sectors and 128-byte lines per request), ``ideal_sectors`` (mean fewest sectors
-    that hold the bytes asked for), ``coalesced`` (every request at its ideal). Shared keys:
+    that hold the distinct bytes used: 1 for a broadcast), ``coalesced`` (every request at its ideal). Shared keys:
     ``wavefronts`` and ``ideal_wavefronts`` per request, ``bank_conflicts`` (extra wavefronts
     in all), ``coalesced`` (no conflict). Sorted by source line.
     """
@@ -42,7 +44,7 @@ def request_table(run) -> list[dict]:
     names = [a.name for a in run.arrays]
     glob = coalescing.requests(mem, 0)
     if len(glob):
-        ideal = _ideal_sectors(glob.bytes, glob.lanes)
+        ideal = _ideal_sectors(glob)
         keys = np.unique(np.stack([glob.site, glob.array, glob.kind]), axis=1).T
         for site, array, kind in keys:
             pick = (glob.site == site) & (glob.array == array) & (glob.kind == kind)
@@ -143,7 +145,7 @@ def worst_request(run, space: str = "global"):
     mem = run.memory_columns
     if space == "global":
         req = coalescing.requests(mem, 0)
-        cost = req.sectors - _ideal_sectors(req.bytes, req.lanes)
+        cost = req.sectors - _ideal_sectors(req)
     else:
         req = bank_conflicts.requests(mem)
         cost = req.wavefronts - req.ideal

@@ -17,12 +17,12 @@ import numpy as np
 from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
 from ..emulator.function_ast import source_lines
-from ..simt import WARP_SIZE, make_site, site_code, site_line
+from ..simt import WARP_SIZE, make_site, percent, site_code, site_line
 
-#: columns of the source view: (key in a profile row, header, format)
+#: columns of the source view: (key in a profile row, header, format string or function)
 COLUMNS = (("lane_executions", "thread-lines", "{:,}"),
            ("warp_instructions", "warp instr.", "{:,}"),
-           ("simt_efficiency", "SIMT eff.", "{:.0%}"),
+           ("simt_efficiency", "SIMT eff.", percent),      # 99.7 % never shows as 100 %
            ("global_requests", "global req.", "{:,}"),
            ("sectors_per_request", "sectors/req", "{:.1f}"),
            ("shared_requests", "shared req.", "{:,}"),
@@ -138,7 +138,7 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
             for key, _, fmt in COLUMNS:
                 value = r.get(key) if r else None
                 blank = value is None or (value == 0 and key != "simt_efficiency")
-                shown = "" if blank else fmt.format(value)
+                shown = "" if blank else fmt(value) if callable(fmt) else fmt.format(value)
                 style = ""
                 if key == "simt_efficiency" and value is not None and value < 1:
                     style = "color:#D55E00"

@@ -6,6 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from ..plots.divergence import divergence_from_run, plot_lane_activity, simt_efficiency
+from ..simt import percent
 from .figure_image import FigureImage, figure_to_png, panel
 
 
@@ -62,8 +63,8 @@ def divergence_widget(runs=None):
         if key not in drawn:
             masks, _ = divergence_from_run(run, warp.value)
             drawn[key] = (f"{run.kernel_name}, global warp {warp.value}: {len(masks)} warp "
-                          f"instructions, SIMT efficiency <b>{simt_efficiency(masks):.1%}</b> "
-                          f"(all warps of the run: {run.metrics['simt_efficiency']:.1%})",
+                          f"instructions, SIMT efficiency <b>{percent(simt_efficiency(masks), 1)}</b> "
+                          f"(all warps of the run: {percent(run.metrics['simt_efficiency'], 1)})",
                           figure_to_png(plot_lane_activity(run, warp.value), layout_key="divergence_widget"))
         summary.value, view.value = drawn[key]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from ..simt import percent
 from .figure_image import FigureImage, figure_to_png, panel
 
 VIEWS = ("tree: the array per barrier epoch", "levels: lanes, issue slots, bank conflicts",
@@ -85,7 +86,7 @@ def reduction_widget(seed: int = 0):
         run_of(name)
         s = stats[name]
         summary.value = (
-            f"<b>{name}</b>, one block of 256 threads: SIMT efficiency <b>{s['simt_efficiency']:.1%}</b>; "
+            f"<b>{name}</b>, one block of 256 threads: SIMT efficiency <b>{percent(s['simt_efficiency'], 1)}</b>; "
             f"{s['add_slots']} warp instructions for the adds of the shared-memory levels "
             f"({s['shared_levels']} levels); <b>{s['bank_conflicts']}</b> bank conflicts (extra wavefronts); "
             f"<b>{s['barriers']}</b> barriers; {s['reads_per_thread']:g} global reads per thread")
