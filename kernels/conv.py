@@ -521,7 +521,7 @@ def _c1_flops(n):
 
 #: the table of versions: label, numba kernel, CUDA C kernel, launch plan, bytes, FLOPs
 VERSIONS = (
-    Version("v0 seed grid-stride", "conv_v0_seed", "conv_v0_seed", plan_direct, _c1_bytes, _c1_flops),
+    Version("v0 blog grid-stride", "conv_v0_seed", "conv_v0_seed", plan_direct, _c1_bytes, _c1_flops),
     Version("v1 direct", "conv_v1_direct", "conv_v1_direct", plan_direct, _c1_bytes, _c1_flops),
     Version("v2 im2col + GEMM", "im2col", "im2col", plan_im2col, _c1_bytes, _c1_flops),
     Version("v3 implicit GEMM", "conv_v3_implicit_gemm", "conv_v3_implicit_gemm", plan_implicit,

@@ -114,8 +114,8 @@ def test_seed_grid_stride_skips_outputs_on_the_gpu_as_in_the_emulator():
     x = np.abs(x)
     w = np.abs(w)                                        # every output > 0: a skipped one stays 0
     want = K.conv2d_cpu(x, w, relu=True)
-    gpu = K.conv_with("v0 seed grid-stride", x, w, run_on_gpu, max_blocks=2)
-    emu = K.conv_with("v0 seed grid-stride", x, w, _emulator, max_blocks=2)
+    gpu = K.conv_with("v0 blog grid-stride", x, w, run_on_gpu, max_blocks=2)
+    emu = K.conv_with("v0 blog grid-stride", x, w, _emulator, max_blocks=2)
     fixed = K.conv_with("v1 direct", x, w, run_on_gpu, max_blocks=2)
     np.testing.assert_array_equal(gpu == 0, emu == 0)
     assert (gpu == 0).sum() == want.size - 2 * K.BLOCK    # only the first 2 x BLOCK outputs are written

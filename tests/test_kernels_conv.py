@@ -110,13 +110,13 @@ def test_seed_grid_stride_leaves_outputs_unwritten_and_v1_does_not():
     x, w = _inputs((2, 2, 12, 12, 3, 3, 1, "valid"), seed=3)
     x, w = np.abs(x), np.abs(w)                            # every true output > 0
     want = K.conv2d_cpu(x, w, relu=True)
-    seed = K.conv_with("v0 seed grid-stride", x, w, _emulate, max_blocks=2)
+    seed = K.conv_with("v0 blog grid-stride", x, w, _emulate, max_blocks=2)
     fixed = K.conv_with("v1 direct", x, w, _emulate, max_blocks=2)
     written = (seed != 0).ravel()
     assert written[:2 * K.BLOCK].all() and not written[2 * K.BLOCK:].any()
     np.testing.assert_allclose(fixed, want, rtol=1e-5)
     # with one thread per output the bug hides: the seed's own launch had more threads than outputs
-    np.testing.assert_allclose(K.conv_with("v0 seed grid-stride", x, w, _emulate), want, rtol=1e-5)
+    np.testing.assert_allclose(K.conv_with("v0 blog grid-stride", x, w, _emulate), want, rtol=1e-5)
 
 
 def test_const_weights_refuse_a_filter_larger_than_constant_memory():

@@ -280,7 +280,7 @@ def test_cnn_forward_against_numpy(conv):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("label", ["v0 seed grid-stride", "v1 direct", "v2 im2col + GEMM",
+@pytest.mark.parametrize("label", ["v0 blog grid-stride", "v1 direct", "v2 im2col + GEMM",
                                    "v3 implicit GEMM", "v6 image per block"])
 def test_conv_against_numpy(label):
     from simtlab.kernels import conv as CV
