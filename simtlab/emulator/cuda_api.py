@@ -3,7 +3,9 @@
 It offers the subset of numba-cuda's kernel API the course uses (and a bit more): thread and
 block indices, shared/local/constant arrays, barriers, atomics, warp shuffles and votes, and a
 few intrinsics. Every name reads the state of the thread that is running now
-(``Scheduler.cur``), so one object serves all threads of a launch.
+(``Scheduler.cur``), so one object serves all threads of a launch. Results have numba-cuda's
+types (tests/test_numerics.py checks them against its type inference): bit intrinsics and
+``fma`` as intrinsics.py computes them, ``cbrt`` float32 for a float32 argument.
 """
 
 from __future__ import annotations

@@ -23,9 +23,21 @@ numba's own type inference, run on the CPU (tests/test_numba_typing.py), decides
 A kernel whose source cannot be read (made by ``exec``) keeps NumPy's arithmetic for its
 operators in the greenlet engine (its constants and ``math`` are still typed).
 
+- integer arithmetic is 64-bit and wraps as numba's does: two Python ints (numba's int64)
+  keep Python's fast arithmetic and wrap when the result passes int64 (a 64-bit hash); a
+  Python int past int64 (a uint64 literal) enters NumPy arithmetic as its 64 bits;
+- ``-x``, ``+x``, ``~x`` (``TYPED_UNARY``): a narrow integer is widened to int64/uint64
+  first (``-uint32(5)`` is the uint64 2**64 - 5), ``-``/``+`` of a bool is an int64, ``~`` of
+  a bool a bool;
+- ``a * b + c`` where numba-cuda's compiler fuses it (contraction.py) is one fused
+  multiply-add with one rounding (``TYPED_FUSED``, intrinsics.fma32/fma64), when the product
+  and the sum have the same float type (``fused_dtype``).
+
 Not modelled: numba's unification of a variable's types across branches and loop iterations
-(the emulator types each value as it is computed), unary operators on narrow integers, and
-the GPU's fused multiply-add (NVVM contracts float32 ``acc += a * b`` into one rounding).
+(the emulator types each value as it is computed); the int32 type of ``threadIdx``,
+``blockIdx``, ``blockDim``, ``gridDim``, ``laneid`` and ``warpsize`` (Python ints here, numba's
+int64 in arithmetic, which is where numba widens them too; ``cuda.clz`` of one of them
+directly counts 64 bits here, 32 on the GPU); the contractions contraction.py lists.
 """
 
 from __future__ import annotations
@@ -354,6 +366,8 @@ def typed_{name}({params}):
     if cx is y.__class__ and cx is c.__class__:
         if cx is _f32:
             return _fma32({fx}, {fy}, {fc})
+        if cx is _f64:
+            return _fma64({fx}, {fy}, {fc})
         if cx is int:
             r = {expr}
             if -9223372036854775808 <= r <= 9223372036854775807:
@@ -378,7 +392,8 @@ def _typed_fused(name):
         name=name, params=params, expr=expr, unfused=unfused, neg_product=neg_product,
         neg_addend=neg_addend, fx="-float(x)" if neg_product else "float(x)", fy="float(y)",
         fc="-float(c)" if neg_addend else "float(c)")
-    namespace = {"_f32": np.float32, "_fma32": fma32, "_wrap": wrap_int64,
+    namespace = {"_f32": np.float32, "_fma32": fma32, "_f64": np.float64, "_fma64": fma64,
+                 "_wrap": wrap_int64,
                  "_fused_dtype": fused_dtype, "_fused": _fused, "_Add": TYPED_BINOPS["Add"],
                  "_Sub": TYPED_BINOPS["Sub"], "_Mult": TYPED_BINOPS["Mult"]}
     exec(source, namespace)

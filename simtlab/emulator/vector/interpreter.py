@@ -428,27 +428,26 @@ class Interpreter:
         op = s.op.__class__.__name__
         target = s.target
         site = frame.fn.site(s.lineno)
-        product = self.product_operands(s.value, m, frame) if op in ("Add", "Sub") else None
         if isinstance(target, ast.Name):
             old = self.lookup(target.id, frame)
-            if product is not None:              # acc += a * b: one fused multiply-add
-                new = multiply_add(*product, old, op == "Sub", False, m, self.n)
-            else:
-                new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
-            self.set_var(frame, target.id, new, m)
+            self.set_var(frame, target.id, self.updated(op, old, s.value, m, frame), m)
         elif isinstance(target, ast.Subscript):
             arr = self.eval(target.value, m, frame)
             idx = self.eval(target.slice, m, frame)
             if not isinstance(arr, va.VArray):
                 raise Fallback("augmented assignment to something other than an array")
             old = va.read(self, arr, idx, m, site)
-            if product is not None:
-                new = multiply_add(*product, old, op == "Sub", False, m, self.n)
-            else:
-                new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
-            va.write(self, arr, idx, new, m, site)
+            va.write(self, arr, idx, self.updated(op, old, s.value, m, frame), m, site)
         else:
             raise Fallback("augmented assignment target")
+
+    def updated(self, op, old, value_node, m, frame):
+        """``old <op> value`` of an augmented assignment (the value evaluated after ``old``
+        was read, as Python does); ``acc += a * b`` as one fused multiply-add."""
+        product = self.product_operands(value_node, m, frame) if op in ("Add", "Sub") else None
+        if product is not None:
+            return multiply_add(*product, old, op == "Sub", False, m, self.n)
+        return binop(op, old, self.eval(value_node, m, frame), None if m is self.ALL else m)
 
     # --- expressions --------------------------------------------------------------------------
     def lookup(self, name, frame):
