@@ -46,7 +46,7 @@ def test_conv2d_relu_seed_shape():
     filters = rng.random((10, 5, 5), dtype=np.float32) - 0.5
     out = np.full((10, 20, 20), np.nan, np.float32)
     g, e = both(intro.conv2d_relu_v1, 16, 32, image, filters, out, trace=False)
-    assert_same(g, e)
+    np.testing.assert_array_equal(e[2], g[2])      # sums of products fused as on the GPU
     np.testing.assert_allclose(g[2], intro.conv2d_relu_cpu(image, filters), rtol=1e-4, atol=1e-5)
 
 
@@ -92,7 +92,7 @@ def test_gemm(kernel, m, k, n):
     c = np.full((m, n), np.nan, np.float32)
     grid = (-(-n // gemm.TILE), -(-m // gemm.TILE))
     g, e = both(kernel, grid, (gemm.TILE, gemm.TILE), a, b, c, trace=False)
-    assert_same(g, e, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(e[2], g[2])      # acc += a * b fused as on the GPU
 
 
 @cuda.jit

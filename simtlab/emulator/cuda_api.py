@@ -3,12 +3,13 @@
 It offers the subset of numba-cuda's kernel API the course uses (and a bit more): thread and
 block indices, shared/local/constant arrays, barriers, atomics, warp shuffles and votes, and a
 few intrinsics. Every name reads the state of the thread that is running now
-(``Scheduler.cur``), so one object serves all threads of a launch.
+(``Scheduler.cur``), so one object serves all threads of a launch. Results have numba-cuda's
+types (tests/test_numerics.py checks them against its type inference): bit intrinsics and
+``fma`` as intrinsics.py computes them, ``cbrt`` float32 for a float32 argument.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -16,6 +17,8 @@ import numpy as np
 from .binding import to_numpy_dtype
 from .conversions import store_converter
 from .errors import EmulationError
+from .intrinsics import IntrinsicTypeError, bit_intrinsic, fma_scalar
+from .numba_types import math_result_dtype
 from ..simt import WARP_SIZE
 
 _getframe = sys._getframe
@@ -216,7 +219,7 @@ class FakeCuda:
         return self._st.wait_collective("activemask", None, None, None, _getframe(1))
 
     def lanemask_lt(self):
-        return (1 << self._st.cur.lane) - 1
+        return np.uint32((1 << self._st.cur.lane) - 1)      # numba-cuda: a uint32
 
     def shfl_sync(self, mask, value, src_lane):
         return self._st.wait_collective("shfl_sync", mask, value, src_lane, _getframe(1))
@@ -249,31 +252,35 @@ class FakeCuda:
         return self._st.wait_collective("match_all_sync", mask, value, None, _getframe(1))
 
     # --- integer and float intrinsics -----------------------------------------------------------
-    @staticmethod
-    def popc(x):
-        return bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1")
+    # at the argument's width and in numba-cuda's result types (intrinsics.py)
+    def popc(self, x):
+        return self._bits("popc", x)
 
-    @staticmethod
-    def brev(x):
-        return int(f"{int(x) & 0xFFFFFFFF:032b}"[::-1], 2)
+    def clz(self, x):
+        return self._bits("clz", x)
 
-    @staticmethod
-    def clz(x):
-        x = int(x) & 0xFFFFFFFF
-        return 32 - x.bit_length()
+    def ffs(self, x):
+        return self._bits("ffs", x)
 
-    @staticmethod
-    def ffs(x):
-        x = int(x) & 0xFFFFFFFF
-        return (x & -x).bit_length()
+    def brev(self, x):
+        return self._bits("brev", x)
+
+    def _bits(self, name, x):
+        try:
+            return bit_intrinsic(name, x)
+        except IntrinsicTypeError as e:
+            raise self._error(f"cuda.{name}() takes {e}",
+                              fix="pass an int32, uint32, int64 or uint64 value") from None
 
     @staticmethod
     def fma(a, b, c):
-        return a * b + c
+        return fma_scalar(a, b, c)          # one rounding, as on the GPU
 
     @staticmethod
     def cbrt(x):
-        return math.copysign(abs(x) ** (1.0 / 3.0), x)
+        # numba: float32 for a float32 argument (computed in float64 and rounded, as math.*)
+        dtype = math_result_dtype([getattr(x, "dtype", None)])
+        return dtype.type(np.cbrt(np.float64(x)))
 
     @staticmethod
     def selp(cond, a, b):

@@ -123,7 +123,9 @@ def _run_engines(launch: Launch, engine: str):
     try:
         trace_ = sched.run()
     except EmulationError as exc:
-        exc.run = Run(sched.trace(), launch.func.__name__)   # the trace up to the fault
+        partial = sched.trace()                            # the trace up to the fault
+        partial.engine_reason = reason
+        exc.run = Run(partial, launch.func.__name__)
         raise
     trace_.engine_reason = reason
     return trace_

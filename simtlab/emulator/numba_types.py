@@ -23,9 +23,21 @@ numba's own type inference, run on the CPU (tests/test_numba_typing.py), decides
 A kernel whose source cannot be read (made by ``exec``) keeps NumPy's arithmetic for its
 operators in the greenlet engine (its constants and ``math`` are still typed).
 
+- integer arithmetic is 64-bit and wraps as numba's does: two Python ints (numba's int64)
+  keep Python's fast arithmetic and wrap when the result passes int64 (a 64-bit hash); a
+  Python int past int64 (a uint64 literal) enters NumPy arithmetic as its 64 bits;
+- ``-x``, ``+x``, ``~x`` (``TYPED_UNARY``): a narrow integer is widened to int64/uint64
+  first (``-uint32(5)`` is the uint64 2**64 - 5), ``-``/``+`` of a bool is an int64, ``~`` of
+  a bool a bool;
+- ``a * b + c`` where numba-cuda's compiler fuses it (contraction.py) is one fused
+  multiply-add with one rounding (``TYPED_FUSED``, intrinsics.fma32/fma64), when the product
+  and the sum have the same float type (``fused_dtype``).
+
 Not modelled: numba's unification of a variable's types across branches and loop iterations
-(the emulator types each value as it is computed), unary operators on narrow integers, and
-the GPU's fused multiply-add (NVVM contracts float32 ``acc += a * b`` into one rounding).
+(the emulator types each value as it is computed); the int32 type of ``threadIdx``,
+``blockIdx``, ``blockDim``, ``gridDim``, ``laneid`` and ``warpsize`` (Python ints here, numba's
+int64 in arithmetic, which is where numba widens them too; ``cuda.clz`` of one of them
+directly counts 64 bits here, 32 on the GPU); the contractions contraction.py lists.
 """
 
 from __future__ import annotations
@@ -36,6 +48,8 @@ import operator
 import types
 
 import numpy as np
+
+from .intrinsics import fma32, fma64
 
 # math functions that return a float (numba-cuda: float32 if every argument is float32)
 FLOAT_FUNCS = (
@@ -71,17 +85,37 @@ def _scalar_dtype(value):
     return value.dtype if isinstance(value, np.generic) else None
 
 
+# the NumPy function each engine computes ``math.<name>`` with (the vector engine on lane
+# vectors, the greenlet engine on one float64): the same bits in both engines, which Python's
+# ``math`` and NumPy do not give (tanh differs in 1 ulp on a fifth of inputs). An H100's
+# libdevice differs from both by up to 2 ulp (benchmarks/results/numerics_h100.json,
+# "float64_math": tanh, sinh, asinh and hypot 2 ulp, the rest at most 1; sqrt, fmod and
+# copysign are exact). erf, erfc, gamma and lgamma have no NumPy function: Python's in both.
+FLOAT_UFUNCS = {
+    "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "fabs": np.fabs,
+    "expm1": np.expm1, "log1p": np.log1p, "atan": np.arctan, "asin": np.arcsin,
+    "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "atan2": np.arctan2, "pow": np.power,
+    "hypot": np.hypot, "copysign": np.copysign, "fmod": np.fmod, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "radians": np.radians, "degrees": np.degrees,
+}
+ROUNDING_UFUNCS = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}
+MATH_ULP_ON_GPU = 2     # the most float64 libdevice differs from NumPy's result, in ulp
+
+
 def _typed_float_function(name):
     func = getattr(math, name)
-    rounding = name in ("floor", "ceil", "trunc")
+    ufunc = FLOAT_UFUNCS.get(name) or ROUNDING_UFUNCS.get(name)
 
     def typed(*args):
         dtype = math_result_dtype([_scalar_dtype(a) for a in args])
-        values = [float(a) for a in args]
-        if rounding:                 # numba returns a float here (and inf stays inf)
-            result = getattr(np, name)(values[0])
-        else:
-            result = func(*values)   # Python's errors for bad domains, as before
+        values = [np.float64(a) for a in args]
+        if ufunc is None:
+            return dtype.type(func(*values))
+        with np.errstate(all="ignore"):
+            result = ufunc(*values)
+        if result != result and not any(v != v for v in values):
+            func(*values)            # outside the domain: Python's error says which
         return dtype.type(result)
 
     typed.__name__ = name
@@ -172,27 +206,60 @@ def _planned(op_name, op):
         ta, tb = types_
         try:
             return op(a if ta is None else ta(a), b if tb is None else tb(b))
-        except OverflowError:    # a Python int beyond 64 bits: Python's arithmetic
-            return op(a, b)
+        except OverflowError:    # a Python int past int64 (a uint64 literal): its 64 bits
+            return op(a if ta is None else _bits_as(ta, a), b if tb is None else _bits_as(tb, b))
 
     return planned
 
 
+def _bits_as(scalar_type, value):
+    """``value``'s low bits in ``scalar_type`` (a Python int past its range wraps, as numba's
+    integer conversion does)."""
+    if value.__class__ is int and np.dtype(scalar_type).kind in "iu":
+        return np.array(value & 0xFFFFFFFFFFFFFFFF, np.uint64).astype(scalar_type)[()]
+    return scalar_type(value)
+
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def wrap_int64(value):
+    """A Python int past int64 wrapped to int64, as numba's 64-bit integer arithmetic wraps;
+    any other value unchanged."""
+    if value.__class__ is int:
+        return ((value + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+    return value
+
+
 # The greenlet engine calls these for every binary operator of a kernel, so each is written
 # out with its operator inline: same-class operands NumPy types as numba does, or two Python
-# numbers, cost one call and one operation.
+# numbers, cost one call and one operation. Two Python ints are numba's int64: a result past
+# int64 (a 64-bit hash, ``i * 6364136223846793005``) wraps as on the GPU, which costs one
+# chained comparison on the fast path.
 _TEMPLATE = """
 def typed_{name}(a, b):
     ca = a.__class__
     cb = b.__class__
-    if (ca is cb and ca in _CLOSED) or (ca in _PYTHON and cb in _PYTHON):
-        return a {symbol} b
+    if ca is cb:
+        if ca is int:
+            r = a {symbol} b
+            if -9223372036854775808 <= r <= 9223372036854775807:
+                return r
+            return _wrap(r)
+        if ca in _CLOSED:
+            return a {symbol} b
+    if ca in _PYTHON and cb in _PYTHON:
+        r = a {symbol} b
+        if r.__class__ is int and not -9223372036854775808 <= r <= 9223372036854775807:
+            return _wrap(r)
+        return r
     return _slow(a, b)
 """
 
 
 def _typed(op_name, op, symbol):
-    namespace = {"_CLOSED": _CLOSED, "_PYTHON": PYTHON_DTYPES, "_slow": _planned(op_name, op)}
+    namespace = {"_CLOSED": _CLOSED, "_PYTHON": PYTHON_DTYPES, "_slow": _planned(op_name, op),
+                 "_wrap": wrap_int64}
     exec(_TEMPLATE.format(name=op_name, symbol=symbol), namespace)
     return namespace[f"typed_{op_name}"]
 
@@ -207,3 +274,130 @@ _SYMBOLS = {"Add": "+", "Sub": "-", "Mult": "*", "Div": "/", "FloorDiv": "//", "
             "Pow": "**", "LShift": "<<", "RShift": ">>", "BitOr": "|", "BitXor": "^",
             "BitAnd": "&"}
 TYPED_BINOPS = {name: _typed(name, op, _SYMBOLS[name]) for name, op in BINOPS.items()}
+
+
+# --- unary operators --------------------------------------------------------------------------
+# numba-cuda widens a narrow integer before ``-``, ``+`` and ``~`` (int8/16/32 to int64, unsigned
+# to uint64: ``-uint32(5)`` is the uint64 2**64 - 5), ``-``/``+`` of a bool is an int64 and
+# ``~`` of a bool its negation (a bool). NumPy keeps the narrow type, so the greenlet engine
+# calls these for ``-x``, ``+x`` and ``~x`` of a variable (instrument.py).
+_WIDE_UNARY = frozenset((float, np.float32, np.float64, np.int64, np.uint64))
+
+
+def _unary_operand(a):
+    """``a`` as numba types the operand of a unary operator."""
+    cls = a.__class__
+    if cls is bool or cls is np.bool_:
+        return int(a)
+    if isinstance(a, np.integer) and a.dtype.itemsize < 8:
+        return np.uint64(a) if a.dtype.kind == "u" else np.int64(a)
+    return a
+
+
+def typed_USub(a):
+    cls = a.__class__
+    if cls is int:
+        return -a if a != INT64_MIN else a        # -(-2**63) wraps to itself in int64
+    if cls in _WIDE_UNARY and cls is not np.uint64:
+        return -a
+    a = _unary_operand(a)
+    if a.__class__ is np.uint64:                   # wraps, without NumPy's overflow warning
+        return np.uint64(-int(a) & 0xFFFFFFFFFFFFFFFF)
+    return -a
+
+
+def typed_UAdd(a):
+    cls = a.__class__
+    if cls is int or cls in _WIDE_UNARY:
+        return a
+    return _unary_operand(a)
+
+
+def typed_Invert(a):
+    cls = a.__class__
+    if cls is int or cls is np.int64 or cls is np.uint64:
+        return ~a
+    if cls is bool or cls is np.bool_:
+        return not a                               # numba: ~ of a bool is a bool
+    return ~_unary_operand(a)
+
+
+TYPED_UNARY = {"USub": typed_USub, "UAdd": typed_UAdd, "Invert": typed_Invert}
+
+
+# --- fused multiply-add -------------------------------------------------------------------------
+# numba-cuda's compiler fuses ``a * b + c`` into one FMA when the product and the sum have the
+# same float type (contraction.py says where); the greenlet engine's kernel calls these for
+# such sums (instrument.py), the vector engine the same rule on lanes (vector/values.py).
+@functools.lru_cache(maxsize=None)
+def fused_dtype(cx, cy, cc):
+    """The float type ``x * y + c`` is fused in, for operands of these classes; None when
+    numba rounds the product first (ints, or a product of another type than the sum)."""
+    return fused_dtype_of(_class_dtype(cx), _class_dtype(cy), _class_dtype(cc))
+
+
+@functools.lru_cache(maxsize=None)
+def fused_dtype_of(dx, dy, dc):
+    """``fused_dtype`` for operands of these types (None: not fused)."""
+    if dx is None or dy is None or dc is None:
+        return None
+    product = binop_dtype("Mult", dx, dy)
+    if product is None or product.kind != "f" or binop_dtype("Add", product, dc) != product:
+        return None
+    return product
+
+
+def _fused(x, y, c, negate_product, negate_addend):
+    """``±(x * y) ± c`` with one rounding, in ``fused_dtype``'s type."""
+    fx, fy, fc = float(x), float(y), float(c)
+    if negate_product:
+        fx = -fx
+    if negate_addend:
+        fc = -fc
+    if fused_dtype(x.__class__, y.__class__, c.__class__) == np.float32:
+        return fma32(fx, fy, fc)
+    return fma64(fx, fy, fc)
+
+
+# name: (sum operator, is the product the left operand); each checks the common cases first
+_FUSED_TEMPLATE = """
+def typed_{name}({params}):
+    cx = x.__class__
+    if cx is y.__class__ and cx is c.__class__:
+        if cx is _f32:
+            return _fma32({fx}, {fy}, {fc})
+        if cx is _f64:
+            return _fma64({fx}, {fy}, {fc})
+        if cx is int:
+            r = {expr}
+            if -9223372036854775808 <= r <= 9223372036854775807:
+                return r
+            return _wrap(r)
+    if _fused_dtype(cx, y.__class__, c.__class__) is None:
+        return {unfused}
+    return _fused(x, y, c, {neg_product}, {neg_addend})
+"""
+_FUSED_FORMS = {
+    # name: (parameters, x*y+c as Python, unfused typed form, negate product, negate addend)
+    "MulAdd": ("x, y, c", "x * y + c", "_Add(_Mult(x, y), c)", False, False),
+    "MulSub": ("x, y, c", "x * y - c", "_Sub(_Mult(x, y), c)", False, True),
+    "AddMul": ("c, x, y", "c + x * y", "_Add(c, _Mult(x, y))", False, False),
+    "SubMul": ("c, x, y", "c - x * y", "_Sub(c, _Mult(x, y))", True, False),
+}
+
+
+def _typed_fused(name):
+    params, expr, unfused, neg_product, neg_addend = _FUSED_FORMS[name]
+    source = _FUSED_TEMPLATE.format(
+        name=name, params=params, expr=expr, unfused=unfused, neg_product=neg_product,
+        neg_addend=neg_addend, fx="-float(x)" if neg_product else "float(x)", fy="float(y)",
+        fc="-float(c)" if neg_addend else "float(c)")
+    namespace = {"_f32": np.float32, "_fma32": fma32, "_f64": np.float64, "_fma64": fma64,
+                 "_wrap": wrap_int64,
+                 "_fused_dtype": fused_dtype, "_fused": _fused, "_Add": TYPED_BINOPS["Add"],
+                 "_Sub": TYPED_BINOPS["Sub"], "_Mult": TYPED_BINOPS["Mult"]}
+    exec(source, namespace)
+    return namespace[f"typed_{name}"]
+
+
+TYPED_FUSED = {name: _typed_fused(name) for name in _FUSED_FORMS}

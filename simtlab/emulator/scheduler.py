@@ -91,6 +91,15 @@ class WarpState:
         self.waiting = 0     # lanes waiting at a collective
 
 
+_SHUFFLES = frozenset(("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync"))
+
+
+def _int32(bits: int):
+    """A lane mask as numba-cuda types it (ballot, match): an int32, negative when lane 31 is
+    set."""
+    return np.int32(bits - (1 << 32) if bits >= 1 << 31 else bits)
+
+
 def _lanes(mask: int) -> list[int]:
     return [lane for lane in range(WARP_SIZE) if mask >> lane & 1]
 
@@ -455,13 +464,13 @@ class Scheduler:
                 first.wait_frame,
                 fix="a barrier inside if/else is reached by only part of the block: move "
                     "syncthreads() out of the branch so that all threads meet at one barrier")
-        value = None
+        value = None                        # numba-cuda types these results as int32
         if first.wait_kind == "syncthreads_count":
-            value = sum(1 for t in waiting if t.wait_value)
+            value = np.int32(sum(1 for t in waiting if t.wait_value))
         elif first.wait_kind == "syncthreads_and":
-            value = int(all(t.wait_value for t in waiting))
+            value = np.int32(all(t.wait_value for t in waiting))
         elif first.wait_kind == "syncthreads_or":
-            value = int(any(t.wait_value for t in waiting))
+            value = np.int32(any(t.wait_value for t in waiting))
         self.epoch += 1
         for t in waiting:
             t.status = READY
@@ -489,7 +498,11 @@ class Scheduler:
                     fix="the mask names the lanes that take part; include the calling lane "
                         "(cuda.activemask() gives the lanes that are here)")
             missing = [lane for lane in _lanes(mask) if lane >= w.size]
-            if missing:
+            if missing and kind not in _SHUFFLES:
+                # a vote in a partial last warp: the lanes that do not exist do not vote (an
+                # H100 gives the ballot of the lanes that exist, numerics_h100.json)
+                mask &= (1 << w.size) - 1
+            elif missing:
                 raise self.error(
                     WarpCollectiveError,
                     f"{kind}() mask {mask:#010x} names lanes {_ranges(missing)}, but warp "
@@ -539,7 +552,7 @@ class Scheduler:
             for t in pending:
                 by_site.setdefault(t.wait_site, []).append(t)
             for ts in by_site.values():
-                mask = sum(1 << t.lane for t in ts)
+                mask = np.uint32(sum(1 << t.lane for t in ts))    # numba-cuda: a uint32
                 for t in ts:
                     t.status = READY
                     t.resume = mask
@@ -575,26 +588,27 @@ class Scheduler:
                             "`if lane + offset < width`")
                 results[lane] = by_lane[src].wait_value
         elif kind == "ballot_sync":
-            ballot = sum(1 << g.lane for g in group if g.wait_value)
-            if ballot >= 1 << 31:          # numba-cuda types the ballot as a signed int32
-                ballot -= 1 << 32
+            # numba-cuda types the ballot as an int32 (lane 31 voting makes it negative)
+            ballot = _int32(sum(1 << g.lane for g in group if g.wait_value))
             results = {g.lane: ballot for g in group}
-        elif kind == "all_sync":
-            v = int(all(g.wait_value for g in group))
+        elif kind == "all_sync":          # numba-cuda: a bool
+            v = all(g.wait_value for g in group)
             results = {g.lane: v for g in group}
         elif kind == "any_sync":
-            v = int(any(g.wait_value for g in group))
+            v = any(g.wait_value for g in group)
             results = {g.lane: v for g in group}
         elif kind == "eq_sync":
             vals = {bool(g.wait_value) for g in group}
-            v = int(len(vals) == 1)
+            v = len(vals) == 1
             results = {g.lane: v for g in group}
-        elif kind == "match_any_sync":
+        elif kind == "match_any_sync":    # numba-cuda: an int32 mask
             for g in group:
-                results[g.lane] = sum(1 << h.lane for h in group if h.wait_value == g.wait_value)
-        elif kind == "match_all_sync":
+                results[g.lane] = _int32(sum(1 << h.lane for h in group
+                                             if h.wait_value == g.wait_value))
+        elif kind == "match_all_sync":    # numba-cuda: (int32 mask, bool)
             same = len({g.wait_value for g in group}) == 1
-            results = {g.lane: ((mask, True) if same else (0, False)) for g in group}
+            results = {g.lane: ((_int32(mask), True) if same else (_int32(0), False))
+                       for g in group}
         elif kind == "syncwarp":
             w.wsync += 1
             results = {g.lane: None for g in group}

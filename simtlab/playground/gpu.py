@@ -45,7 +45,11 @@ def compare_outputs(names, emulated: list, gpu: list) -> dict:
         if a is None or b is None:
             continue
         if np.issubdtype(a.dtype, np.floating):
-            # the GPU may fuse multiply-adds (one rounding instead of two): allow a few ulps
+            # the emulator fuses multiply-adds where numba-cuda does (contraction.py) and
+            # wraps integers as the GPU; what remains: libdevice's math functions (up to 2 ulp
+            # from the emulator's, numba_types.MATH_ULP_ON_GPU) and the sums contraction.py
+            # lists as not modelled (a product rounded once more, half an ulp of it), which
+            # a long sum accumulates: 1e-5 is about 80 float32 ulps
             same = bool(np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True))
         else:
             same = bool(np.array_equal(a, b))

@@ -12,7 +12,9 @@ import numpy as np
 from ...simt import CONST, FULL_MASK, LOCAL, SHARED, WARP_SIZE
 from ..binding import to_numpy_dtype
 from ..limits import MAX_STATIC_SHARED_BYTES
-from ..numba_types import TYPED_MATH_FUNCS, math_result_dtype
+from ..intrinsics import (BIT_INTRINSICS, IntrinsicTypeError, bit_intrinsic, bit_intrinsic_lanes,
+                          fma_dtype, fma_lanes, fma_scalar)
+from ..numba_types import FLOAT_UFUNCS, ROUNDING_UFUNCS, TYPED_MATH_FUNCS, math_result_dtype
 from . import arrays as va
 from .values import Fallback, MixedLanes, Weak, broadcast, is_vector, raw, truth
 
@@ -93,14 +95,14 @@ def _barrier(kind):
                 raise Fallback("syncthreads_* with a bool predicate")
             t = broadcast(truth(pred), eng.n)
             t = raw(t) if is_vector(t) else np.full(eng.n, bool(t))
-            counts = np.bincount(eng.lblock, weights=(t & m), minlength=eng.nb).astype(np.int64)
-            per = counts[eng.lblock]
+            counts = np.bincount(eng.lblock, weights=(t & m), minlength=eng.nb).astype(np.int32)
+            per = counts[eng.lblock]             # numba-cuda types these results as int32
             if kind == "syncthreads_count":
-                result = Weak(per)
+                result = per
             elif kind == "syncthreads_and":
-                result = Weak((per == eng.tpb).astype(np.int64))
+                result = (per == eng.tpb).astype(np.int32)
             else:
-                result = Weak((per > 0).astype(np.int64))
+                result = (per > 0).astype(np.int32)
         eng.end_of_round(finished=False)     # the greenlet engine checks max_trace here
         eng.epoch[m] += 1
         return result
@@ -125,24 +127,39 @@ def _mask_value(eng, mask, kind):
         raise Fallback(f"{kind}() mask is not an integer") from None
 
 
+_SHUFFLES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
+
+
 def _check_warps(eng, m, mask, kind):
     """The lanes of each warp that are here must be exactly the lanes their mask names;
-    any other arrangement is left to the greenlet engine (which reports or resolves it)."""
+    any other arrangement is left to the greenlet engine (which reports or resolves it).
+    In a partial last warp the lanes that do not exist do not vote (as on the GPU); a shuffle
+    whose mask names them is left to the greenlet engine, which reports it. Returns the mask
+    of the lanes that take part."""
     if eng.tpb % WARP_SIZE:
-        raise Fallback(f"{kind}() in a block whose last warp is partial")
+        exists = _existing_lanes(eng)
+        if kind in _SHUFFLES and (mask & ~exists).any():
+            raise Fallback(f"{kind}() names lanes that a partial warp does not have")
+        mask = mask & exists
     act = eng.ALL if m is eng.ALL else m
     bits = np.left_shift(1, eng.lane).astype(np.int64)
     here = _per_warp_or(eng, act, bits)
     if (mask[act] != here[act]).any():
         raise Fallback(f"{kind}() reached by other lanes than its mask names")
     eng.phase[m] += 1
+    return mask
+
+
+def _existing_lanes(eng):
+    """Per lane, the mask of the lanes its warp has (fewer than 32 in a partial last warp)."""
+    in_warp = np.minimum(eng.tpb - eng.warp * WARP_SIZE, WARP_SIZE)
+    return (np.left_shift(1, in_warp) - 1).astype(np.int64)
 
 
 def _shuffle(kind):
     def run(eng, node, m, frame, site):
         mask, value, arg = _args(eng, node, m, frame)
-        mask = _mask_value(eng, mask, kind)
-        _check_warps(eng, m, mask, kind)
+        mask = _check_warps(eng, m, _mask_value(eng, mask, kind), kind)
         lane = eng.lane
         a = raw(arg)
         if kind == "shfl_sync":
@@ -171,27 +188,55 @@ def _per_warp_or(eng, m, bits):
     return per_warp[eng.gwarp]
 
 
+def _int32_mask(bits):
+    """Lane masks as numba-cuda types ballot and match results: int32 (negative with lane 31)."""
+    return bits.astype(np.uint32).view(np.int32)
+
+
 def _vote(kind):
     def run(eng, node, m, frame, site):
         mask, pred = _args(eng, node, m, frame)
-        mask = _mask_value(eng, mask, kind)
-        _check_warps(eng, m, mask, kind)
+        mask = _check_warps(eng, m, _mask_value(eng, mask, kind), kind)
         p = np.broadcast_to(truth(pred), (eng.n,))
         ballot = _per_warp_or(eng, m, np.where(p, np.left_shift(1, eng.lane), 0).astype(np.int64))
         if kind == "ballot_sync":
-            return Weak(np.where(ballot >= 1 << 31, ballot - (1 << 32), ballot))
-        if kind == "all_sync":
-            return Weak((ballot == mask).astype(np.int64))
+            return _int32_mask(ballot)
+        if kind == "all_sync":                  # numba-cuda: a bool
+            return Weak(ballot == mask)
         if kind == "any_sync":
-            return Weak((ballot != 0).astype(np.int64))
-        return Weak(((ballot == 0) | (ballot == mask)).astype(np.int64))     # eq_sync
+            return Weak(ballot != 0)
+        return Weak((ballot == 0) | (ballot == mask))     # eq_sync
+    return run
+
+
+def _match(kind):
+    """``match_any_sync``: per lane, the lanes of its mask holding the same value;
+    ``match_all_sync``: (the mask, True) where every lane of the mask holds one value, else
+    (0, False)."""
+    def run(eng, node, m, frame, site):
+        mask, value = _args(eng, node, m, frame)
+        mask = _check_warps(eng, m, _mask_value(eng, mask, kind), kind)
+        if value.__class__ is MixedLanes:
+            raise Fallback(f"{kind}() of a value whose type differs between lanes")
+        v = raw(broadcast(value, eng.n))
+        base = eng.lanes - eng.lane                 # each lane's warp's lane 0
+        same = np.zeros(eng.n, np.int64)
+        for k in range(WARP_SIZE):
+            other = base + k
+            named = ((mask >> k) & 1).astype(bool) & (other < eng.n)
+            other = np.minimum(other, eng.n - 1)
+            same |= np.where(named & (v[other] == v), np.int64(1) << k, 0)
+        if kind == "match_any_sync":
+            return _int32_mask(same)
+        equal = same == mask
+        return (_int32_mask(np.where(equal, mask, 0)), Weak(equal))
     return run
 
 
 def _syncwarp(eng, node, m, frame, site):
     args = _args(eng, node, m, frame)
     mask = _mask_value(eng, args[0] if args else FULL_MASK, "syncwarp")
-    _check_warps(eng, m, mask, "syncwarp")
+    _check_warps(eng, m, mask, "syncwarp")     # (the lanes a partial warp has)
     eng.wsync[m] += 1
 
 
@@ -199,11 +244,11 @@ def _activemask(eng, node, m, frame, site):
     bits = np.left_shift(1, eng.lane).astype(np.int64)
     act = eng.ALL if m is eng.ALL else m
     eng.phase[m] += 1
-    return Weak(_per_warp_or(eng, act, bits))
+    return _per_warp_or(eng, act, bits).astype(np.uint32)     # numba-cuda: a uint32
 
 
 def _lanemask_lt(eng, node, m, frame, site):
-    return Weak(np.left_shift(1, eng.lane).astype(np.int64) - 1)
+    return (np.left_shift(1, eng.lane).astype(np.int64) - 1).astype(np.uint32)
 
 
 # --- arrays ---------------------------------------------------------------------------------------
@@ -348,9 +393,31 @@ def _atomic(kind):
 
 # --- intrinsics and math --------------------------------------------------------------------------
 def _fma(eng, node, m, frame, site):
-    from .values import binop
     a, b, c = _args(eng, node, m, frame)
-    return binop("Add", binop("Mult", a, b), c)
+    return fused_multiply_add(a, b, c, eng.n)
+
+
+def fused_multiply_add(a, b, c, n):
+    """``a * b + c`` with one rounding per lane, in numba-cuda's type (intrinsics.py)."""
+    if not any(is_vector(v) for v in (a, b, c)):
+        return fma_scalar(a, b, c)
+    _refuse_mixed_lanes("cuda.fma", (a, b, c))
+    dtype = fma_dtype([_arg_dtype(v) for v in (a, b, c)])
+    return fma_lanes(*(raw(broadcast(v, n)) for v in (a, b, c)), dtype)
+
+
+def _refuse_mixed_lanes(what, args):
+    if any(a.__class__ is MixedLanes for a in args):
+        raise Fallback(f"{what} of a value whose type differs between lanes")
+
+
+def _cbrt(eng, node, m, frame, site):
+    (x,) = _args(eng, node, m, frame)
+    if not is_vector(x):
+        dtype = math_result_dtype([_arg_dtype(x)])
+        return dtype.type(np.cbrt(np.float64(x)))
+    _refuse_mixed_lanes("cuda.cbrt", (x,))
+    return np.cbrt(raw(x).astype(np.float64)).astype(math_result_dtype([_arg_dtype(x)]))
 
 
 def _selp(eng, node, m, frame, site):
@@ -362,12 +429,19 @@ def _selp(eng, node, m, frame, site):
     return select(t, a, b, eng.n)
 
 
-def _popc(eng, node, m, frame, site):
-    (x,) = _args(eng, node, m, frame)
-    if not is_vector(x):
-        return bin(int(x) & 0xFFFFFFFFFFFFFFFF).count("1")
-    a = raw(x).astype(np.int64).view(np.uint64)
-    return Weak(np.bitwise_count(a).astype(np.int64))
+def _bits(name):
+    """``cuda.popc/clz/ffs/brev`` at the argument's width, in numba-cuda's types."""
+    def run(eng, node, m, frame, site):
+        (x,) = _args(eng, node, m, frame)
+        try:
+            if not is_vector(x):
+                return bit_intrinsic(name, x)
+            _refuse_mixed_lanes(f"cuda.{name}", (x,))
+            a = raw(x)
+            return bit_intrinsic_lanes(name, a, a.dtype)
+        except IntrinsicTypeError:
+            raise Fallback(f"cuda.{name}() of a type numba-cuda does not compile") from None
+    return run
 
 
 _ATOMICS = {k: Intrinsic(f"atomic.{k}", _atomic(k)) for k in (
@@ -387,7 +461,9 @@ _FUNCS = {
     "shfl_sync": _shuffle("shfl_sync"), "shfl_up_sync": _shuffle("shfl_up_sync"),
     "shfl_down_sync": _shuffle("shfl_down_sync"), "shfl_xor_sync": _shuffle("shfl_xor_sync"),
     "all_sync": _vote("all_sync"), "any_sync": _vote("any_sync"), "eq_sync": _vote("eq_sync"),
-    "ballot_sync": _vote("ballot_sync"), "fma": _fma, "selp": _selp, "popc": _popc,
+    "ballot_sync": _vote("ballot_sync"), "match_any_sync": _match("match_any_sync"),
+    "match_all_sync": _match("match_all_sync"), "fma": _fma, "selp": _selp, "cbrt": _cbrt,
+    **{name: _bits(name) for name in BIT_INTRINSICS},
 }
 _INTRINSICS = {k: Intrinsic(k, f) for k, f in _FUNCS.items()}
 SUPPORTED = set(_FUNCS) | {"threadIdx", "blockIdx", "blockDim", "gridDim", "warpsize",
@@ -423,21 +499,15 @@ def cuda_attribute(eng, name):
     return f
 
 
-# math.* on lane vectors, typed as numba-cuda types them (numba_types.py): computed in float64,
-# then float32 when every argument is float32
-_FLOAT_FUNCS = {
-    math.sqrt: np.sqrt, math.exp: np.exp, math.log: np.log, math.log2: np.log2,
-    math.log10: np.log10, math.sin: np.sin, math.cos: np.cos, math.tan: np.tan,
-    math.tanh: np.tanh, math.fabs: np.fabs, math.expm1: np.expm1, math.log1p: np.log1p,
-    math.atan: np.arctan, math.asin: np.arcsin, math.acos: np.arccos, math.sinh: np.sinh,
-    math.cosh: np.cosh, math.atan2: np.arctan2, math.pow: np.power, math.hypot: np.hypot,
-    math.copysign: np.copysign, math.fmod: np.fmod,
-}
+# math.* on lane vectors, typed as numba-cuda types them (numba_types.py): computed in float64
+# with the NumPy function the greenlet engine uses too, then float32 when every argument is
+# float32
+_FLOAT_FUNCS = {getattr(math, name): f for name, f in FLOAT_UFUNCS.items()}
 # numba returns a float of the argument's type here, not Python's int
-_ROUNDING_FUNCS = {math.floor: np.floor, math.ceil: np.ceil, math.trunc: np.trunc}
+_ROUNDING_FUNCS = {getattr(math, name): f for name, f in ROUNDING_UFUNCS.items()}
 _BOOL_FUNCS = {math.isnan: np.isnan, math.isinf: np.isinf, math.isfinite: np.isfinite}
 MATH_FUNCS = (list(_FLOAT_FUNCS) + list(_ROUNDING_FUNCS) + list(_BOOL_FUNCS)
-              + [math.erf, math.erfc])
+              + [math.erf, math.erfc, math.gamma, math.lgamma])
 
 
 def _arg_dtype(a):
@@ -463,4 +533,7 @@ def math_call(func, args, m, eng):
             return _ROUNDING_FUNCS[func](xs[0]).astype(dtype)
         if func in _BOOL_FUNCS:
             return Weak(_BOOL_FUNCS[func](xs[0]))
-        return np.vectorize(func, otypes=[np.float64])(*xs).astype(dtype)
+        try:                            # erf, erfc, gamma, lgamma: Python's, as greenlet
+            return np.vectorize(func, otypes=[np.float64])(*xs).astype(dtype)
+        except (ValueError, OverflowError):
+            raise Fallback(f"math.{func.__name__} outside its domain") from None

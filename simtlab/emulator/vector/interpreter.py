@@ -21,19 +21,21 @@ import numpy as np
 
 from ...simt import FULL_MASK, WARP_SIZE, make_site
 from ..binding import _is_cuda_dispatcher, _is_numba_cuda_module, to_numpy_dtype
+from ..contraction import product_temporaries
 from ..errors import EmulationError
 from ..function_ast import parse_function
 from ..numba_types import float64_constant, numba_float
 from . import arrays as va
 from . import cuda_calls
-from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector, raw, select,
-                     truth, unary)
+from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector, multiply_add,
+                     raw, select, truth, unary)
 
 
 class _Frame:
-    __slots__ = ("vars", "defined", "fn", "returned", "retval")
+    __slots__ = ("vars", "defined", "fn", "returned", "retval", "products")
 
     def __init__(self, fn):
+        self.products = {}           # product temporary -> its operands (contraction.py)
         self.vars = {}
         self.defined = {}            # name -> the lanes that have assigned it (see set_var)
         self.fn = fn
@@ -65,6 +67,7 @@ class Function:
         _, first, tree = parsed
         self.fdef = tree.body[0]
         self.shift = first - 1
+        self.temporaries = product_temporaries(self.fdef)
         # whether the function uses atomics or fences (blocks may hand each other values
         # through global memory)
         self.talks = any(node.__class__ is ast.Attribute and (
@@ -267,6 +270,12 @@ class Interpreter:
     def exec_stmt(self, s, m, frame, loop):
         t = s.__class__
         if t is ast.Assign:
+            target = s.targets[0]
+            if target.__class__ is ast.Name and target.id in frame.fn.temporaries:
+                # t = a * b, read once in a sum the GPU fuses: keep the operands for it
+                frame.products[target.id] = (self.eval(s.value.left, m, frame),
+                                             self.eval(s.value.right, m, frame))
+                return
             value = self.eval(s.value, m, frame)
             for target in s.targets:
                 self.assign(target, value, m, frame)
@@ -421,18 +430,24 @@ class Interpreter:
         site = frame.fn.site(s.lineno)
         if isinstance(target, ast.Name):
             old = self.lookup(target.id, frame)
-            new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
-            self.set_var(frame, target.id, new, m)
+            self.set_var(frame, target.id, self.updated(op, old, s.value, m, frame), m)
         elif isinstance(target, ast.Subscript):
             arr = self.eval(target.value, m, frame)
             idx = self.eval(target.slice, m, frame)
             if not isinstance(arr, va.VArray):
                 raise Fallback("augmented assignment to something other than an array")
             old = va.read(self, arr, idx, m, site)
-            new = binop(op, old, self.eval(s.value, m, frame), None if m is self.ALL else m)
-            va.write(self, arr, idx, new, m, site)
+            va.write(self, arr, idx, self.updated(op, old, s.value, m, frame), m, site)
         else:
             raise Fallback("augmented assignment target")
+
+    def updated(self, op, old, value_node, m, frame):
+        """``old <op> value`` of an augmented assignment (the value evaluated after ``old``
+        was read, as Python does); ``acc += a * b`` as one fused multiply-add."""
+        product = self.product_operands(value_node, m, frame) if op in ("Add", "Sub") else None
+        if product is not None:
+            return multiply_add(*product, old, op == "Sub", False, m, self.n)
+        return binop(op, old, self.eval(value_node, m, frame), None if m is self.ALL else m)
 
     # --- expressions --------------------------------------------------------------------------
     def lookup(self, name, frame):
@@ -470,6 +485,10 @@ class Interpreter:
                 return arr[idx]
             raise Fallback("subscript of something other than an array or a tuple")
         if t is ast.BinOp:
+            if node.op.__class__ in _ADD_SUB:
+                fused = self.fused_sum(node, m, frame)
+                if fused is not _MISSING:
+                    return fused
             a = self.eval(node.left, m, frame)
             b = self.eval(node.right, m, frame)
             op = _OP_NAMES[node.op.__class__]
@@ -511,6 +530,52 @@ class Interpreter:
         if t is ast.Tuple:
             return tuple(self.eval(e, m, frame) for e in node.elts)
         raise Fallback(f"expression {t.__name__}")
+
+    def product_operands(self, node, m, frame):
+        """The operands ``(x, y)`` of a product the GPU fuses into a sum (``a * b``,
+        ``-(a * b)``, a product temporary), evaluated; None for any other operand (not
+        evaluated)."""
+        c = node.__class__
+        if c is ast.Name:
+            return frame.products.get(node.id) if node.id in frame.fn.temporaries else None
+        if c is ast.UnaryOp and node.op.__class__ is ast.USub:
+            inner = node.operand
+            if inner.__class__ is ast.BinOp and inner.op.__class__ is ast.Mult:
+                return (unary("USub", self.eval(inner.left, m, frame)),
+                        self.eval(inner.right, m, frame))
+            return None
+        if c is ast.BinOp and node.op.__class__ is ast.Mult:
+            return self.eval(node.left, m, frame), self.eval(node.right, m, frame)
+        return None
+
+    def fused_sum(self, node, m, frame):
+        """``a * b ± c`` or ``c ± a * b`` as the GPU computes it (contraction.py), or _MISSING
+        when neither operand is a product."""
+        sub = node.op.__class__ is ast.Sub
+        product = self.product_operands(node.left, m, frame)
+        if product is not None:
+            c = self.eval(node.right, m, frame)
+            product_left = True
+        elif _may_be_product(node.right, frame):
+            c = self.eval(node.left, m, frame)
+            product = self.product_operands(node.right, m, frame)
+            product_left = False
+        else:
+            return _MISSING
+        x, y = product
+        if _integral(x) and _integral(y) and _integral(c):
+            # index arithmetic (row * n + k): no rounding to fuse, and the memo keeps it fast
+            op = "Sub" if sub else "Add"
+            p = self.arith("Mult", x, y, m)
+            return self.arith(op, p, c, m) if product_left else self.arith(op, c, p, m)
+        return multiply_add(x, y, c, sub, product_left, m, self.n)
+
+    def arith(self, op, a, b, m):
+        """``a <op> b`` as ``eval`` computes a BinOp of these values."""
+        if (a.__class__ is Weak or b.__class__ is Weak) and a.__class__ in _INDEX_TYPES \
+                and b.__class__ in _INDEX_TYPES and op not in _CHECKED_OPS:
+            return self.index_arithmetic(op, a, b)
+        return binop(op, a, b, None if m is self.ALL else m)
 
     def index_arithmetic(self, op, a, b):
         """``binop`` on Python-number lane vectors (indices, loop counters), remembered by the
@@ -599,6 +664,23 @@ class Interpreter:
 
 
 _MISSING = object()
+_ADD_SUB = (ast.Add, ast.Sub)
+
+
+def _integral(v) -> bool:
+    """A Python int or bool, or a lane vector of them: nothing to fuse."""
+    c = v.__class__
+    return c is int or c is bool or (c is Weak and v.a.dtype.kind != "f")
+
+
+def _may_be_product(node, frame) -> bool:
+    c = node.__class__
+    if c is ast.BinOp:
+        return node.op.__class__ is ast.Mult
+    if c is ast.UnaryOp:
+        return node.op.__class__ is ast.USub and node.operand.__class__ is ast.BinOp and \
+            node.operand.op.__class__ is ast.Mult
+    return c is ast.Name and node.id in frame.fn.temporaries
 _OP_NAMES = {c: c.__name__ for c in (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv,
                                      ast.Mod, ast.Pow, ast.LShift, ast.RShift, ast.BitOr,
                                      ast.BitXor, ast.BitAnd, ast.MatMult)}
@@ -649,21 +731,28 @@ def _as_dtype(func):
 
 
 def _min(eng, args, m):
-    if len(args) != 2:
-        raise Fallback("min() of other than two values")
-    a, b = args
-    if not is_vector(a) and not is_vector(b):
-        return min(a, b)
-    return select(truth(compare("Lt", b, a)), b, a, eng.n)
+    return _extreme(eng, args, "Lt", min)
 
 
 def _max(eng, args, m):
-    if len(args) != 2:
-        raise Fallback("max() of other than two values")
-    a, b = args
-    if not is_vector(a) and not is_vector(b):
-        return max(a, b)
-    return select(truth(compare("Gt", b, a)), b, a, eng.n)
+    return _extreme(eng, args, "Gt", max)
+
+
+def _extreme(eng, args, beats, python):
+    """``min``/``max`` of two or more values per lane as Python picks them: the first value,
+    replaced by each later one that is strictly smaller (larger), keeping the winner's type."""
+    if len(args) < 2:
+        raise Fallback(f"{python.__name__}() of fewer than two values")
+    if not any(is_vector(a) for a in args):
+        return python(*args)
+    best = args[0]
+    for a in args[1:]:
+        wins = truth(compare(beats, a, best))
+        if isinstance(wins, np.ndarray):
+            best = select(wins, a, best, eng.n)
+        elif wins:
+            best = a
+    return best
 
 
 def _abs(eng, args, m):

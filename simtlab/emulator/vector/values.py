@@ -17,7 +17,9 @@ import operator
 import numpy as np
 
 from ..conversions import float_to_int, store_converter
-from ..numba_types import PYTHON_DTYPES, TYPED_BINOPS, binop_dtype
+from ..intrinsics import fma_lanes
+from ..numba_types import (PYTHON_DTYPES, TYPED_BINOPS, TYPED_FUSED, TYPED_UNARY, binop_dtype,
+                           fused_dtype_of)
 
 
 class Fallback(Exception):
@@ -186,6 +188,27 @@ def binop(name, a, b, m=None):
     return _wrap(_BINOPS[name](x, y), both_weak)
 
 
+def multiply_add(x, y, c, sub, product_left, m, n):
+    """``x * y ± c`` (``product_left``) or ``c ± x * y`` per lane, fused into one rounding
+    where numba-cuda's compiler fuses it (numba_types.fused_dtype, contraction.py)."""
+    if not is_vector(x) and not is_vector(y) and not is_vector(c):
+        name = ("MulSub" if sub else "MulAdd") if product_left else ("SubMul" if sub else "AddMul")
+        return TYPED_FUSED[name](x, y, c) if product_left else TYPED_FUSED[name](c, x, y)
+    _refuse_mixed(x, y, c)
+    dtype = fused_dtype_of(_numba_dtype(x), _numba_dtype(y), _numba_dtype(c))
+    if dtype is None:                        # rounded product, then the sum
+        op = "Sub" if sub else "Add"
+        p = binop("Mult", x, y, m)
+        return binop(op, p, c, m) if product_left else binop(op, c, p, m)
+    fx, fy, fc = (raw(broadcast(v, n)).astype(np.float64) for v in (x, y, c))
+    if sub:
+        if product_left:
+            fc = -fc
+        else:
+            fx = -fx
+    return fma_lanes(fx, fy, fc, dtype)
+
+
 def _has_zero(y):
     if isinstance(y, np.ndarray):
         return not y.all()
@@ -206,19 +229,23 @@ def compare(name, a, b):
 
 
 def unary(name, v):
+    """``-v``, ``+v``, ``~v``, ``not v`` per lane, typed as numba types them (numba_types:
+    a narrow integer is widened to 64 bits first, ``-``/``+`` of a bool is an int64)."""
     if not is_vector(v):
-        return {"USub": operator.neg, "UAdd": operator.pos, "Not": operator.not_,
-                "Invert": operator.invert}[name](v)
+        if name == "Not":
+            return not v
+        return TYPED_UNARY[name](v)
     w = v.__class__ is Weak
     a = raw(v)
     if name == "Not":
         return Weak(~truth(v))
-    if name == "USub":
-        r = -a if a.dtype.kind != "b" else -a.astype(np.int64)
-    elif name == "UAdd":
-        r = +a
-    else:
-        r = ~a
+    if a.dtype.kind == "b":
+        if name == "Invert":
+            return Weak(~a) if w else ~a          # a bool stays a bool
+        a = a.astype(np.int64)
+    elif a.dtype.kind in "iu" and a.dtype.itemsize < 8:
+        a = a.astype(np.uint64 if a.dtype.kind == "u" else np.int64)
+    r = -a if name == "USub" else +a if name == "UAdd" else ~a
     return Weak(r) if w else r
 
 
