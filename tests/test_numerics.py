@@ -11,6 +11,7 @@ import json
 import linecache
 import math
 import types
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
@@ -281,9 +282,19 @@ def hash_uint64(x, o):
 def test_uint64_arithmetic_wraps_as_on_the_gpu(engine):
     x = np.array(GPU["hash_uint64"]["x"], np.uint64)
     o = np.zeros(200, np.uint64)
-    with np.errstate(over="ignore"):
-        emulate_on(engine, hash_uint64, 1, 256, x, o)
+    emulate_on(engine, hash_uint64, 1, 256, x, o)
     np.testing.assert_array_equal(o, np.array(GPU["hash_uint64"]["o"], np.uint64))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_wrapping_arithmetic_warns_no_student(engine):
+    """The GPU wraps silently: no NumPy overflow warning reaches the notebook (each greenlet
+    starts with NumPy's default error state)."""
+    x = np.array(GPU["hash_uint64"]["x"], np.uint64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        emulate_on(engine, hash_uint64, 1, 256, x, np.zeros(200, np.uint64))
+        emulate_on(engine, hash64_names, 1, 256, np.zeros(200, np.int64))
 
 
 @cuda.jit

@@ -336,7 +336,10 @@ class Scheduler:
 
     def _thread_body(self, th: ThreadState):
         try:
-            self.kernel(*self.args)
+            # integer arithmetic wraps at 64 bits as on the GPU (numba_types), silently: each
+            # greenlet starts with NumPy's default error state, which warns on overflow
+            with np.errstate(over="ignore"):
+                self.kernel(*self.args)
         except BaseException as exc:          # noqa: BLE001 - reported by the scheduler
             th.exc = exc
         th.status = DONE
