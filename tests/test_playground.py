@@ -14,6 +14,7 @@ from numba import cuda
 import simtlab
 from simtlab.playground import Playground, playground
 from simtlab.playground.progress import Progress
+from load_support import generous
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -442,7 +443,8 @@ def test_a_prefetch_running_at_exit_is_stopped_and_joined():
     path = Path(__file__).parent / "_prefetch_exit_probe.py"
     path.write_text(code)
     try:
-        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                              timeout=generous(300))
     finally:
         path.unlink()
     assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]

@@ -142,14 +142,15 @@ def test_the_default_limit_grows_with_the_launchs_arrays():
 
     x = np.ones(MIN_ITERATIONS + 4096, np.float32)
     total = np.zeros(1, np.float32)
-    simtlab.emulate(one_thread_sums, 1, 1, x, total, trace=False)
+    run = simtlab.emulate(one_thread_sums, 1, 1, x, total, engine="greenlet")   # traced
     assert total[0] == x.size                 # float32 holds every integer up to 2**24
+    assert len(run.accesses("x")) == x.size
 
 
 def test_a_slow_clock_changes_nothing_in_a_correct_launch(monkeypatch):
-    """A machine so busy that the clock seems to run a minute per reading: the launch still
-    runs where it ran (the vector engine), to the same result; before, the vector engine
-    handed it to the greenlet engine after 20 s."""
+    """A machine so busy that the clock seems to run 2 s per reading: the launch still runs
+    where it ran (the vector engine), to the same result; before, the vector engine handed it
+    to the greenlet engine after 20 s."""
     @cuda.jit
     def loops(out):
         t = cuda.threadIdx.x
@@ -161,7 +162,7 @@ def test_a_slow_clock_changes_nothing_in_a_correct_launch(monkeypatch):
     clock = [0.0]
 
     def slow_clock():
-        clock[0] += 0.5              # half a second per reading: 2000 iterations read it ~30 times
+        clock[0] += 2.0              # 2000 iterations read it ~30 times: a minute, not ten
         return clock[0]
 
     monkeypatch.setattr(time, "perf_counter", slow_clock)
