@@ -24,7 +24,7 @@ TIMINGS_PATH = Path(__file__).parent / "data" / "h100_timings.json"
 
 # Options of simtlab.emulate() that mean nothing on a GPU; launch() accepts and ignores
 # them, so the same call works on both paths.
-EMULATOR_ONLY_OPTIONS = {"trace", "order", "seed", "time_limit", "max_steps"}
+EMULATOR_ONLY_OPTIONS = {"trace", "order", "seed", "time_limit", "max_iterations", "max_steps"}
 
 
 class GpuUnavailableError(RuntimeError):

@@ -67,8 +67,14 @@ def find_nvcc() -> str | None:
     return None
 
 
+# Seconds a compile may take before it counts as hung: nvcc needs seconds on an idle machine,
+# minutes on a busy one (CI on 2 cores at load 6-8 once took over 300 s), never an hour.
+COMPILE_TIMEOUT = 1800
+
+
 def _nvcc_version(nvcc: str) -> str:
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                         timeout=COMPILE_TIMEOUT).stdout
     for token in out.replace(",", " ").split():
         if token.startswith("V") and token[1:2].isdigit():
             return token[1:]
@@ -79,7 +85,7 @@ def _compile_with_nvcc(nvcc: str, path: Path, arch: str) -> CompileResult:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [nvcc, f"-arch={arch}", "-std=c++17", "-cubin", "-Werror", "all-warnings",
                "-o", str(Path(tmp) / "out.cubin"), str(path)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT)
     tool = f"nvcc {_nvcc_version(nvcc)} ({arch})"
     return CompileResult(path, tool, proc.returncode == 0, proc.stdout + proc.stderr)
 

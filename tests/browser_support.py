@@ -25,7 +25,15 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from load_support import generous
+
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _ms(seconds: float) -> int:
+    """A browser wait, in Playwright's milliseconds, for a step of ``seconds`` on an idle machine."""
+    return int(generous(seconds) * 1000)
+
 
 CHROMIUM = Path(os.environ.get("SIMTLAB_CHROMIUM", "/usr/bin/chromium"))
 # Root needs --no-sandbox; the rest keeps a headless Chromium off the (closed) network.
@@ -59,7 +67,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_get(url: str, timeout: float = generous(5.0)) -> tuple[int, bytes]:
     """(status, body) of a GET; status 0 when nothing answers."""
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
@@ -119,7 +127,7 @@ class LabServer:
         self.env = dict(os.environ if env is None else env)
         self.proc: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 120.0) -> "LabServer":
+    def start(self, timeout: float = generous(120.0)) -> "LabServer":
         settings = self.root / "user-settings"
         for name, value in _TEST_USER_SETTINGS.items():
             path = settings / name
@@ -250,14 +258,14 @@ class NotebookPage:
         self.server = server
         self.name = name
 
-    def open(self, expected_cells: int = 1, timeout_ms: int = 120_000) -> None:
+    def open(self, expected_cells: int = 1, timeout_ms: int = _ms(120)) -> None:
         """Open the notebook; wait until its kernel is idle and ``expected_cells`` cells are in the page
         (with windowingMode 'none' every cell gets there; with windowing only those on screen do)."""
         self.page.goto(self.server.url(self.name))
         self.page.wait_for_selector(f"{_PANEL} .jp-Cell", timeout=timeout_ms)
         self.page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status=idle]", timeout=timeout_ms)
         try:
-            self.page.wait_for_function(_CELL_COUNT_JS, arg=expected_cells, timeout=30_000, polling=200)
+            self.page.wait_for_function(_CELL_COUNT_JS, arg=expected_cells, timeout=_ms(30), polling=200)
         except Exception:
             pass                    # the caller's count assertion says how many arrived
 
@@ -265,7 +273,7 @@ class NotebookPage:
     def cells(self):
         return self.page.locator(f"{_PANEL} .jp-WindowedPanel-viewport > .jp-Cell")
 
-    def run_all(self, timeout_ms: int = 300_000, start_timeout_ms: int = 30_000, tries: int = 3) -> float:
+    def run_all(self, timeout_ms: int = _ms(300), start_timeout_ms: int = _ms(30), tries: int = 3) -> float:
         """Run > Run All Cells from the menu; wait until every code cell ran and the kernel
         is idle. Returns the wall time in seconds.
 
@@ -314,7 +322,7 @@ class NotebookPage:
         return (f"page state {json.dumps(state)}; screenshot {shot}; "
                 f"JupyterLab log tail:\n{log_tail(self.server.log, 2000)}")
 
-    def save(self, path: Path, timeout_s: float = 30.0) -> dict:
+    def save(self, path: Path, timeout_s: float = generous(30.0)) -> dict:
         """Save with Ctrl+S and return the saved notebook's JSON (read from ``path``)."""
         before = path.stat().st_mtime_ns
         self._activate()

@@ -16,13 +16,16 @@ from typing import NamedTuple
 import nbformat
 from nbclient import NotebookClient
 
+from load_support import generous
+
 __all__ = ["CellResult", "execute_notebook", "check_cell_results", "cell_results", "error_text", "check_outcomes",
            "output_text", "checker_source_lines", "leaked_checker_lines", "student_failures"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def execute_notebook(path_or_nb, timeout: int = 120, cwd: str | os.PathLike | None = None) -> nbformat.NotebookNode:
+def execute_notebook(path_or_nb, timeout: int = int(generous(120)),
+                     cwd: str | os.PathLike | None = None) -> nbformat.NotebookNode:
     """Execute a notebook (a path or a NotebookNode) and return the executed copy.
 
     The kernel is ``python3``, errors do not stop the run (``allow_errors=True``),

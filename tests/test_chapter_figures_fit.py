@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from load_support import generous
+
 REPO = Path(__file__).resolve().parent.parent
 MASTERS = sorted((REPO / "solutions").glob("*.ipynb"))
 
@@ -18,7 +20,7 @@ MASTERS = sorted((REPO / "solutions").glob("*.ipynb"))
 def test_every_chapter_figure_fits():
     env = dict(os.environ, MPLBACKEND="Agg")
     done = subprocess.run([sys.executable, str(REPO / "tests" / "figure_fit_survey.py"), *map(str, MASTERS)],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=env, timeout=generous(600))
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["errors"] == [], report["errors"]          # the survey ran every chapter through

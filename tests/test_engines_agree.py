@@ -217,7 +217,7 @@ def spins_forever(x):
     (early_return_barrier, 64, simtlab.BarrierError, {}),
     (unwritten_shared, 64, simtlab.UninitializedReadError, {}),
     (shuffle_in_a_branch, 32, simtlab.WarpCollectiveError, {}),
-    (spins_forever, 32, simtlab.RunawayKernelError, {"max_steps": 2000}),
+    (spins_forever, 32, simtlab.RunawayKernelError, {"max_iterations": 2000}),
 ])
 def test_errors_agree(agree, kernel, size, error, kw):
     with pytest.raises(error):

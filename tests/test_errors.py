@@ -1,7 +1,5 @@
 """Every kernel error is an EmulationError that names block, thread, line and the fix."""
 
-import time
-
 import numpy as np
 import pytest
 from numba import cuda, float32
@@ -186,28 +184,17 @@ def test_static_shared_memory_over_48_kib():
     assert "'b'" in str(e.value)
 
 
-def test_runaway_kernel_is_stopped_by_the_time_limit():
+def test_runaway_kernel_is_stopped_by_its_loop_iterations():
     @cuda.jit
     def spin(x):
         i = 0
         while x[0] == 0:          # nothing ever writes x[0]
             i += 1
 
-    t0 = time.perf_counter()
-    with pytest.raises(simtlab.RunawayKernelError, match="time_limit") as e:
-        simtlab.emulate(spin, 1, 1, np.zeros(1, np.int64), trace=False, time_limit=0.5)
-    assert time.perf_counter() - t0 < 5
-    assert e.value.line is not None
-
-
-def test_runaway_kernel_is_stopped_by_the_step_budget():
-    @cuda.jit
-    def spin(x):
-        while True:
-            x[0] += 1
-
-    with pytest.raises(simtlab.RunawayKernelError, match="max_steps"):
-        simtlab.emulate(spin, 1, 1, np.zeros(1, np.int64), max_steps=10_000)
+    with pytest.raises(simtlab.RunawayKernelError, match="10,000 loop iterations") as e:
+        simtlab.emulate(spin, 1, 1, np.zeros(1, np.int64), trace=False, max_iterations=10_000)
+    assert e.value.source.strip() == "while x[0] == 0:          # nothing ever writes x[0]"
+    assert "max_iterations=40_000" in e.value.fix
 
 
 def test_python_errors_in_kernels_and_unsupported_api():

@@ -163,6 +163,26 @@ def test_run_student_kernel_emulation_error_keeps_message_and_original():
     assert isinstance(info.value.original, simtlab.OutOfBoundsError)
 
 
+@cuda.jit
+def _spinning_kernel(x, out):
+    i = cuda.grid(1)
+    j = 0
+    while j < x.size:              # j never grows
+        out[i] = x[j]
+
+
+def test_a_runaway_exercise_kernel_is_not_told_to_raise_a_limit_it_cannot_reach():
+    """The check makes the launch: the fix points at the loop, not at max_iterations."""
+    x = np.arange(32, dtype=np.float32)
+    with pytest.raises(CheckFailed, match="runaway kernel") as info:
+        run_student_kernel(_spinning_kernel, 1, 32, x, poison(32), max_iterations=1000)
+    err = info.value.original
+    assert isinstance(err, simtlab.RunawayKernelError) and err.count == 1000
+    assert err.fix.startswith("look for a loop whose condition never becomes false")
+    assert "max_iterations=" not in err.fix and "far fewer times" in err.fix
+    assert "max_iterations=" not in str(info.value).split("fix:")[1]
+
+
 def test_run_student_kernel_launch_error_is_a_check_failure():
     with pytest.raises(CheckFailed, match="takes 2 arguments, the launch passes 0") as info:
         run_student_kernel(_unguarded_kernel, 1, 32)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import free_port, http_get, log_tail, stop_process_group, wait_for_lab
+from load_support import generous
 
 REPO = Path(__file__).resolve().parent.parent
 SKIP_DIRS = {".venv", ".git", "work", "artifacts", "build", "dist", "__pycache__", ".pytest_cache",
@@ -104,7 +105,7 @@ def test_fresh_install_from_the_readme(tmp_path):
                                 stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_lab(base, token, proc, log, timeout=600)
+        wait_for_lab(base, token, proc, log, timeout=generous(600))
         setup_s = time.monotonic() - start
         venv_python = checkout / ".venv" / "bin" / "python"
         assert venv_python.exists(), "the README's command did not make .venv"
@@ -140,13 +141,13 @@ def test_fresh_install_from_the_readme(tmp_path):
     elsewhere = tmp_path / "elsewhere"  # not beside the checkout's folder, which is also named simtlab
     elsewhere.mkdir()
     result = subprocess.run([str(venv_python), "-c", probe], cwd=elsewhere, env=env, capture_output=True,
-                            text=True, timeout=300)
+                            text=True, timeout=generous(300))
     assert result.returncode == 0, f"in the fresh venv:\n{result.stdout}\n{result.stderr}"
     assert str(checkout) in result.stdout, f"simtlab imported from elsewhere: {result.stdout}"
     assert not cuda_distributions(venv_python, env), (
         "the student install pulled CUDA wheels a machine without a GPU never uses")
     ext = subprocess.run([str(checkout / ".venv" / "bin" / "jupyter"), "labextension", "list"], env=env,
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True, timeout=generous(120))
     assert "@jupyter-widgets/jupyterlab-manager" in ext.stdout + ext.stderr, (
         "the widgets' JupyterLab extension is missing in the fresh venv (widgets would show "
         "'Error displaying widget'):\n" + ext.stdout + ext.stderr)

@@ -2,8 +2,10 @@
 
 One run grades every kind of submission (tests/test_grading_support.py) through the command
 line, with a 5 s cell timeout and 2 jobs; the tests below read its gradebook, feedback and
-results.  Each submission must get the grade it deserves, the right flag, and the whole run
-must end within its timeouts.
+results.  Each submission must get the grade it deserves and the right flag; a submission
+that loops is stopped by its timeouts (flagged, not waited for).  How long grading takes is
+measured by benchmarks/grading_throughput.py, not asserted here: on a busy machine the
+wall-clock time measures the machine as much as the grader.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from simtlab.cli import main as simtlab_main
 from simtlab.grading import GradeOptions, load_master, rebuild, run_notebook
 from simtlab.grading.gradebook import score_chapter
 from test_grading_support import EXPECTED, GOOD_MEAN, GOOD_SQUARE, HIDDEN_SOURCE, MAX, answered, submissions, tiny_master
+from load_support import generous
 
 CELL_TIMEOUT = 5
 MASTER_NAME = "01_tiny.ipynb"
@@ -71,21 +74,16 @@ def graded(course):
     before = _snapshot(subs)
 
     out = course / "grades"
-    start = time.monotonic()
     rc, stdout, stderr = _cli(subs, "--out", out, "--solutions", course / "solutions", "--jobs", 2,
                               "--cell-timeout", CELL_TIMEOUT, "--notebook-timeout", 60, "--memory-limit", 2)
-    seconds = time.monotonic() - start
     with open(out / "gradebook.csv", newline="") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
-    return {"rc": rc, "stdout": stdout, "stderr": stderr, "seconds": seconds, "rows": rows, "out": out,
+    return {"rc": rc, "stdout": stdout, "stderr": stderr, "rows": rows, "out": out,
             "subs": subs, "before": before, "course": course}
 
 
-def test_run_completes_within_its_timeouts(graded):
+def test_run_completes_and_grades_every_submission(graded):
     assert graded["rc"] == 0, graded["stdout"] + graded["stderr"]
-    # 16 notebooks, 2 at a time, each run twice (checks apart, nbval for feedback); the slowest
-    # (the loop in square) needs three check timeouts and two cell timeouts
-    assert graded["seconds"] < 240, f"grading took {graded['seconds']:.0f} s"
     assert set(graded["rows"]) == set(EXPECTED), graded["stdout"]
 
 
@@ -160,11 +158,10 @@ def test_results_json_details(graded):
 def test_rerun_skips_graded_students(graded):
     results = graded["out"] / "results"
     before = {p.name: p.read_bytes() for p in results.glob("*.json")}
-    start = time.monotonic()
     rc, stdout, _ = _cli(graded["subs"], "--out", graded["out"], "--solutions", graded["course"] / "solutions",
                          "--cell-timeout", CELL_TIMEOUT)
     assert rc == 0
-    assert time.monotonic() - start < 10  # nothing was run again
+    # nothing was run again: every student skipped, no result rewritten
     assert stdout.count("skipped") == len(EXPECTED) and "graded  " not in stdout
     assert {p.name: p.read_bytes() for p in results.glob("*.json")} == before
     assert not list(graded["out"].rglob("*.tmp"))  # atomic writes leave no temporary files
@@ -226,9 +223,8 @@ def test_notebook_timeout_kills_pytest_and_kernel(course, tmp_path):
         "        pass"
     )
     rebuilt = rebuild(master, answered(stubborn, GOOD_MEAN))
-    start = time.monotonic()
     run = run_notebook(rebuilt.nb, tmp_path / "work", cell_timeout=60, notebook_timeout=20)
-    assert time.monotonic() - start < 40
+    # stopped by the notebook limit (20 s), not by the cell's (60 s): killed, never ended
     assert run.killed and not run.ended
     kernel_pid = None
     for line in (tmp_path / "work" / "private" / "results.jsonl").read_text().splitlines():
@@ -236,7 +232,7 @@ def test_notebook_timeout_kills_pytest_and_kernel(course, tmp_path):
         if body.get("type") == "kernel":
             kernel_pid = body["pid"]
     assert kernel_pid is not None
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + generous(5)
     while psutil.pid_exists(kernel_pid) and time.monotonic() < deadline:
         try:
             if psutil.Process(kernel_pid).status() == psutil.STATUS_ZOMBIE:

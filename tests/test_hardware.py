@@ -8,6 +8,7 @@ import pytest
 
 from simtlab import backend
 from simtlab.hardware import GIB, H100_SXM, KIB, MIB, DeviceProperties, query_device
+from load_support import generous
 
 
 def test_h100_reference_figures():
@@ -58,6 +59,6 @@ def test_importing_touches_no_gpu():
     code = ("import sys, simtlab.hardware, simtlab.backend as b; "
             "assert b._probe_result is None; "
             "assert 'cupy' not in sys.modules; print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=generous(120))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

@@ -14,6 +14,7 @@ from numba import cuda
 import simtlab
 from simtlab.playground import Playground, playground
 from simtlab.playground.progress import Progress
+from load_support import generous
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -442,7 +443,8 @@ def test_a_prefetch_running_at_exit_is_stopped_and_joined():
     path = Path(__file__).parent / "_prefetch_exit_probe.py"
     path.write_text(code)
     try:
-        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                              timeout=generous(300))
     finally:
         path.unlink()
     assert done.returncode == 0 and "terminate called" not in done.stderr, done.stderr[-2000:]
@@ -468,3 +470,55 @@ def test_prefetch_draws_the_tab_in_view():
     pg.controls["block"].value = 256
     assert pg.run is neighbour and len(_pngs(pg.tabs.children[1])) == 2
     pg.wait_for_prefetch(120)
+
+
+@cuda.jit
+def waits_for_a_flag(flag, out):
+    i = cuda.grid(1)
+    while flag[0] == 0:               # nothing sets the flag
+        out[i] += 1
+
+
+def test_the_playground_passes_the_limits_and_its_card_says_how_to_raise_them_there():
+    from simtlab.plots.run_report import error_card_html
+    flag, out = np.zeros(1, np.int32), np.zeros(32, np.int32)
+    pg = playground(waits_for_a_flag, 1, 32, flag, out, max_iterations=300)
+    err = pg.error
+    assert isinstance(err, simtlab.RunawayKernelError)
+    assert (err.limit, err.count, err.thread) == ("max_iterations", 300, (0, 0, 0))
+    # the fix names the parameter as it is passed here, with a value that allows more
+    assert err.fix.endswith("simtlab.playground(..., max_iterations=1_200)")
+    assert "simtlab.playground(..., max_iterations=1_200)" in error_card_html(err)
+    assert pg.tabs.selected_index == 3, "the error card is in view"
+    # the wall-clock backstop passes through too, and its card says it is wall-clock
+    pg = playground(waits_for_a_flag, 1, 32, flag, out, max_iterations=10**15, time_limit=0.2)
+    assert pg.error.limit == "time_limit" and "wall-clock" in pg.error.problem
+    assert pg.error.fix.endswith("simtlab.playground(..., time_limit=0.8)")
+    # and a correct launch runs with no wall-clock limit at all
+    pg = playground(scale_1d, 2, 32, np.ones(64, np.float32), np.zeros(64, np.float32),
+                    time_limit=None)
+    assert pg.error is None and np.all(pg.outputs["out"] == 3)
+
+
+def test_the_progress_bar_counts_blocks_and_estimates_the_time_left(monkeypatch):
+    import simtlab.playground.progress as progress
+    now = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: now[0])
+    bar = widgets.IntProgress(layout=widgets.Layout(display="none"))
+    p = Progress(bar, show_after=1.0)
+    texts = []
+    for t, done in ((2.0, 1), (10.0, 5), (12.0, 1), (13.0, 2), (22.0, 10)):
+        now[0] = t
+        p(done, 10)
+        texts.append(bar.description)
+    assert texts == [
+        "1/10 blocks, ~18 s left",      # 2 s for the first block, 9 to go
+        "5/10 blocks, ~10 s left",      # 2 s a block
+        "1/10 blocks",                  # the greenlet engine runs the launch again: no rate yet
+        "2/10 blocks, ~8 s left",       # 1 s a block since it started again
+        "10/10 blocks"]
+    now[0] = 3.0
+    long = Progress(bar, show_after=0.0)
+    now[0] = 6.0
+    long(1, 1001)
+    assert bar.description == "1/1001 blocks, ~50 min left"

@@ -44,6 +44,15 @@ def test_parse_launch_reads_recipes_numbers_and_variables():
     assert launch["options"] == {"nbytes": 8000.0}
 
 
+def test_parse_launch_reads_the_emulators_limits():
+    for text, options in (("max_iterations=5_000", {"max_iterations": 5000}),
+                          ("time_limit=None", {"time_limit": None}),
+                          ("time_limit=90 max_iterations=1e7", {"time_limit": 90.0,
+                                                                 "max_iterations": 10_000_000})):
+        launch = parse_launch(f"grid=1 block=32 a=rand(32) out=zeros(32) {text}", ["a", "out"], {})
+        assert launch["options"] == options
+
+
 @pytest.mark.parametrize("line, message", [
     ("block=128 a=rand(10) out=zeros(10)", "no grid="),
     ("grid=8 a=rand(10) out=zeros(10)", "no block="),
@@ -62,6 +71,9 @@ def test_parse_launch_reads_recipes_numbers_and_variables():
     ("grid=8 block=128 a=rand(10) out=zeros(10) a=ones(2)", "'a' is given twice"),
     ("grid=8 block=128 a=rand(10) out", "'out' is not name=value"),
     ("grid=8 block=128 a=rand(10) out=zeros(10) shared=-1", "shared must be a number >= 0"),
+    ("grid=8 block=128 a=rand(10) out=zeros(10) max_iterations=0", "max_iterations must be a whole number >= 1"),
+    ("grid=8 block=128 a=rand(10) out=zeros(10) max_iterations=2.5", "max_iterations must be a whole number >= 1"),
+    ("grid=8 block=128 a=rand(10) out=zeros(10) time_limit=0", "time_limit must be seconds > 0, or None"),
     ("grid=8 block=128 a=1+ out=zeros(10)", "is not a value"),
 ])
 def test_each_bad_argument_is_named_with_its_fix(line, message):
@@ -144,6 +156,21 @@ def test_2d_inputs_hide_the_input_size_control(ip):
     assert result.result.controls["block"].layout.display != "none"
     one_d = ip.run_cell("%%simt grid=8 block=128 a=rand(1000) out=zeros(1000)\n" + KERNEL).result
     assert one_d.controls["size"].layout.display != "none" and ("1000", 1000) in one_d.controls["size"].options
+
+
+def test_a_runaway_cell_says_how_to_raise_the_limit_on_the_simt_line(ip):
+    cell = ("%%simt grid=1 block=32 flag=zeros(1) out=zeros(32) max_iterations=300\n"
+            "@cuda.jit\n"
+            "def waits(flag, out):\n"
+            "    i = cuda.grid(1)\n"
+            "    while flag[0] == 0:\n"
+            "        out[i] += 1\n")
+    result = ip.run_cell(cell)
+    assert result.success, result.error_in_exec
+    err = result.result.error
+    assert err.limit == "max_iterations" and err.count == 300
+    assert err.line == 4 and err.source.strip() == "while flag[0] == 0:"   # the cell's 4th line
+    assert err.fix.endswith("add max_iterations=1_200 to the %%simt line")
 
 
 def test_magic_reports_a_bad_argument_as_a_usage_error(ip, capsys):

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import free_port, http_get, log_tail, stop_process_group, wait_for_lab
+from load_support import generous
 from test_fresh_install import copy_checkout
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,7 +99,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     dist = tmp_path / "dist"
 
     # 1. the wheel, built as the README says, holds the whole course and no answers
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, checkout], timeout=300)
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", dist, checkout], timeout=generous(300))
     wheels = list(dist.glob("simtlab-*.whl"))
     assert len(wheels) == 1, wheels
     names = set(zipfile.ZipFile(wheels[0]).namelist())
@@ -111,9 +112,9 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     # 2. a fresh venv with the wheel and the grade extra (nbval, ipykernel), nothing of this venv
     env = _clean_env(tmp_path)
     venv = tmp_path / "venv"
-    _run([_base_python(), "-m", "venv", venv], env=env, timeout=120)
+    _run([_base_python(), "-m", "venv", venv], env=env, timeout=generous(120))
     py = venv / "bin" / "python"
-    _run([py, "-m", "pip", "install", "-q", "--no-compile", f"{wheels[0]}[grade]"], env=env, timeout=600)
+    _run([py, "-m", "pip", "install", "-q", "--no-compile", f"{wheels[0]}[grade]"], env=env, timeout=generous(600))
     installed_s = time.monotonic() - start
 
     # 3. `simtlab open --no-browser` in an empty folder: chapters copied, JupyterLab answers
@@ -132,7 +133,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_for_lab(base, token, proc, log, timeout=180)
+        wait_for_lab(base, token, proc, log, timeout=generous(180))
         status, body = http_get(f"{base}/lab?token={token}")
         assert status == 200 and b"JupyterLab" in body, f"/lab answered HTTP {status}"
         status, body = http_get(f"{base}/api/contents?token={token}")
@@ -152,7 +153,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     copy["cells"][0]["source"] = "my notes\n" + "".join(copy["cells"][0]["source"])
     (work / CHAPTER).write_text(json.dumps(copy))
     edited = (work / CHAPTER).read_bytes()
-    _run([venv / "bin" / "simtlab", "open", "--no-lab"], cwd=student, env=env, timeout=120)
+    _run([venv / "bin" / "simtlab", "open", "--no-lab"], cwd=student, env=env, timeout=generous(120))
     assert (work / CHAPTER).read_bytes() == edited
 
     # 4. the installed package, not the checkout, serves the kernels and their CUDA C twins
@@ -163,7 +164,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
              "print(sorted(p.name for p in cu_files()))\n"
              "from simtlab.student import hint\nprint(hint('ch03.transpose', 2).levels)\n"
              "print(show_source('scan.cu', 'scan_v2_blelloch').data)\n")
-    out = _run([py, "-c", probe], cwd=student, env=env, timeout=120).stdout.splitlines()
+    out = _run([py, "-c", probe], cwd=student, env=env, timeout=generous(120)).stdout.splitlines()
     assert out[0].startswith(str(venv)), f"simtlab imported from {out[0]}, not the fresh venv"
     assert out[1] == str(sorted(p.name for p in (REPO / "kernels").glob("*.cu"))), out[1]
     assert out[2] == "2", f"hint() found no hints in the wheel's chapters: {out[2]}"
@@ -174,7 +175,7 @@ def test_wheel_installs_and_serves_the_course(tmp_path):
     grading.mkdir()
     shutil.copy2(REPO / "solutions" / CHAPTER, grading / CHAPTER)
     result = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", CHAPTER],
-                            cwd=grading, env=env, capture_output=True, text=True, timeout=600)
+                            cwd=grading, env=env, capture_output=True, text=True, timeout=generous(600))
     assert result.returncode == 0, f"{CHAPTER} under nbval from the wheel:\n{result.stdout[-6000:]}"
     print(f"wheel built in {built_s:.0f} s, installed by {installed_s:.0f} s, all done in "
           f"{time.monotonic() - start:.0f} s")

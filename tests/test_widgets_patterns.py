@@ -1,7 +1,5 @@
 """Chapter 3 plots and the main widget: the numbers come from the trace, the widget reacts fast."""
 
-import time
-
 import numpy as np
 import pytest
 
@@ -107,11 +105,18 @@ def test_patterns_widget_reacts_and_is_fast():
     w.controls["warp"].value = 0
 
 
-def test_patterns_widget_dropdown_answers_under_200_ms():
+def test_patterns_widget_dropdown_only_swaps_what_was_drawn_in_advance(monkeypatch):
+    """Every version is emulated and drawn when the widget is built: picking one runs nothing
+    again (how fast that is, is measured by benchmarks/widget_latency.py, not here)."""
+    import simtlab.widgets.patterns as module
     w = patterns_widget("copy v2 coalesced")
-    for version in w.controls["version"].options:             # every version is drawn in advance
-        t = time.perf_counter()
+
+    def again(*args, **kwargs):
+        raise AssertionError("the dropdown emulated or drew a version again")
+    for name in ("_emulate", "plot_warp_footprint", "figure_to_png"):
+        monkeypatch.setattr(module, name, again)
+    for version in w.controls["version"].options:
         w.controls["version"].value = version
-        assert time.perf_counter() - t < 0.2, version
+        assert version in w.summary.value
     with pytest.raises(ValueError, match="unknown version"):
         patterns_widget("transpose v9")

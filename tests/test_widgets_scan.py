@@ -1,21 +1,25 @@
 """The scan widget: the dropdowns change the picture and the numbers, from the emulator's trace."""
 
-import time
-
 import pytest
 
 from simtlab.widgets import scan_widget
 from simtlab.widgets.scan import SCAN_VERSIONS, scan_block_run
 
 
-def test_dropdown_changes_figure_and_summary():
+def test_dropdown_changes_figure_and_summary(monkeypatch):
+    import simtlab.widgets.scan as module
     w = scan_widget()
     assert list(w.controls["version"].options) == list(SCAN_VERSIONS)
+
+    def again(*args, **kwargs):
+        raise AssertionError("a version of the default size was emulated or drawn again")
+    # every version of the default size was made when the widget was built: picking one only
+    # swaps cached images (how fast: benchmarks/widget_latency.py)
+    monkeypatch.setattr(module, "scan_block_run", again)
+    monkeypatch.setattr(module, "figure_to_png", again)
     seen = {}
     for v in SCAN_VERSIONS:
-        t0 = time.perf_counter()
         w.controls["version"].value = v
-        assert time.perf_counter() - t0 < 0.2, f"{v}: a cached version must switch in < 200 ms"
         assert w.figure.value[:8] == b"\x89PNG\r\n\x1a\n"
         seen[v] = (w.figure.value, w.summary.value)
     assert len({png for png, _ in seen.values()}) == len(SCAN_VERSIONS)

@@ -52,7 +52,7 @@ class KernelBinder:
         self.numba_typing = numba_typing
         self._done: dict[int, types.FunctionType] = {}
         self.codes: set = set()          # code objects of kernel + device functions
-        self.globals_dicts: list = []    # where the line hook lives (see instrument.py)
+        self.globals_dicts: list = []    # where the line and loop hooks live (see instrument.py)
         self.instrument_lines = instrument_lines
         self.register_code = register_code
         self.uninstrumented: list = []   # functions whose source could not be found
@@ -86,17 +86,16 @@ class KernelBinder:
                 if _cell_has_value(old):
                     new.cell_contents = self._replacement(old.cell_contents, names)
         if self.instrument_lines or self.numba_typing:
-            from .instrument import HOOK, instrument
+            from .instrument import HOOK, LOOP_HOOK, instrument
             values = tuple(c.cell_contents if _cell_has_value(c) else None for c in cells or ())
-            new_globals[HOOK] = _no_thread
+            new_globals[HOOK] = new_globals[LOOP_HOOK] = _no_thread
             made = instrument(func, index, new_globals, values, lines=self.instrument_lines)
             if made is not None:
                 if self.numba_typing:
                     made.__code__ = retype_constants(made.__code__)
                 bound = made
                 self._done[key] = bound
-                if self.instrument_lines:
-                    self.globals_dicts.append(new_globals)
+                self.globals_dicts.append(new_globals)     # its hooks follow the running thread
             elif self.instrument_lines:
                 self.uninstrumented.append(func.__name__)
                 warnings.warn(UntracedSourceWarning(
@@ -134,7 +133,7 @@ class KernelBinder:
         return value
 
 
-def _no_thread(site):
+def _no_thread(*site):
     raise RuntimeError("an instrumented kernel ran outside the emulator's scheduler")
 
 

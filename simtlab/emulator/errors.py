@@ -84,9 +84,59 @@ class UninitializedReadError(EmulationError):
 
 
 class RunawayKernelError(EmulationError):
-    """The kernel ran past its step or time budget: most likely an endless loop."""
+    """A thread ran more loop iterations than ``max_iterations`` (most likely an endless
+    loop), or the launch ran past ``time_limit`` seconds of wall-clock time (the backstop).
+
+    ``limit``: which of the two stopped it; ``count``: the iterations the thread ran, or the
+    seconds; ``raise_to``: a larger value of that limit, which the fix suggests. ``advise``
+    rewrites the fix for where the launch came from (the playground, ``%%simt``, an exercise
+    check)."""
 
     title = "runaway kernel"
+    limit: str | None = None
+    count = None
+    raise_to = None
+    _cause = ""          # the fix's first part: what to look for
+    _raise = ""          # its second part: when raising the limit is the fix, then how
+
+    @classmethod
+    def too_many_iterations(cls, limit: int, **where):
+        err = cls(
+            f"a thread ran {limit:,} loop iterations without finishing, the limit on loop "
+            f"iterations per thread (max_iterations={limit:_}; every pass through a loop body "
+            "counts one, on both engines, traced or not, however fast the machine is): most "
+            "likely a loop that never ends", **where)
+        err.limit, err.count, err.raise_to = "max_iterations", limit, 4 * limit
+        err._cause = ("look for a loop whose condition never becomes false (a loop variable "
+                      "that is not updated, or a thread waiting for a value no thread writes)")
+        err._raise = "if the kernel is right and its threads loop that often, allow more:"
+        return err.advise()
+
+    @classmethod
+    def out_of_time(cls, seconds: float, **where):
+        err = cls(
+            f"the launch ran longer than {seconds:g} s of wall-clock time (time_limit="
+            f"{seconds:g}). Wall-clock time depends on how busy the machine is: a large launch "
+            "on a slow or loaded machine can take this long with no loop running away "
+            "(loops are stopped by max_iterations, which counts iterations, not seconds)",
+            **where)
+        err.limit, err.count, err.raise_to = "time_limit", seconds, 4 * seconds
+        err._cause = "a smaller launch, or trace=False, runs faster"
+        err._raise = "to wait longer, pass more seconds (None: no wall-clock limit):"
+        return err.advise()
+
+    def advise(self, how=None, *, instead: str | None = None):
+        """Put in the fix how to pass the larger limit where the student is: ``how(name,
+        value)`` writes it (default ``emulate(..., name=value)``); ``instead``: what to say
+        where the student cannot change the limit (an exercise's check). Returns the error."""
+        if instead is None:
+            how = how or (lambda name, value: f"emulate(..., {name}={value})")
+            value = f"{self.raise_to:_}" if isinstance(self.raise_to, int) else \
+                f"{self.raise_to:g}"
+            instead = f"{self._raise} {how(self.limit, value)}"
+        self.fix = f"{self._cause}; {instead}"
+        self.args = (self._format(),)
+        return self
 
 
 class UntracedSourceWarning(UserWarning):

@@ -9,6 +9,10 @@ switches threads, so recording a line costs one C call.
 
 The result counts lines as ``sys.settrace`` does: a loop header once per iteration plus once
 for the exit test, an ``if`` line once, each statement of the branch taken once.
+
+Every loop body also starts with ``__simt_loop__()``, traced or not: the running thread's
+iteration counter (see ``Scheduler``), which stops a runaway kernel after the same number of
+iterations however fast the machine runs (``launch_spec.iteration_limit``).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .contraction import ADD_SUB, is_product, product_temporaries
 from .numba_types import TYPED_BINOPS, TYPED_FUSED, TYPED_UNARY
 
 HOOK = "__simt_line__"
+LOOP_HOOK = "__simt_loop__"
 
 
 class _Instrument(ast.NodeTransformer):
@@ -71,6 +76,19 @@ class _Instrument(ast.NodeTransformer):
         for h in node.handlers:
             h.body = self._body(h.body)
         return node
+
+
+class _CountLoopIterations(ast.NodeTransformer):
+    """``__simt_loop__()`` first in every loop body: one call per iteration of the thread,
+    located at the loop's header (a runaway error points at the loop that ran away)."""
+
+    def _loop(self, node):
+        self.generic_visit(node)              # nested loops count their own iterations
+        call = ast.Call(func=ast.Name(LOOP_HOOK, ast.Load()), args=[], keywords=[])
+        node.body.insert(0, ast.copy_location(ast.Expr(call), node))
+        return node
+
+    visit_For = visit_While = _loop
 
 
 class _TypedArithmetic(ast.NodeTransformer):
@@ -257,8 +275,8 @@ def _binop_global(name):
 
 def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
                closure_values: tuple | None, *, lines: bool = True):
-    """A copy of ``func`` with numba-typed arithmetic that (``lines``) records every executed
-    statement, or None without source."""
+    """A copy of ``func`` with numba-typed arithmetic and counted loop iterations that
+    (``lines``) records every executed statement, or None without source."""
     parsed = parse_function(func)
     if parsed is None:
         return None
@@ -268,6 +286,7 @@ def instrument(func: types.FunctionType, code_index: int, new_globals: dict,
     fdef.decorator_list = []             # @cuda.jit: the function itself is wanted
     if lines:
         _Instrument(code_index).visit(fdef)
+    _CountLoopIterations().visit(fdef)
     _TypedArithmetic(product_temporaries(fdef)).visit(fdef)
     for name, typed in (*TYPED_BINOPS.items(), *TYPED_UNARY.items(), *TYPED_FUSED.items()):
         new_globals[_binop_global(name)] = typed

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import time
+import warnings
 
 import numpy as np
 
 from .binding import plain_function
 from .errors import EmulationError, LaunchError
-from .launch_spec import MAX_TRACE, Launch
+from .launch_spec import MAX_TRACE, TIME_LIMIT, Launch
 from .limits import as_dim3, check_launch
 from .run import Run
 from .scheduler import Scheduler
@@ -16,9 +18,10 @@ from . import vector
 
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
-            order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-            max_steps: int = 1_000_000, max_trace: int = MAX_TRACE, checks: bool = True,
-            engine: str | None = None, trace_blocks: int | None = None, progress=None) -> Run:
+            order: str = "in_order", seed: int = 0, max_iterations: int | None = None,
+            time_limit: float | None = TIME_LIMIT, max_trace: int = MAX_TRACE,
+            checks: bool = True, engine: str | None = None, trace_blocks: int | None = None,
+            progress=None, max_steps: int | None = None) -> Run:
     """Run a numba-cuda kernel on the CPU, warp by warp, and return its :class:`Run`.
 
     NumPy arrays among ``args`` are the kernel's global memory and are updated in place.
@@ -41,12 +44,27 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     engine runs blocks in chunks and reports a chunk's blocks when the chunk ends; a launch the
     greenlet engine runs again counts from 1 again). When the kernel fails, the
     ``EmulationError``'s ``.run`` is the partial :class:`Run` (the trace up to the fault).
+
+    Runaway kernels: a thread that runs more than ``max_iterations`` loop iterations (passes
+    through the body of a ``for`` or ``while`` loop, device functions included) is stopped
+    with a ``RunawayKernelError``. The count is the same on both engines, traced or not, and
+    on any machine, so a launch is stopped at the same thread, line and partial trace every
+    time. The default (None) is scaled to the launch: the larger of 1,048,576 and the
+    number of elements in the launch's arrays (``Launch.iteration_limit``). ``time_limit``
+    is only a backstop, in seconds of wall-clock time (default 600; None: none), for
+    launches so large that they run for minutes: its error says it is wall-clock time.
+    ``max_steps`` is the former name of ``max_iterations``.
     """
+    if max_steps is not None:
+        warnings.warn("emulate(max_steps=) is now max_iterations= (loop iterations per "
+                      "thread)", DeprecationWarning, stacklevel=2)
+        if max_iterations is None:
+            max_iterations = max_steps
     if getattr(kernel, "is_cuda_c", False):     # CUDA C: NVRTC's PTX runs in the PTX engine
         from .ptx.engine import emulate_cuda_c
         return emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes=shared_bytes,
                               trace=trace, order=order, seed=seed, time_limit=time_limit,
-                              max_steps=max_steps, max_trace=max_trace, checks=checks,
+                              max_iterations=max_iterations, max_trace=max_trace, checks=checks,
                               engine=engine, trace_blocks=trace_blocks, progress=progress)
     if engine is None:
         engine = os.environ.get("SIMTLAB_ENGINE", "auto")
@@ -85,8 +103,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
         kernel_args.append(value)
     launch = Launch(func, griddim, blockdim, tuple(kernel_args), tuple(names),
                     shared_bytes=int(shared_bytes), trace=bool(trace), order=order, seed=seed,
-                    time_limit=time_limit, max_steps=max_steps, max_trace=max_trace,
-                    checks=checks, progress=progress,
+                    time_limit=time_limit, max_iterations=max_iterations, max_trace=max_trace,
+                    checks=checks, progress=progress, started=time.perf_counter(),
                     trace_blocks=None if trace_blocks is None else int(trace_blocks))
     try:
         trace_ = _run_engines(launch, engine)

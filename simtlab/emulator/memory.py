@@ -109,8 +109,6 @@ class TracedArray:
                 ci = st._add_code(f.f_code)
             th = st.cur
             rec((th.gtid, self._id, flat, 0, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
-            if len(th.lines) > st.max_steps:
-                st._too_many_steps()
         if self._written is not None and not self._written[flat]:
             raise self._uninitialised(idx, _getframe(1))
         return self._root[flat]
@@ -142,8 +140,6 @@ class TracedArray:
                 ci = st._add_code(f.f_code)
             th = st.cur
             rec((th.gtid, self._id, flat, 1, make_site(ci, f.f_lineno), st.epoch, th.wstate.wsync))
-            if len(th.lines) > st.max_steps:
-                st._too_many_steps()
         if self._convert is not None:
             value = self._convert(value)
         self._root[flat] = value

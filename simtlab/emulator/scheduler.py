@@ -37,7 +37,8 @@ READY, RUNNING, BARRIER, COLLECTIVE, DONE = range(5)
 
 
 class _Stop(BaseException):
-    """Raised asynchronously inside a runaway kernel (time or step budget exceeded)."""
+    """Raised asynchronously inside a kernel that ran past ``time_limit`` (the wall-clock
+    backstop; loops are stopped by their iteration count, see ``ThreadState.loops``)."""
 
 
 class Dim3(tuple):
@@ -56,9 +57,9 @@ class Dim3(tuple):
 class ThreadState:
     __slots__ = ("gtid", "tid", "threadIdx", "lane", "warp", "wstate", "g", "status", "resume",
                  "exc", "wait_kind", "wait_site", "wait_value", "wait_arg", "wait_mask",
-                 "wait_frame", "lines", "barriers", "calls")
+                 "wait_frame", "lines", "barriers", "calls", "loops", "loop_step")
 
-    def __init__(self, gtid, tid, tidx, wstate):
+    def __init__(self, gtid, tid, tidx, wstate, iteration_limit):
         self.gtid = gtid
         self.tid = tid
         self.threadIdx = tidx
@@ -78,6 +79,11 @@ class ThreadState:
         self.lines = []     # sites this thread executed, in order (when tracing lines)
         self.barriers = []  # len(lines) at each block barrier it passed: where each epoch ends
         self.calls = {}     # n-th call of shared.array / local.array at a site
+        # the loop iterations it may still run: each loop body starts by taking one
+        # (instrument.py), and the one past the limit raises StopIteration (a C call per
+        # iteration; see Scheduler.iterations)
+        self.loops = iter(range(iteration_limit))
+        self.loop_step = self.loops.__next__
 
 
 class WarpState:
@@ -137,7 +143,7 @@ class Scheduler:
         self.checks = launch.checks
         self.rng = np.random.default_rng(launch.seed) if launch.order == "random" else None
         self.time_limit = launch.time_limit
-        self.max_steps = launch.max_steps
+        self.iteration_limit = launch.iteration_limit
         self.max_trace = launch.max_trace
         self.trace_blocks = launch.trace_blocks   # trace only blocks below this linear id (None: all)
         self.progress = launch.progress           # progress(blocks done, blocks) after each block
@@ -162,7 +168,6 @@ class Scheduler:
         self._shared_layout: dict = {}    # array id -> base offset
         self._dynamic = None
         self._main = None
-        self._stop_reason = None
         self._async_target = None
         self.elapsed_s = None
 
@@ -224,14 +229,10 @@ class Scheduler:
         th = self.cur
         self.rec((th.gtid, array_id, flat, kind, make_site(ci, frame.f_lineno), self.epoch,
                   th.wstate.wsync))
-        if len(th.lines) > self.max_steps:
-            self._too_many_steps()
 
-    def _too_many_steps(self):
-        if self._stop_reason is None:
-            self._stop_reason = (f"a thread ran more than {self.max_steps:,} source lines "
-                                 "(max_steps)")
-            raise _Stop()
+    def iterations(self, th: ThreadState) -> int:
+        """The loop iterations ``th`` has run (passes through a loop body)."""
+        return self.iteration_limit - th.loops.__length_hint__()
 
     # --- errors -----------------------------------------------------------------------------
     def error(self, cls, problem, frame=None, *, fix=None):
@@ -267,11 +268,10 @@ class Scheduler:
         where = dict(block=tuple(self.blockIdx), thread=tuple(th.threadIdx), line=line,
                      source=source, function=function)
         if isinstance(exc, _Stop):
-            return RunawayKernelError(
-                self._stop_reason or "the kernel ran too long", **where,
-                fix="look for a loop whose condition never becomes false (a loop variable "
-                    "that is not updated, or a thread waiting for a value no one writes); "
-                    "raise time_limit= or max_steps= if the kernel is just large")
+            return self._out_of_time(where)
+        if isinstance(exc, StopIteration) and tb is not None and \
+                not th.loops.__length_hint__():
+            return RunawayKernelError.too_many_iterations(self.iteration_limit, **where)
         if isinstance(exc, IndexError):
             from .errors import OutOfBoundsError
             return OutOfBoundsError(
@@ -297,8 +297,10 @@ class Scheduler:
         with lock:
             if finished[0]:
                 return
-            self._stop_reason = f"the launch ran longer than {self.time_limit:g} s (time_limit)"
             self._raise_async()
+
+    def _out_of_time(self, where: dict):
+        return RunawayKernelError.out_of_time(self.time_limit, **where)
 
     # --- running ----------------------------------------------------------------------------
     def run(self):
@@ -307,32 +309,40 @@ class Scheduler:
         lock, finished = threading.Lock(), [False]
         timer = None
         if self.time_limit:
-            timer = threading.Timer(self.time_limit, self._watchdog, (lock, finished))
+            started = self.launch.started
+            spent = 0.0 if started is None else time.perf_counter() - started
+            timer = threading.Timer(max(0.0, self.time_limit - spent), self._watchdog,
+                                    (lock, finished))
             timer.daemon = True
-            timer.start()
         t_start = time.perf_counter()
         try:
-            order = range(self.nblocks)
-            if self.rng is not None:
-                order = self.rng.permutation(self.nblocks)
             try:
-                for done, b in enumerate(order, 1):
-                    self._run_block(int(b))
-                    if self.progress is not None:
-                        self.progress(done, self.nblocks)
-            except _Stop:
-                # delivered while the scheduler itself was running, between two threads
-                th = self.cur
-                raise RunawayKernelError(self._stop_reason or "the kernel ran too long",
-                                         block=tuple(self.blockIdx),
-                                         thread=tuple(th.threadIdx) if th else None) from None
+                if timer is not None:
+                    timer.start()
+                self._run_blocks()
+            finally:
+                with lock:
+                    finished[0] = True
+        except _Stop:
+            # delivered while the scheduler itself was running, between two threads
+            th = self.cur
+            raise self._out_of_time(dict(block=tuple(self.blockIdx),
+                                         thread=tuple(th.threadIdx) if th else None)) \
+                from None
         finally:
-            with lock:
-                finished[0] = True
             if timer is not None:
                 timer.cancel()
             self.elapsed_s = time.perf_counter() - t_start
         return self.trace()
+
+    def _run_blocks(self):
+        order = range(self.nblocks)
+        if self.rng is not None:
+            order = self.rng.permutation(self.nblocks)
+        for done, b in enumerate(order, 1):
+            self._run_block(int(b))
+            if self.progress is not None:
+                self.progress(done, self.nblocks)
 
     def _thread_body(self, th: ThreadState):
         try:
@@ -361,7 +371,8 @@ class Scheduler:
         base = b * self.tpb
         for t in range(self.tpb):
             w = warps[t // WARP_SIZE]
-            th = ThreadState(base + t, t, Dim3(t % bx, (t // bx) % by, t // (bx * by)), w)
+            th = ThreadState(base + t, t, Dim3(t % bx, (t // bx) % by, t // (bx * by)), w,
+                             self.iteration_limit)
             th.g = greenlet.greenlet(self._thread_body)
             th.resume = th                   # the first switch hands the thread its state
             w.threads.append(th)
@@ -403,8 +414,9 @@ class Scheduler:
                     self.cur = th
                     fake.threadIdx = th.threadIdx
                     fake.laneid = th.lane
-                    for g in hooks:                 # executed lines go to this thread's list
+                    for g in hooks:     # executed lines and loop iterations count for this thread
                         g["__simt_line__"] = th.lines.append
+                        g["__simt_loop__"] = th.loop_step
                     th.status = RUNNING
                     th.g.switch(th.resume)
                     ran = True
@@ -418,8 +430,6 @@ class Scheduler:
     # --- barriers -----------------------------------------------------------------------------
     def wait_barrier(self, kind, value, frame):
         th = self.cur
-        if len(th.lines) > self.max_steps:
-            self._too_many_steps()
         th.status = BARRIER
         th.wait_kind = kind
         th.wait_site = self.site(frame)

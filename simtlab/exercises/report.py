@@ -331,7 +331,7 @@ def run_student_kernel(kernel, griddim, blockdim, *args, **opts):
     emulator's message, with the emulator's error as ``.original``.
     """
     from simtlab import emulate
-    from simtlab.emulator.errors import EmulationError
+    from simtlab.emulator.errors import EmulationError, RunawayKernelError
 
     try:
         return emulate(kernel, griddim, blockdim, *args, **opts)
@@ -341,6 +341,10 @@ def run_student_kernel(kernel, griddim, blockdim, *args, **opts):
         stub = _stub_in_chain(e)
         if stub is not None:
             raise _not_written(stub, e) from None
+        if isinstance(e, RunawayKernelError) and e.limit == "max_iterations":
+            # the check makes the launch: the limit is not the student's to raise
+            e.advise(instead="the check's launch is small, and a correct kernel loops far "
+                             "fewer times than that")
         failure = CheckFailed(str(e))
         failure.original = e
         raise failure from None

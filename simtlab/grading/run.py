@@ -141,7 +141,7 @@ def run_notebook(
         "-p", "no:cacheprovider", "-p", "nbval.plugin", "-p", "simtlab.grading.nbplugin",
         "--nbval-lax", "--nbval-kernel-name", kernel,
         "--nbval-cell-timeout", repr(float(cell_timeout)),
-        "--nbval-kernel-startup-timeout", "60",
+        "--nbval-kernel-startup-timeout", "180",     # seconds: minutes on a busy machine, not hung
         "--simtlab-results", str(results),
         "--simtlab-memory-limit", str(int(memory_limit)),
         "-q", "--color=no", "-W", "ignore",

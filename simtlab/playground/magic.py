@@ -12,7 +12,9 @@ its kernel -- the ``@cuda.jit`` function, else the last function the cell define
 to ``simtlab.playground`` with one input per parameter, named in the line. Other options:
 ``shared=`` (dynamic shared bytes), ``bytes=`` / ``flops=`` (per launch, for GB/s and FLOP/s
 on a GPU), ``trace=`` (most threads traced), ``seed=``, ``kernel=`` (which function), ``as=``
-(a name for the playground in the notebook).
+(a name for the playground in the notebook), ``max_iterations=`` (loop iterations a thread may
+run before it is stopped as runaway) and ``time_limit=`` (seconds of wall-clock time, or None),
+as in ``simtlab.emulate``.
 ``%%simt --cuda`` takes CUDA C instead (GPU only, see cuda_c.py).
 
 The cell's value is the ``Playground``; ``as=pg`` also binds it to ``pg``, so the arrays of
@@ -30,7 +32,8 @@ import linecache
 from .inputs import InputError, Recipe, parse_value
 
 LAUNCH_KEYS = ("grid", "block")
-OPTION_KEYS = ("shared", "bytes", "flops", "trace", "seed", "kernel", "as")
+OPTION_KEYS = ("shared", "bytes", "flops", "trace", "seed", "kernel", "as", "max_iterations",
+               "time_limit")
 _cells = itertools.count(1)
 
 
@@ -99,6 +102,22 @@ def _number(name: str, text: str, kind=float):
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
         raise MagicError(f"{name}={text}: {name} must be a number >= 0")
     return kind(value)
+
+
+def _count(name: str, text: str) -> int:
+    value = _number(name, text, float)
+    if value < 1 or value != int(value):
+        raise MagicError(f"{name}={text}: {name} must be a whole number >= 1")
+    return int(value)
+
+
+def _seconds(name: str, text: str) -> float | None:
+    if text == "None":
+        return None
+    value = _number(name, text, float)
+    if value <= 0:
+        raise MagicError(f"{name}={text}: {name} must be seconds > 0, or None (no limit)")
+    return value
 
 
 def find_kernel(cell: str, namespace: dict, wanted: str | None = None):
@@ -173,6 +192,10 @@ def parse_launch(line: str, params: list[str], namespace: dict | None = None) ->
         options["max_traced_threads"] = max(1, _number("trace", items["trace"], int))
     if "seed" in items:
         options["seed"] = _number("seed", items["seed"], int)
+    if "max_iterations" in items:
+        options["max_iterations"] = _count("max_iterations", items["max_iterations"])
+    if "time_limit" in items:
+        options["time_limit"] = _seconds("time_limit", items["time_limit"])
     return {"griddim": _launch_dim("grid", items["grid"]), "blockdim": _launch_dim("block", items["block"]),
             "args": args, "options": options}
 
@@ -195,7 +218,7 @@ def simt(line: str, cell: str, namespace: dict):
     from .session import Playground
     recipes = [a if isinstance(a, Recipe) else None for a in launch["args"]]
     pg = Playground(kernel, launch["griddim"], launch["blockdim"], *launch["args"], recipes=recipes,
-                    **launch["options"])
+                    origin="%%simt", **launch["options"])
     if result_name is not None:
         namespace[result_name] = pg
     return pg

@@ -18,8 +18,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from .. import backend
-from ..emulator import EmulationError, emulate
+from ..emulator import EmulationError, RunawayKernelError, emulate
 from ..emulator.binding import plain_function
+from ..emulator.launch_spec import TIME_LIMIT
 from ..emulator.limits import as_dim3
 from ..simt import percent
 from .controls import block_options, grid_options, size_options
@@ -77,7 +78,8 @@ class Playground:
     def __init__(self, kernel, griddim, blockdim, *args, shared_bytes: int = 0,
                  max_traced_threads: int = MAX_TRACED_THREADS, nbytes=None, flops=None,
                  recipes=None, seed: int = 0, gpu: bool | None = None, repeat: int = 20,
-                 prefetch: bool | None = None):
+                 prefetch: bool | None = None, max_iterations: int | None = None,
+                 time_limit: float | None = TIME_LIMIT, origin: str = "playground"):
         self.kernel = kernel
         func = plain_function(kernel)
         self.kernel_name = func.__name__
@@ -90,6 +92,10 @@ class Playground:
         self.inputs = [v.copy() if isinstance(v, np.ndarray) else v for v in values]
         self.size = main_length(self.inputs)
         self.shared_bytes = int(shared_bytes)
+        # the emulator's limits (see emulate()); origin: "playground" or "%%simt", where the
+        # student would raise them (the runaway error's fix says how, there)
+        self.max_iterations, self.time_limit = max_iterations, time_limit
+        self.origin = origin
         self.max_traced_threads = int(max_traced_threads)
         self.nbytes, self.flops, self.repeat = nbytes, flops, repeat
         self.gpu = backend.gpu_available() if gpu is None else bool(gpu)
@@ -127,11 +133,20 @@ class Playground:
         with self._lock:
             try:
                 run = emulate(self.kernel, griddim, blockdim, *args, shared_bytes=self.shared_bytes,
-                              trace_blocks=trace_blocks, progress=progress)
+                              trace_blocks=trace_blocks, progress=progress,
+                              max_iterations=self.max_iterations, time_limit=self.time_limit)
             except EmulationError as exc:
                 error, run = exc, getattr(exc, "run", None)
+                if isinstance(exc, RunawayKernelError):
+                    exc.advise(self._how_to_pass)
         outputs = {n: a for n, a in zip(self.names, args) if isinstance(a, np.ndarray)}
         return run, error, outputs, time.perf_counter() - t0
+
+    def _how_to_pass(self, name: str, value: str) -> str:
+        """How the student passes a larger limit from where this playground was made."""
+        if self.origin == "%%simt":
+            return f"add {name}={value} to the %%simt line"
+        return f"simtlab.playground(..., {name}={value})"
 
     def _launch(self, first=False, key=None):
         self._generation += 1
@@ -418,7 +433,10 @@ def playground(kernel, griddim, blockdim, *args, **options) -> Playground:
     """Emulate ``kernel[griddim, blockdim](*args)`` and show it from every side: mapping,
     memory, divergence, races and errors, barriers, source, GPU, compare. Options:
     ``shared_bytes``, ``max_traced_threads`` (default 8192: larger launches are sampled),
-    ``nbytes`` / ``flops`` (per launch, for GB/s and FLOP/s on a GPU), ``seed``, ``gpu``."""
+    ``nbytes`` / ``flops`` (per launch, for GB/s and FLOP/s on a GPU), ``seed``, ``gpu``,
+    ``max_iterations`` (loop iterations a thread may run before it is stopped as runaway;
+    default: scaled to the launch) and ``time_limit`` (seconds of wall-clock time, a backstop;
+    None: none), as in ``simtlab.emulate``."""
     return Playground(kernel, griddim, blockdim, *args, **options)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...simt import WARP_SIZE
 from ..errors import EmulationError, LaunchError
-from ..launch_spec import GLOBAL_ALIGN, Launch
+from ..launch_spec import GLOBAL_ALIGN, TIME_LIMIT, Launch
 from ..limits import as_dim3, check_launch
 from ..memory import ArrayInfo
 from ..run import Run
@@ -327,8 +327,9 @@ def _check_arguments(kernel, args):
 
 
 def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
-                   order: str = "in_order", seed: int = 0, time_limit: float | None = 20.0,
-                   max_steps: int = 1_000_000, max_trace: int | None = None,
+                   order: str = "in_order", seed: int = 0,
+                   time_limit: float | None = TIME_LIMIT, max_iterations: int | None = None,
+                   max_trace: int | None = None,
                    checks: bool = True, engine: str | None = None,
                    trace_blocks: int | None = None, progress=None) -> Run:
     """``simtlab.emulate`` for a :class:`simtlab.cuda_c.CudaCKernel` (see there)."""
@@ -350,7 +351,7 @@ def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trac
             kernel_args[i] = data
     launch = Launch(kernel, griddim, blockdim, tuple(kernel_args), tuple(names),
                     shared_bytes=int(shared_bytes), trace=bool(trace), time_limit=time_limit,
-                    max_steps=max_steps, max_trace=max_trace or MAX_TRACE, checks=checks,
+                    max_iterations=max_iterations, max_trace=max_trace or MAX_TRACE, checks=checks,
                     progress=progress,
                     trace_blocks=None if trace_blocks is None else int(trace_blocks))
     engine_ = PtxEngine(launch, kernel)

@@ -61,7 +61,8 @@ def _parsed(func, index) -> Function:
 class VectorEngine:
     def __init__(self, launch: Launch):
         self.launch = launch
-        self.time_limit = launch.time_limit
+        self.time_limit = launch.time_limit       # counted from started (Interpreter._iterate)
+        self.iteration_limit = launch.iteration_limit
         binder = _RecordingBinder()
         binder.bind(launch.func)
         self.codes = list(binder.codes_list)
@@ -77,8 +78,8 @@ class VectorEngine:
         self.mem_chunks: list = []
         self.mem_rows = 0
         self.line_chunks: list = []
-        self.iterations = 0
-        self.t0 = 0.0
+        self.line_rows = 0
+        self.t0 = self.started = 0.0
         self.args = self._bind_arguments()
 
     def _blocks_talk(self) -> bool:
@@ -120,6 +121,7 @@ class VectorEngine:
         ``reported``: blocks already announced to ``progress`` by that first attempt."""
         launch = self.launch
         self.t0 = time.perf_counter()
+        self.started = self.t0 if launch.started is None else launch.started
         per_chunk = max(1, CHUNK_LANES // launch.threads_per_block)
         if self._blocks_talk():
             per_chunk = 1

@@ -31,6 +31,22 @@ from .values import (Fallback, Weak, binop, broadcast, cast, compare, is_vector,
                      raw, select, truth, unary)
 
 
+# Loop iterations a chunk may run before the launch goes to the greenlet engine, which counts
+# each thread's iterations exactly and stops a runaway one (Launch.iteration_limit). An
+# iteration of a chunk costs ~20 us + ~5 ns a lane here against ~0.3 us for one thread there,
+# so a runaway kernel is handed over early: after HANDOVER_ITERATIONS, or sooner in a chunk of
+# many lanes (HANDOVER_LANE_ITERATIONS: iterations x lanes), about a second either way. The
+# course stays far below both: 12,401 iterations and 3.2 million lane-iterations in a chunk at
+# most (kernels/gemm.py's v5; benchmarks/loop_iterations_in_course.py).
+HANDOVER_ITERATIONS = 1 << 16
+HANDOVER_LANE_ITERATIONS = 1 << 28
+
+# executed lines (rows of run.lines) a traced launch may record here before it goes to the
+# greenlet engine (see line): 16 bytes a row, as much memory as max_trace's memory rows. The
+# course records 1.4 million at most (a right answer to exercise ch06.blocked).
+HANDOVER_LINE_ROWS = 1 << 24
+
+
 class _Frame:
     __slots__ = ("vars", "defined", "fn", "returned", "retval", "products")
 
@@ -160,7 +176,11 @@ class Interpreter:
         self.cache_entries = max(8, min(256, (1 << 19) // max(n, 1)))
         self.dynamic = None
         self.static_used = 0
-        self.steps = 0
+        # loop iterations run in this chunk: every lane of a loop iterates with it, so no lane
+        # has run more (see _iterate)
+        self.iterations = 0
+        self.handover = min(engine.iteration_limit, HANDOVER_ITERATIONS,
+                            max(1, HANDOVER_LANE_ITERATIONS // n))
         self.exits = 0                            # break/continue/return run so far
         self._last_mask = self._last_canonical = None     # see _mask
         self._last_live, self._last_empty = None, False  # see _empty
@@ -201,21 +221,36 @@ class Interpreter:
         raise err
 
     def line(self, m, site):
-        self.steps += 1
-        if self.steps > self.engine.launch.max_steps:
-            raise Fallback("more lines than max_steps")
         if not self.trace:
             return
-        if m is self.ALL:
-            self.engine.line_chunks.append((self.gtid, site, self.epoch.copy()))
-        else:
-            self.engine.line_chunks.append((self.gtid[m], site, self.epoch[m]))
-
-    def _tick(self):
         e = self.engine
-        e.iterations += 1
-        if e.iterations & 63 == 0 and e.time_limit and \
-                time.perf_counter() - e.t0 > e.time_limit:
+        if m is self.ALL:
+            e.line_chunks.append((self.gtid, site, self.epoch.copy()))
+            e.line_rows += self.n
+        else:
+            g = self.gtid[m]
+            e.line_chunks.append((g, site, self.epoch[m]))
+            e.line_rows += len(g)
+        if e.line_rows > HANDOVER_LINE_ROWS:
+            # a runaway loop traced in lockstep on every lane of a large chunk would fill
+            # memory long before a lane reached the limit; the greenlet engine runs one
+            # thread at a time and stops the first that runs away
+            raise Fallback(f"the trace passed {HANDOVER_LINE_ROWS:,} executed lines")
+
+    def _iterate(self):
+        """One more iteration of a loop whose body some lanes are entering. The chunk's count
+        is an upper bound on each lane's (a lane iterates only with its loop): past the
+        launch's ``iteration_limit`` some lane *may* have run too many, and the greenlet
+        engine, which counts each thread exactly, stops the one that did with its partial
+        trace. The launch is handed over sooner (``HANDOVER_ITERATIONS``): a
+        runaway kernel reaches the limit faster there."""
+        self.iterations += 1
+        if self.iterations > self.handover:
+            raise Fallback(f"a chunk of blocks ran {self.handover:,} loop iterations: the "
+                           "greenlet engine counts each thread's")
+        e = self.engine
+        if self.iterations & 63 == 0 and e.time_limit and \
+                time.perf_counter() - e.started > e.time_limit:
             raise Fallback("the launch ran past time_limit")
 
     # --- running ------------------------------------------------------------------------------
@@ -330,7 +365,6 @@ class Interpreter:
         header = frame.fn.site(s.lineno)
         active = m
         while True:
-            self._tick()
             loop.continued = None
             active = self._live(active, frame, loop)
             if self._empty(active):
@@ -343,6 +377,7 @@ class Interpreter:
             elif not cond:
                 return
             self.line(active, header)
+            self._iterate()
             self.exec_body(s.body, active, frame, loop)
 
     def exec_for(self, s, m, frame):
@@ -357,12 +392,12 @@ class Interpreter:
         header = frame.fn.site(s.lineno)
         if not any(is_vector(b) for b in (start, stop, step)):
             for value in range(int(start), int(stop), int(step)):
-                self._tick()
                 loop.continued = None
                 active = self._live(m, frame, loop)
                 if self._empty(active):
                     return
                 self.line(active, header)
+                self._iterate()
                 self.assign(s.target, value, active, frame)
                 self.exec_body(s.body, active, frame, loop)
             return
@@ -373,7 +408,6 @@ class Interpreter:
         step = int(step)
         active = m
         while True:
-            self._tick()
             loop.continued = None
             active = self._live(active, frame, loop)
             inside = counter < stop if step > 0 else counter > stop
@@ -381,6 +415,7 @@ class Interpreter:
             if self._empty(active):
                 return
             self.line(active, header)
+            self._iterate()
             self.assign(s.target, Weak(counter.copy()), active, frame)
             self.exec_body(s.body, active, frame, loop)
             counter = counter + step
