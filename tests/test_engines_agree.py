@@ -13,6 +13,7 @@ from numba import cuda, float32, int32
 
 import simtlab
 from simtlab.emulator import launch as launch_module
+from simtlab.emulator.vector import values as values_module
 from simtlab.kernels import filter2d, gemm, intro, reduction
 from simtlab.kernels import divergence as dv
 from engines_support import agreeing_run_engines
@@ -498,7 +499,10 @@ def collatz(start, steps):
         steps[i] = k
 
 
-def test_a_divergent_while_loop_agrees_on_the_vector_engine(agree):
+@pytest.mark.parametrize("sparse_from", [None, 64])
+def test_a_divergent_while_loop_agrees_on_the_vector_engine(agree, monkeypatch, sparse_from):
+    if sparse_from:                 # the loop's last iterations divide on the active lanes only
+        monkeypatch.setattr(values_module, "_SPARSE_FROM", sparse_from)
     start = np.concatenate([[1, 2, 27, 97], rng.integers(1, 3000, 196)]).astype(np.int64)
     steps = np.zeros(200, np.int32)
     for trace in (True, False):

@@ -6,7 +6,9 @@ under the lanes that take it, loops run while any lane is still inside, ``break`
 ``continue`` and ``return`` take lanes out. Device functions are inlined (their lines keep
 their own site). The trace gets the same rows as the greenlet engine's: one per access and
 active lane, one per executed line and active lane, with the same epoch and syncwarp counts.
-Anything the engine cannot reproduce exactly (an error, an unsupported construct) raises
+Atomics happen in the greenlet engine's order (``arrays.atomic``); an integer division under
+a mask with few active lanes (a divergent loop's tail) is computed on those lanes only
+(``values.binop``). Anything the engine cannot reproduce exactly (an error, an unsupported construct) raises
 ``Fallback``, and the launch runs again on the greenlet engine from its original inputs.
 """
 
