@@ -77,36 +77,44 @@ def make_case(name, seed=0):
             gemm.gemm_flops(size, size, size))
 
 
-def child(side, name, trace, repeat):
-    """In a fresh process: time the first launch, then ``repeat`` more; print JSON."""
+def child(side, name, trace, repeat, make=make_case, simulator_repeat=0):
+    """In a fresh process: time the first launch, then ``repeat`` more; print JSON. ``make``:
+    the case builder (another benchmark passes its own); numba's simulator launches
+    ``simulator_repeat`` more times after the first (0: its first launch only)."""
     if side == "simulator":
-        kernel, grid, block, args, check, _ = make_case(name)
-        t0 = time.perf_counter()
-        kernel[grid, block](*args)
-        first = time.perf_counter() - t0
-        print(json.dumps({"first_s": first, "median_s": first, "correct": check()}))
+        times, ok = [], True
+        for _ in range(1 + simulator_repeat):
+            kernel, grid, block, args, check, _ = make(name)
+            t0 = time.perf_counter()
+            kernel[grid, block](*args)
+            times.append(time.perf_counter() - t0)
+            ok = ok and bool(check())
+        print(json.dumps({"first_s": times[0], "median_s": float(np.median(times[1:] or times)),
+                          "correct": ok}))
         return
     import simtlab
-    times, ok, engine = [], True, None
+    times, ok, engine, reason = [], True, None, None
     for _ in range(1 + repeat):
-        kernel, grid, block, args, check, _ = make_case(name)
+        kernel, grid, block, args, check, _ = make(name)
         t0 = time.perf_counter()
         run = simtlab.emulate(kernel, grid, block, *args, trace=trace, engine=side)
         if trace:
             run.metrics                    # the analyses the trace is for
         times.append(time.perf_counter() - t0)
-        ok = ok and check()
-        engine = run.engine
+        ok = ok and bool(check())
+        engine, reason = run.engine, run.engine_reason
     print(json.dumps({"first_s": times[0], "median_s": float(np.median(times[1:] or times)),
-                      "correct": ok, "engine": engine}))
+                      "correct": ok, "engine": engine, "engine_reason": reason}))
 
 
-def measure(side, name, trace=True, repeat=0):
+def measure(side, name, trace=True, repeat=0, script=__file__, extra=()):
+    """``child`` in a fresh process (``script``: the benchmark whose ``--child`` runs it;
+    ``extra``: more arguments for it). ``side``: "simulator" or an engine ("auto" too)."""
     env = dict(os.environ)
     if side == "simulator":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    out = subprocess.run([sys.executable, __file__, "--child", side, name,
-                          "--trace", str(int(trace)), "--repeat", str(repeat)],
+    out = subprocess.run([sys.executable, str(script), "--child", side, name,
+                          "--trace", str(int(trace)), "--repeat", str(repeat), *extra],
                          env=env, capture_output=True, text=True)
     if out.returncode != 0 and side == "simulator":
         last = out.stderr.strip().splitlines()[-1]
@@ -114,7 +122,7 @@ def measure(side, name, trace=True, repeat=0):
     if out.returncode != 0:
         raise RuntimeError(f"{side} {name}: {out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    if side != "simulator" and result["engine"] != side:
+    if side in ("greenlet", "vector") and result["engine"] != side:
         raise RuntimeError(f"{name} ran on {result['engine']}, not {side}")
     return result
 

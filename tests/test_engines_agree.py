@@ -13,6 +13,7 @@ from numba import cuda, float32, int32
 
 import simtlab
 from simtlab.emulator import launch as launch_module
+from simtlab.emulator.vector import values as values_module
 from simtlab.kernels import filter2d, gemm, intro, reduction
 from simtlab.kernels import divergence as dv
 from engines_support import agreeing_run_engines
@@ -398,3 +399,119 @@ def test_max_trace_counts_only_the_sampled_blocks(agree):
                         max_trace=3000)
     assert set(err.value.run.memory.block.tolist()) == {0, 1, 2}    # stopped in block 2
     assert len(err.value.run.memory) == 2 * 1279 + 512                # after its first round
+
+
+# --- atomics in the greenlet engine's order, divergent loops ----------------------------------
+# The greenlet engine runs each thread on until it waits: a thread's atomics in a loop all
+# happen before the next thread's. The vector engine keeps that order (vector/arrays.py).
+@cuda.jit
+def atomic_orders(x, total, hist, counter, tickets, shared_out):
+    i = cuda.grid(1)
+    local = cuda.shared.array(8, int32)
+    t = cuda.threadIdx.x
+    if t < 8:
+        local[t] = 0
+    cuda.syncthreads()
+    k = i
+    while k < x.size:                               # grid-stride: several atomics per thread
+        cuda.atomic.add(total, 0, x[k])             # float32: rounds in the threads' order
+        cuda.atomic.add(hist, k % 5, 1)
+        cuda.atomic.max(hist, 5, k % 37)
+        cuda.atomic.add(local, k % 8, 1)
+        k += cuda.gridsize(1)
+    tickets[i] = cuda.atomic.add(counter, 0, 1)     # old value used, once per thread
+    cuda.syncthreads()
+    if t < 8:
+        shared_out[cuda.blockIdx.x, t] = local[t]
+
+
+def test_deferred_atomics_in_a_loop_agree_on_the_vector_engine(agree):
+    x = _f32(3000) * np.float32(1000)
+    total, hist = np.zeros(1, np.float32), np.zeros(6, np.int64)
+    counter, tickets = np.zeros(1, np.int32), np.zeros(192, np.int32)
+    shared_out = np.zeros((3, 8), np.int32)
+    for trace in (True, False):
+        run = simtlab.emulate(atomic_orders, 3, 64, x, total, hist, counter, tickets, shared_out,
+                              trace=trace)
+        assert run.engine == "vector", run.engine_reason
+    # the float sum in the greenlet engine's order: thread by thread, each its own elements
+    expect = np.float32(0)
+    for _ in range(2):
+        for thread in range(192):
+            for k in range(thread, 3000, 192):
+                expect = np.float32(expect + x[k])
+    assert total[0] == expect
+    assert sorted(tickets) == list(range(192, 384))      # the second launch's tickets
+
+
+@cuda.jit
+def used_atomics_in_a_loop(x, acc, olds):
+    i = cuda.grid(1)
+    for j in range(3):
+        olds[i * 3 + j] = cuda.atomic.add(acc, 0, x[i] * float32(j + 1))
+
+
+@cuda.jit
+def cas_retry_count(acc, tries):
+    i = cuda.grid(1)
+    old = acc[0]
+    n = 0
+    while True:
+        n += 1
+        seen = cuda.atomic.cas(acc, 0, old, old + i + 1)
+        if seen == old:
+            break
+        old = seen
+    tries[i] = n
+
+
+def test_atomics_whose_order_the_vector_engine_cannot_keep_run_on_the_greenlet_engine(agree):
+    x = _f32(64)
+    acc, olds = np.zeros(1, np.float32), np.zeros(192, np.float32)
+    run = simtlab.emulate(used_atomics_in_a_loop, 2, 32, x, acc, olds, trace=False)
+    assert run.engine == "greenlet" and "order" in run.engine_reason
+    # thread by thread: thread 0's three adds, then thread 1's...
+    expect, seen = np.float32(0), []
+    for i in range(64):
+        for j in range(3):
+            seen.append(expect)
+            expect = np.float32(expect + x[i] * np.float32(j + 1))
+    assert olds.tolist() == seen and acc[0] == expect
+    acc, tries = np.zeros(1, np.int64), np.zeros(64, np.int64)
+    simtlab.emulate(cas_retry_count, 2, 32, acc, tries, trace=False)
+    assert tries.tolist() == [1] * 64           # no thread is interrupted between read and CAS
+
+
+@cuda.jit
+def collatz(start, steps):
+    i = cuda.grid(1)
+    if i < start.size:
+        n = start[i]
+        k = 0
+        while n != 1:
+            if n % 2 == 0:
+                n = n // 2
+            else:
+                n = 3 * n + 1
+            k += 1
+            if k > 1000:
+                break
+        steps[i] = k
+
+
+@pytest.mark.parametrize("sparse_from", [None, 64])
+def test_a_divergent_while_loop_agrees_on_the_vector_engine(agree, monkeypatch, sparse_from):
+    if sparse_from:                 # the loop's last iterations divide on the active lanes only
+        monkeypatch.setattr(values_module, "_SPARSE_FROM", sparse_from)
+    start = np.concatenate([[1, 2, 27, 97], rng.integers(1, 3000, 196)]).astype(np.int64)
+    steps = np.zeros(200, np.int32)
+    for trace in (True, False):
+        run = simtlab.emulate(collatz, 4, 64, start, steps, trace=trace)
+        assert run.engine == "vector", run.engine_reason
+
+    def reference(n):
+        k = 0
+        while n != 1:
+            n, k = (n // 2 if n % 2 == 0 else 3 * n + 1), k + 1
+        return k
+    assert steps.tolist() == [reference(n) for n in start.tolist()]

@@ -16,7 +16,8 @@ from ..intrinsics import (BIT_INTRINSICS, IntrinsicTypeError, bit_intrinsic, bit
                           fma_dtype, fma_lanes, fma_scalar)
 from ..numba_types import FLOAT_UFUNCS, ROUNDING_UFUNCS, TYPED_MATH_FUNCS, math_result_dtype
 from . import arrays as va
-from .values import Fallback, MixedLanes, Weak, broadcast, is_vector, raw, truth
+from .values import (Fallback, MixedLanes, Weak, broadcast, convert_for_store,
+                     is_vector, raw, truth)
 
 
 class Intrinsic:
@@ -103,6 +104,7 @@ def _barrier(kind):
                 result = (per == eng.tpb).astype(np.int32)
             else:
                 result = (per > 0).astype(np.int32)
+        va.settle_all(eng)                   # deferred atomics happen before the barrier
         eng.end_of_round(finished=False)     # the greenlet engine checks max_trace here
         eng.epoch[m] += 1
         return result
@@ -345,50 +347,25 @@ def _atomic(kind):
             old = None
         if not isinstance(ary, va.VArray):
             raise Fallback("atomic on something other than an array")
-        from ..conversions import store_converter
-        conv = store_converter(ary.dtype)
-        dt = ary.dtype.type
-
-        def lane_value(v, lane):
-            if is_vector(v):
-                x = raw(v)[lane]
-                return x.item()
-            return v.item() if isinstance(v, np.generic) else v
-
-        def update(o, lane):
-            v = lane_value(val, lane)
-            if kind not in ("cas", "compare_and_swap"):
-                v = dt(v if conv is None else conv(v)).item()   # numba: val in the array's type
-            if kind == "add":
-                r = o + v
-            elif kind == "sub":
-                r = o - v
-            elif kind == "max":
-                r = max(o, v)
-            elif kind == "min":
-                r = min(o, v)
-            elif kind == "nanmax":
-                r = np.fmax(o, v)
-            elif kind == "nanmin":
-                r = np.fmin(o, v)
-            elif kind == "and_":
-                r = o & v
-            elif kind == "or_":
-                r = o | v
-            elif kind == "xor":
-                r = o ^ v
-            elif kind == "exch":
-                r = v
-            elif kind == "inc":
-                r = 0 if o >= v else o + 1
-            elif kind == "dec":
-                r = v if (o == 0 or o > v) else o - 1
-            else:
-                r = v if o == lane_value(old, lane) else o
-            return dt(r if conv is None else conv(r))
-
-        return va.atomic(eng, ary, idx, m, site, update)
+        # numba converts the operand to the array's type first (cas: the value it stores)
+        operands = _active_lanes(eng, m, convert_for_store(val, ary.dtype))
+        expected = None
+        if old is not None:
+            expected = _active_lanes(eng, m, raw(old))
+            if (np.asarray(expected).dtype.kind == "f") != (ary.dtype.kind == "f"):
+                raise Fallback("atomic.cas comparing integers with floats")
+        used = id(node) not in frame.fn.discarded_calls
+        return va.atomic(eng, ary, idx, m, site, kind, operands, expected, used)
     return run
+
+
+def _active_lanes(eng, m, v):
+    """One value per active lane (a scalar: repeated)."""
+    if isinstance(v, np.ndarray):
+        v = v.view(np.ndarray)                   # MixedLanes: its lanes' stored values
+        return v if m is eng.ALL else v[m]
+    count = eng.n if m is eng.ALL else int(np.count_nonzero(m))
+    return np.full(count, v)
 
 
 # --- intrinsics and math --------------------------------------------------------------------------

@@ -6,7 +6,9 @@ under the lanes that take it, loops run while any lane is still inside, ``break`
 ``continue`` and ``return`` take lanes out. Device functions are inlined (their lines keep
 their own site). The trace gets the same rows as the greenlet engine's: one per access and
 active lane, one per executed line and active lane, with the same epoch and syncwarp counts.
-Anything the engine cannot reproduce exactly (an error, an unsupported construct) raises
+Atomics happen in the greenlet engine's order (``arrays.atomic``); an integer division under
+a mask with few active lanes (a divergent loop's tail) is computed on those lanes only
+(``values.binop``). Anything the engine cannot reproduce exactly (an error, an unsupported construct) raises
 ``Fallback``, and the launch runs again on the greenlet engine from its original inputs.
 """
 
@@ -89,6 +91,10 @@ class Function:
         self.talks = any(node.__class__ is ast.Attribute and (
             node.attr == "atomic" or node.attr.startswith("threadfence"))
             for node in ast.walk(tree))
+        # calls whose value is thrown away (an atomic as a statement: its old value unused)
+        self.discarded_calls = {id(node.value) for node in ast.walk(tree)
+                                if node.__class__ is ast.Expr
+                                and node.value.__class__ is ast.Call}
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
@@ -171,6 +177,7 @@ class Interpreter:
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
         self.index_cache: dict = {}               # see arrays.locate
         self.memo: dict = {}                      # see index_arithmetic
+        self.atomic_arrays: set = set()           # arrays with atomics: see arrays.atomic
         # lane vectors each of those keeps: about 4 MB of int64 (kept arrays are memory the
         # allocator cannot hand out again: fresh pages cost more than the work they save)
         self.cache_entries = max(8, min(256, (1 << 19) // max(n, 1)))
@@ -260,6 +267,7 @@ class Interpreter:
             frame.vars[name] = value
             frame.defined[name] = self.ALL
         self.exec_body(fn.fdef.body, self.ALL, frame, None)
+        va.forget_order(self)                     # the chunk's deferred atomics happen
 
     def _mask(self, m):
         """``m`` as the canonical all-lanes mask when it is full (cheap fast paths). A loop
