@@ -13,7 +13,7 @@ to ``simtlab.playground`` with one input per parameter, named in the line. Other
 ``shared=`` (dynamic shared bytes), ``bytes=`` / ``flops=`` (per launch, for GB/s and FLOP/s
 on a GPU), ``trace=`` (most threads traced), ``seed=``, ``kernel=`` (which function), ``as=``
 (a name for the playground in the notebook).
-``%%simt --cuda`` takes CUDA C instead (GPU only, see cuda_c.py).
+``%%simt --cuda`` takes CUDA C instead (NVRTC's PTX on the PTX engine, see cuda_c.py).
 
 The cell's value is the ``Playground``; ``as=pg`` also binds it to ``pg``, so the arrays of
 the last run are ``pg.outputs["out"]`` (one entry per array parameter) without ``_`` or
@@ -183,10 +183,10 @@ def simt(line: str, cell: str, namespace: dict):
     unknown = [f for f in flags if f != "cuda"]
     if unknown:
         raise MagicError(f"--{unknown[0]} is not a flag of %%simt; the only one is --cuda (a CUDA C cell)")
+    result_name = _result_name(items)
     if "cuda" in flags:
         from .cuda_c import run_cuda_c
-        return run_cuda_c(line, cell, namespace)
-    result_name = _result_name(items)
+        return run_cuda_c(line, cell, namespace, result_name=result_name)
     kernel = find_kernel(cell, namespace, items.get("kernel"))
     from ..emulator.binding import plain_function
     func = plain_function(kernel)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import backend
 from ..emulator import EmulationError, emulate
-from ..emulator.binding import plain_function
+from ..emulator.binding import kernel_parameters
 from ..emulator.limits import as_dim3
 from ..simt import percent
 from .controls import block_options, grid_options, size_options
@@ -79,9 +79,7 @@ class Playground:
                  recipes=None, seed: int = 0, gpu: bool | None = None, repeat: int = 20,
                  prefetch: bool | None = None):
         self.kernel = kernel
-        func = plain_function(kernel)
-        self.kernel_name = func.__name__
-        self.names = list(func.__code__.co_varnames[:func.__code__.co_argcount])
+        self.kernel_name, self.names = kernel_parameters(kernel)    # Python or CUDA C
         self.rng = np.random.default_rng(seed)
         self.recipes = list(recipes) if recipes is not None else [None] * len(args)
         values = [r.make(self.rng) if isinstance(r, Recipe) else a for r, a in zip(self.recipes, args)] \
