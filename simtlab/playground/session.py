@@ -25,7 +25,7 @@ from ..simt import percent
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
 from .progress import Progress
-from .tabs import DRAW_LOCK, TITLES, make_tabs
+from .tabs import DRAW_LOCK, make_tabs
 
 #: threads traced in one run by default; more run untraced (a sample of the launch)
 MAX_TRACED_THREADS = 8192
@@ -302,8 +302,8 @@ class Playground:
             self.controls[name].observe(lambda c, act=act: None if self._syncing else act(c["new"]), names="value")
         self.progress_bar = widgets.IntProgress(layout=widgets.Layout(display="none", width="400px"))
         self.banner = widgets.HTML()
-        self._tabs = make_tabs()
-        self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=list(TITLES))
+        self._tabs = make_tabs(cuda_c=getattr(self.kernel, "is_cuda_c", False))    # + the PTX tab
+        self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=[t.title for t in self._tabs])
         self._stale = set(range(len(self._tabs)))
         self.tabs.observe(self._tab_picked, names="selected_index")
         self.widget = widgets.VBox([widgets.HBox(list(self.controls.values()),

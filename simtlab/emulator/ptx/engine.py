@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,6 +63,17 @@ def c_signature(source: str, name: str):
     return out
 
 
+@dataclass
+class PtxProfile:
+    """Per PTX instruction of the kernel (``kernel.entry.instructions``, same order): the warps
+    that executed it (``warps``: one per warp per execution) and the lanes active in them
+    (``lanes``), summed over the traced blocks. ``run.ptx_profile`` of a CUDA C run."""
+
+    kernel: object
+    warps: np.ndarray
+    lanes: np.ndarray
+
+
 class PtxEngine:
     """Runs one checked launch of a ``CudaCKernel``."""
 
@@ -85,6 +97,8 @@ class PtxEngine:
                              params={p.name: p for p in entry.params},
                              registers=entry.registers)
         self.steps = _compiled(kernel, self.layout)
+        count = len(entry.instructions)
+        self.profile = PtxProfile(kernel, np.zeros(count, np.int64), np.zeros(count, np.int64))
         self.talks = any(s.talks for s in self.steps)
 
     # --- layout ------------------------------------------------------------------------------------
@@ -360,11 +374,14 @@ def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trac
         partial = getattr(exc, "partial_trace", None)
         if partial is not None:
             exc.run = Run(partial, kernel.name)
+            exc.run.ptx_profile = engine_.profile if launch.trace else None
         raise
     finally:
         for original, data in copy_back:
             original[...] = data
-    return Run(trace_, kernel.name)
+    run = Run(trace_, kernel.name)
+    run.ptx_profile = engine_.profile if launch.trace else None
+    return run
 
 
 __all__ = ["PtxEngine", "emulate_cuda_c", "c_signature", "WARP_SIZE"]

@@ -78,6 +78,20 @@ class Chunk:
         self.local_stride = engine.local_size
         self.local = np.zeros(n * self.local_stride, np.uint8)
         self.step_ins = None
+        self.warp_starts = np.flatnonzero(self.laneid == 0)   # first lane of each warp
+
+    # --- the per-instruction profile (the PTX source view) -------------------------------------
+    def count_instruction(self, p, m):
+        """One execution of instruction ``p`` by the lanes ``m``: the warps that issue it (any
+        lane active) and the lanes active in them (Nsight's "instructions executed" and
+        "thread instructions executed")."""
+        profile = self.engine.profile
+        if m is None:
+            profile.warps[p] += len(self.warp_starts)
+            profile.lanes[p] += self.n
+        else:
+            profile.warps[p] += np.count_nonzero(np.logical_or.reduceat(m, self.warp_starts))
+            profile.lanes[p] += np.count_nonzero(m)
 
     # --- registers -----------------------------------------------------------------------------
     def put(self, name, value, m):
@@ -404,6 +418,7 @@ class Chunk:
                 self.step_ins = step.ins
                 if trace:
                     self.record_line(m, step.ins.line)
+                    self.count_instruction(p, m)
             if step_kind == "op":
                 try:
                     step.run(self, m)
