@@ -457,3 +457,44 @@ def test_fma_f64_is_exact():
     assert np.array_equal(got, np.array(want))
     # the unfused expression differs somewhere: the test can tell the two apart
     assert not np.array_equal(a * b + c, np.array(want))
+
+
+# --- vector accesses: one access of 8/16 bytes, as the GPU issues it ----------------------------
+VEC4 = r'''
+extern "C" __global__ void copy4(const float4* a, float4* out, int n4) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) out[i] = a[i];
+}
+extern "C" __global__ void race4(float* a) {
+    int i = threadIdx.x;
+    if (i == 0) reinterpret_cast<float4*>(a)[0] = make_float4(1, 2, 3, 4);
+    if (i == 32) a[2] = 5.0f;
+}
+'''
+
+
+def test_float4_access_is_one_request_of_16_byte_lanes():
+    blocks, tpb = 2, 128
+    a = rnd(4 * blocks * tpb)
+    out = np.zeros_like(a)
+    run = simtlab.emulate(simtlab.cuda_c(VEC4, "copy4"), blocks, tpb, a, out, blocks * tpb)
+    assert np.array_equal(out, a)
+    m = run.metrics
+    warps = blocks * tpb // 32
+    assert m["global_requests"] == 2 * warps, "one load and one store request per warp"
+    assert m["global_sectors_per_request"] == 32 * 16 / 32, "32 lanes x 16 bytes = 16 sectors"
+    rows = run.accesses("out", "write")
+    assert len(rows) == blocks * tpb and set(rows.width) == {16}
+    assert np.array_equal(rows.address - run.array("out").base, 16 * rows.thread + 16 * tpb * rows.block)
+    from simtlab.plots.mapping import mapping_from_run
+    from simtlab.analysis.gemm import loads_per_element
+    thread = mapping_from_run(run, "out")["thread"].reshape(-1)
+    assert np.array_equal(thread, np.tile(np.arange(tpb).repeat(4), blocks)), "every float of a float4"
+    assert (loads_per_element(run, "a") == 1).all()
+
+
+def test_float4_write_races_with_a_scalar_write_to_any_of_its_floats():
+    run = simtlab.emulate(simtlab.cuda_c(VEC4, "race4"), 1, 64, np.zeros(4, np.float32))
+    assert run.metrics["races"] == 1
+    race = run.races[0]
+    assert race.index == (2,) and sorted(race.lines) == [8, 9]

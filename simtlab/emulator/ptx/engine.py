@@ -2,7 +2,8 @@
 parameters, lay out the address spaces, run chunk by chunk of whole blocks, build the trace.
 
 The trace is built exactly as the vector engine builds its own (the same raw columns, sorted
-into the greenlet engine's order by ``VectorEngine._memory_records``), so ``Run``, its
+into the greenlet engine's order by ``VectorEngine._memory_order``; plus each access's own byte
+address and width, so that a float4 access is one 16-byte access), so ``Run``, its
 metrics, races and every plot read a CUDA C run unchanged.
 """
 
@@ -249,7 +250,18 @@ class PtxEngine:
         return self.trace()
 
     # the vector engine's own trace builders: same columns, same order
-    _memory_records = VectorEngine._memory_records
+    _memory_order = VectorEngine._memory_order
+
+    def _memory_records(self):
+        """The vector engine's columns in its order, with each access's own byte address and
+        width (``tracing.build_memory``'s ``exact``)."""
+        if not self.mem_chunks:
+            return ("columns", np.zeros((7, 0), np.int64))
+        rows = np.concatenate(self.mem_chunks, axis=1)
+        self.mem_chunks = []
+        rows = rows[:, self._memory_order(rows)]
+        return ("columns", rows[:7], {"address": rows[8], "width": rows[9]})
+
     _line_columns = VectorEngine._line_columns
 
     def trace(self) -> Trace:

@@ -299,23 +299,23 @@ class Chunk:
         return old
 
     def record(self, lanes, region, a, width, kind, ins):
-        item = region.itemsize
-        offsets = range(0, width, item) if width >= item else (0,)
-        site = make_site(0, ins.line)
-        e = self.engine
-        for off in offsets:
-            k = len(lanes)
-            cols = np.empty((8, k), np.int64)
-            cols[0] = self.gtid[lanes]
-            cols[1] = region.aid
-            cols[2] = (a + off - region.start) // item
-            cols[3] = kind
-            cols[4] = site
-            cols[5] = self.epoch[lanes]
-            cols[6] = self.wsync[lanes]
-            cols[7] = self.phase[lanes]
-            e.mem_chunks.append(cols)
-            e.mem_rows += k
+        """One trace row per lane and access, as the GPU issues it: a ``.v4.f32`` access is one
+        16-byte access (one request of its warp), its index that of its first element, its
+        byte address and width recorded as they are (rows 8 and 9)."""
+        k = len(lanes)
+        cols = np.empty((10, k), np.int64)
+        cols[0] = self.gtid[lanes]
+        cols[1] = region.aid
+        cols[2] = (a - region.start) // region.itemsize
+        cols[3] = kind
+        cols[4] = make_site(0, ins.line)
+        cols[5] = self.epoch[lanes]
+        cols[6] = self.wsync[lanes]
+        cols[7] = self.phase[lanes]
+        cols[8] = self.engine.arrays[region.aid].base + (a - region.start)
+        cols[9] = width
+        self.engine.mem_chunks.append(cols)
+        self.engine.mem_rows += k
 
     # --- warps -----------------------------------------------------------------------------------
     def warp_or(self, m, bits):
