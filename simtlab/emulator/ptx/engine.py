@@ -98,6 +98,7 @@ class PtxEngine:
                              params={p.name: p for p in entry.params},
                              registers=entry.registers)
         self.steps = _compiled(kernel, self.layout)
+        self.line_starts = _line_starts(entry)
         count = len(entry.instructions)
         self.profile = PtxProfile(kernel, np.zeros(count, np.int64), np.zeros(count, np.int64))
         self.talks = any(s.talks for s in self.steps)
@@ -283,6 +284,24 @@ def _compiled(kernel, layout):
     if steps is None:
         steps = cache[key] = compile_entry(kernel.entry, layout)
     return steps
+
+
+def _line_starts(entry) -> list:
+    """Per instruction: may a lane start a CUDA C line here? Not where the same line already
+    ran earlier in the same basic block (NVRTC interleaves the instructions of neighbouring
+    lines: `3 4 3 4` is one execution of each line, as the numba twin's trace has it, not
+    four). A lane inside a basic block ran every instruction before it there, so this is
+    decided once per kernel; a jump resets the lane's line (``lane_line = -1``)."""
+    starts_block = set(entry.labels.values())
+    out, seen = [], set()
+    for i, ins in enumerate(entry.instructions):
+        if i in starts_block:
+            seen = set()
+        out.append(ins.line not in seen)
+        seen.add(ins.line)
+        if ins.parts[0] in ("bra", "ret", "exit"):
+            seen = set()
+    return out
 
 
 def _demangle(name: str) -> str:

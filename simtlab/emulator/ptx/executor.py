@@ -390,6 +390,7 @@ class Chunk:
         limit = self.launch.time_limit
         count = 0
         trace = self.trace
+        line_starts = self.engine.line_starts
         while True:
             if uniform is None:
                 runnable = ~(done | waiting)
@@ -417,7 +418,8 @@ class Chunk:
                 step_kind = step.kind
                 self.step_ins = step.ins
                 if trace:
-                    self.record_line(m, step.ins.line)
+                    if line_starts[p]:
+                        self.record_line(m, step.ins.line)
                     self.count_instruction(p, m)
             if step_kind == "op":
                 try:
