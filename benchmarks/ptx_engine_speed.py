@@ -17,24 +17,15 @@ import numpy as np
 
 import simtlab
 from simtlab import cuda_c_kernels as CC
-from simtlab.emulator.ptx import executor
 from simtlab.kernels import reduction as R
 from simtlab.versions import emulate as emulate_numba, find
 
 
 def count_thread_instructions(kernel, grid, block, *args) -> int:
-    """Executed PTX instructions times active lanes, for one launch (a counting run)."""
-    counted = [0]
-    original = executor.Chunk.record_line
-
-    def count(self, m, line):
-        counted[0] += self.n if m is None else int(np.count_nonzero(m))
-    executor.Chunk.record_line = count
-    try:
-        simtlab.emulate(kernel, grid, block, *args, trace=True)
-    finally:
-        executor.Chunk.record_line = original
-    return counted[0]
+    """Executed PTX instructions times active lanes, for one launch: the traced run's own
+    per-instruction profile (``run.ptx_profile``, what the PTX source view shows)."""
+    run = simtlab.emulate(kernel, grid, block, *args, trace=True)
+    return int(run.ptx_profile.lanes.sum())
 
 
 def best_of(repeat, fn) -> float:

@@ -16,6 +16,7 @@ import functools
 import hashlib
 import linecache
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,11 +121,43 @@ def _compile(source: str, filename: str, options: tuple) -> str:
 @dataclass(frozen=True)
 class _SourceCode:
     """What ``Run.source`` and the source view read from a kernel's code object: the file
-    (real, or a ``<cuda_c ...>`` name registered in ``linecache``) and the kernel's name."""
+    (real, or a ``<cuda_c ...>`` name registered in ``linecache``), the kernel's name and
+    the lines of its definition (``source_lines``, as ``inspect.getsourcelines`` gives a
+    Python function's)."""
 
     co_filename: str
     co_name: str
     co_firstlineno: int = 1
+    co_lastlineno: int = 0
+
+    def source_lines(self) -> tuple[list[str], int]:
+        lines = linecache.getlines(self.co_filename)
+        if not lines:
+            raise OSError(f"no source for {self.co_filename}")
+        last = self.co_lastlineno or len(lines)
+        return lines[self.co_firstlineno - 1:last], self.co_firstlineno
+
+
+def kernel_line_span(source: str, name: str) -> tuple[int, int]:
+    """``(first, last)`` 1-based lines of the ``__global__`` function ``name`` in ``source``:
+    from the line of its declaration to the line of its closing brace (braces counted outside
+    comments and strings); the whole file when the declaration cannot be found."""
+    m = re.search(r"__global__[^;{(]*?\b" + re.escape(name) + r"\s*\(", source)
+    if m is None:
+        return 1, source.count("\n") + 1
+    start = source.rfind("\n", 0, m.start()) + 1
+    text = re.sub(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"",
+                  lambda c: re.sub(r"[^\n]", " ", c.group()), source[m.start():], flags=re.S)
+    depth, seen = 0, False
+    for pos, ch in enumerate(text):
+        if ch == "{":
+            depth, seen = depth + 1, True
+        elif ch == "}":
+            depth -= 1
+            if seen and depth == 0:
+                end = m.start() + pos
+                return source.count("\n", 0, start) + 1, source.count("\n", 0, end) + 1
+    return source.count("\n", 0, start) + 1, source.count("\n") + 1
 
 
 class CudaCKernel:
@@ -153,7 +186,7 @@ class CudaCKernel:
             raise KeyError(f"no __global__ kernel named {name!r} in {filename} (its PTX entries: "
                            f"{known}; a kernel needs extern \"C\" to keep its plain name)")
         self.entry = self.module.entries[name]
-        self.code = _SourceCode(filename, name)
+        self.code = _SourceCode(filename, name, *kernel_line_span(source, name))
         self.constants: dict = {}
 
     def set_constant(self, name: str, values) -> None:
@@ -174,6 +207,17 @@ class CudaCKernel:
     @property
     def __name__(self):          # what emulate() and the playground call a kernel by
         return self.name
+
+    @property
+    def parameter_names(self) -> list[str]:
+        """The CUDA C names of the kernel's parameters (the PTX's ``name_param_0`` ... when
+        the declaration cannot be read: a macro, a template)."""
+        from .emulator.ptx.engine import c_signature
+
+        signature = c_signature(self.source, self.name)
+        if signature is None or len(signature) != len(self.entry.params):
+            return [p.name for p in self.entry.params]
+        return [name for name, _, _ in signature]
 
     def __repr__(self):
         params = ", ".join(f"{p.type} {p.name}" for p in self.entry.params)

@@ -50,12 +50,14 @@ def test_a_race_gives_a_different_answer_on_the_gpu():
     assert not result["outputs"]["total"]["match"]
 
 
-def test_cuda_c_cell_runs_on_the_gpu():
+def test_cuda_c_cell_runs_on_the_cpu_and_the_gpu_and_they_agree():
     code = """extern "C" __global__ void twice(const float* a, float* out, int n) {
         int i = blockIdx.x * blockDim.x + threadIdx.x;
         if (i < n) out[i] = 2.0f * a[i];
     }"""
     ns = {"a0": np.arange(1000, dtype=np.float32)}
-    result = run_cuda_c("--cuda grid=8 block=128 a=a0 out=zeros(1000) n=1000", code, ns)
-    assert result.ran and np.array_equal(result.outputs["out"], 2 * ns["a0"])
-    assert result.timing["median_ms"] > 0
+    pg = run_cuda_c("--cuda grid=8 block=128 a=a0 out=zeros(1000) n=1000", code, ns)
+    assert pg.run.engine == "ptx" and np.array_equal(pg.outputs["out"], 2 * ns["a0"])
+    result, reason = pg.gpu_result()
+    assert reason == "" and result["all_match"] and result["median_ms"] > 0
+    assert "equal the PTX engine's" in pg.banner.value

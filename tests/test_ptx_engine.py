@@ -373,13 +373,13 @@ def test_unsupported_instruction_names_it_and_the_line():
 extern "C" __global__ void rev(unsigned* x) {
     unsigned v = x[threadIdx.x];
     unsigned r;
-    asm("brev.b32 %0, %1;" : "=r"(r) : "r"(v));
+    asm("bfind.u32 %0, %1;" : "=r"(r) : "r"(v));
     x[threadIdx.x] = r;
 }
 '''
     with pytest.raises(EmulationError) as err:
         simtlab.emulate(simtlab.cuda_c(src, "rev"), 1, 32, np.arange(32, dtype=np.uint32))
-    assert "brev.b32" in str(err.value) and err.value.line == 5
+    assert "bfind.u32" in str(err.value) and err.value.line == 5
 
 
 def test_divergent_barrier_is_reported():
@@ -457,3 +457,157 @@ def test_fma_f64_is_exact():
     assert np.array_equal(got, np.array(want))
     # the unfused expression differs somewhere: the test can tell the two apart
     assert not np.array_equal(a * b + c, np.array(want))
+
+
+# --- vector accesses: one access of 8/16 bytes, as the GPU issues it ----------------------------
+VEC4 = r'''
+extern "C" __global__ void copy4(const float4* a, float4* out, int n4) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) out[i] = a[i];
+}
+extern "C" __global__ void race4(float* a) {
+    int i = threadIdx.x;
+    if (i == 0) reinterpret_cast<float4*>(a)[0] = make_float4(1, 2, 3, 4);
+    if (i == 32) a[2] = 5.0f;
+}
+'''
+
+
+def test_float4_access_is_one_request_of_16_byte_lanes():
+    blocks, tpb = 2, 128
+    a = rnd(4 * blocks * tpb)
+    out = np.zeros_like(a)
+    run = simtlab.emulate(simtlab.cuda_c(VEC4, "copy4"), blocks, tpb, a, out, blocks * tpb)
+    assert np.array_equal(out, a)
+    m = run.metrics
+    warps = blocks * tpb // 32
+    assert m["global_requests"] == 2 * warps, "one load and one store request per warp"
+    assert m["global_sectors_per_request"] == 32 * 16 / 32, "32 lanes x 16 bytes = 16 sectors"
+    rows = run.accesses("out", "write")
+    assert len(rows) == blocks * tpb and set(rows.width) == {16}
+    assert np.array_equal(rows.address - run.array("out").base, 16 * rows.thread + 16 * tpb * rows.block)
+    from simtlab.plots.mapping import mapping_from_run
+    from simtlab.analysis.gemm import loads_per_element
+    thread = mapping_from_run(run, "out")["thread"].reshape(-1)
+    assert np.array_equal(thread, np.tile(np.arange(tpb).repeat(4), blocks)), "every float of a float4"
+    assert (loads_per_element(run, "a") == 1).all()
+
+
+def test_float4_write_races_with_a_scalar_write_to_any_of_its_floats():
+    run = simtlab.emulate(simtlab.cuda_c(VEC4, "race4"), 1, 64, np.zeros(4, np.float32))
+    assert run.metrics["races"] == 1
+    race = run.races[0]
+    assert race.index == (2,) and sorted(race.lines) == [8, 9]
+
+
+# --- bit manipulation and activemask, against Python's integers -----------------------------------
+BITS = r'''
+extern "C" __global__ void bits(const unsigned* a, const unsigned* b, const unsigned long long* w,
+                                unsigned* out, unsigned long long* out64, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned x = a[i], y = b[i];
+    unsigned pos = y & 0x3f, len = (y >> 8) & 0x3f;
+    int s;
+    unsigned u, f, p, sel = y >> 16;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(p) : "r"(x), "r"(y), "r"(sel));   // with sign bits
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(s) : "r"(x), "r"(pos), "r"(len));
+    asm("bfe.u32 %0, %1, %2, %3;" : "=r"(u) : "r"(x), "r"(pos), "r"(len));
+    asm("bfi.b32 %0, %1, %2, %3, %4;" : "=r"(f) : "r"(y), "r"(x), "r"(pos), "r"(len));
+    out[8 * i + 0] = __popc(x);
+    out[8 * i + 1] = __clz(x);
+    out[8 * i + 2] = __brev(x);
+    out[8 * i + 3] = (unsigned)s;
+    out[8 * i + 4] = u;
+    out[8 * i + 5] = f;
+    out[8 * i + 6] = p ^ __byte_perm(x, y, y >> 16);      // __byte_perm: selectors & 0x7777
+    out[8 * i + 7] = __popcll(w[i]) + 100u * __clzll(w[i]);
+    out64[i] = __brevll(w[i]);
+}
+extern "C" __global__ void mask(unsigned* out) {
+    if (threadIdx.x % 3 == 0) out[threadIdx.x] = __activemask();
+}
+'''
+
+
+def _bit(v, i):
+    return (v >> i) & 1
+
+
+def _bfe(x, pos, length, signed):
+    pos, length = pos & 0xFF, length & 0xFF
+    sbit = 0 if not signed or length == 0 else _bit(x, min(pos + length - 1, 31))
+    return sum(((_bit(x, pos + i) if i < length and pos + i <= 31 else sbit) << i) for i in range(32))
+
+
+def _bfi(f, base, pos, length):
+    out = base
+    for i in range(length & 0xFF):
+        if (pos & 0xFF) + i <= 31:
+            out = (out & ~(1 << (pos + i))) | (_bit(f, i) << (pos + i))
+    return out & 0xFFFFFFFF
+
+
+def _prmt(a, b, c):
+    both = (b << 32) | a
+    out = 0
+    for i in range(4):
+        s = (c >> (4 * i)) & 0xF
+        byte = (both >> (8 * (s & 7))) & 0xFF
+        if s & 8:
+            byte = 0xFF if byte & 0x80 else 0
+        out |= byte << (8 * i)
+    return out
+
+
+def test_bit_instructions_match_their_ptx_definitions():
+    n = 200
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    a[:4] = [0, 1, 0x80000000, 0xFFFFFFFF]
+    b = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    w = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    w[0] = 0
+    out, out64 = np.zeros(8 * n, np.uint32), np.zeros(n, np.uint64)
+    simtlab.emulate(simtlab.cuda_c(BITS, "bits"), 4, 64, a, b, w, out, out64, n, trace=False)
+    got = out.reshape(n, 8)
+    for i in range(n):
+        x, y, v = int(a[i]), int(b[i]), int(w[i])
+        pos, length = y & 0x3F, (y >> 8) & 0x3F
+        expected = [bin(x).count("1"), 32 - x.bit_length(), int(f"{x:032b}"[::-1], 2),
+                    _bfe(x, pos, length, True), _bfe(x, pos, length, False), _bfi(y, x, pos, length),
+                    _prmt(x, y, y >> 16) ^ _prmt(x, y, (y >> 16) & 0x7777), bin(v).count("1") + 100 * (64 - v.bit_length())]
+        assert [int(g) for g in got[i]] == expected, i
+        assert int(out64[i]) == int(f"{v:064b}"[::-1], 2)
+
+
+def test_activemask_is_the_lanes_running_together():
+    out = np.zeros(64, np.uint32)
+    simtlab.emulate(simtlab.cuda_c(BITS, "mask"), 1, 40, out)
+    lanes = [t for t in range(40) if t % 3 == 0]
+    for t in lanes:
+        expected = sum(1 << (u % 32) for u in lanes if u // 32 == t // 32)
+        assert out[t] == expected
+
+
+def test_interleaved_instructions_of_a_line_give_one_line_row():
+    """NVRTC interleaves line 2's address arithmetic (cvta) with lines 4 and 5 in the block
+    after the branch (lines 2, 4, 5, 2, 5): a lane runs line 5 once, so one line row, not two.
+    (Line 2's first fragment in that block still gives a second row for line 2: a fragment
+    that starts a basic block cannot be told from a new execution without the CFG.)"""
+    src = ('extern "C" __global__ void scale(const float* x, float* y, int n) {\n'
+           '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+           '    if (i < n) {\n'
+           '        float v = x[i] * 2.0f;\n'
+           '        y[i] = v + 1.0f;\n'
+           '    }\n'
+           '}\n')
+    k = simtlab.cuda_c(src, "scale")
+    after_branch = [ins.line for ins in k.entry.instructions][9:17]
+    assert after_branch.count(2) == 2 and 2 in after_branch[after_branch.index(5):], after_branch
+    run = simtlab.emulate(k, 1, 32, rnd(32), np.zeros(32, np.float32), 32)
+    rows = run.line_columns
+    for thread in range(32):
+        mine = rows.line[rows.thread == thread].tolist()
+        assert mine.count(4) == 1 and mine.count(5) == 1, mine
+        assert mine.count(2) == 2, mine

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..emulator.tracing import element_rows
 from . import bank_conflicts, coalescing
 
 __all__ = ["trace_version", "profile", "tile_map", "loads_per_element"]
@@ -78,7 +79,8 @@ def loads_per_element(run, name: str, block: int | None = None, thread: int | No
     rows = run.accesses(name, "read", block=block)
     if thread is not None:
         rows = rows[rows.thread == thread]
-    return np.bincount(rows.index, minlength=int(np.prod(info.shape))).reshape(info.shape)
+    _, index = element_rows(rows.index, rows.width, info.itemsize)     # a float4: 4 elements
+    return np.bincount(index, minlength=int(np.prod(info.shape))).reshape(info.shape)
 
 
 def tile_map(run, name: str, block: int = 0, depth: int | None = None) -> np.ndarray:
@@ -93,7 +95,9 @@ def tile_map(run, name: str, block: int = 0, depth: int | None = None) -> np.nda
     out = np.full(info.shape, -1, np.int64)
     if len(rows) == 0:
         return out
-    r, c = np.unravel_index(rows.index, info.shape)
+    which, index = element_rows(rows.index, rows.width, info.itemsize)
+    rows = rows[which]
+    r, c = np.unravel_index(index, info.shape)
     kpos = c if name == "a" else r                     # A's columns and B's rows run along K
     if depth is None:
         first = rows.epoch == rows.epoch.min()

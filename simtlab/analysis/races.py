@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..keys import maybe_shared, pack, sorted_groups
+from ..emulator.tracing import element_rows
 from ..simt import ATOMIC, KINDS, READ, WRITE
 
 MAX_REPORTED = 1000
@@ -46,6 +47,20 @@ def _ordered(col, i, j):
     return same_block & (other_epoch | (same_warp & other_wsync))
 
 
+def _element_rows(col, width, arrays):
+    """One row per element an access touches: a CUDA C ``float4`` access (one 16-byte trace
+    row, its index the first element's) races with a scalar write to any of its 4 floats."""
+    if not len(width):
+        return col
+    item = np.array([a.itemsize for a in arrays] or [1], np.int64)[col["array"]]
+    rows, index = element_rows(col["index"], width, item)
+    if len(rows) == len(width):
+        return col
+    out = {f: c[rows] for f, c in col.items()}
+    out["index"] = index
+    return out
+
+
 def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
     """Return (races found, list of up to ``limit`` Race records), one per racy address.
     ``mem``: the trace's rows (``run.memory`` or ``run.memory_columns``)."""
@@ -55,6 +70,10 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
     col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in
            ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
             "line")}
+    fields = mem.dtype.names if isinstance(mem, np.ndarray) else mem.names
+    if "width" in fields:             # rows made by hand (tests) may leave it out: one element
+        width = np.asarray(mem["width"])
+        col = _element_rows(col, width if keep_all else width[sel], arrays)
     n = len(col["block"])
     if n == 0:
         return 0, []

@@ -41,6 +41,15 @@ def plain_function(kernel):
     return func
 
 
+def kernel_parameters(kernel) -> tuple[str, list[str]]:
+    """``(kernel name, parameter names)`` of a Python kernel or of a CUDA C kernel
+    (``simtlab.cuda_c``'s, whose names come from its CUDA C declaration)."""
+    if getattr(kernel, "is_cuda_c", False):
+        return kernel.name, list(kernel.parameter_names)
+    func = plain_function(kernel)
+    return func.__name__, list(func.__code__.co_varnames[:func.__code__.co_argcount])
+
+
 class KernelBinder:
     """Makes emulator copies of a kernel and of every device function it reaches."""
 

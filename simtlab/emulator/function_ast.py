@@ -42,7 +42,10 @@ def source_lines(code: types.CodeType) -> tuple[list[str], int]:
     """``(lines, first line number)`` of a function's code object, as
     ``inspect.getsourcelines`` gives them, found from the code's line span first (see
     ``_lines_by_positions``: ``inspect`` also searches every loaded module for the code's file,
-    ~100 ms with a notebook's imports). Raises OSError when the source cannot be read."""
+    ~100 ms with a notebook's imports). Raises OSError when the source cannot be read.
+    A CUDA C kernel's code stand-in (``simtlab.cuda_c``) knows its own lines."""
+    if not isinstance(code, types.CodeType) and hasattr(code, "source_lines"):
+        return code.source_lines()
     found = _lines_by_positions(code, None)
     if found is not None:
         return found[0], found[1]

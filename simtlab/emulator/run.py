@@ -17,6 +17,10 @@ from .tracing import Trace
 class Run:
     """What ``simtlab.emulate`` returns. Heavy columns are built on first use."""
 
+    #: a CUDA C run's per-PTX-instruction counts (``emulator/ptx/engine.PtxProfile``); None
+    #: for a Python kernel or an untraced run
+    ptx_profile = None
+
     def __init__(self, trace: Trace, kernel_name: str):
         launch = trace.launch
         self.kernel_name = kernel_name

@@ -117,8 +117,11 @@ def raw_memory_columns(records) -> tuple:
     return tuple(np.ascontiguousarray(c) for c in raw.T)
 
 
-def build_memory(raw, arrays, tpb, wpb) -> Columns:
-    """``raw``: the columns ``RAW_MEMORY_FIELDS``, rows in the greenlet engine's order."""
+def build_memory(raw, arrays, tpb, wpb, exact=None) -> Columns:
+    """``raw``: the columns ``RAW_MEMORY_FIELDS``, rows in the greenlet engine's order.
+    ``exact``: ``{"address", "width"}`` columns of an engine that knows each access's own byte
+    address and width (the PTX engine: a ``ld.v4.f32`` is one 16-byte access at the address
+    of its first element); otherwise both follow from the array's element."""
     gtid, aid, flat, kind, site, epoch, wsync = (np.asarray(c, np.int64) for c in raw)
     space_of = np.array([SPACE_CODES[a.space] for a in arrays] or [0], np.int64)
     item_of = np.array([a.itemsize for a in arrays] or [1], np.int64)
@@ -126,8 +129,24 @@ def build_memory(raw, arrays, tpb, wpb) -> Columns:
     derived = _thread_fields(tpb, wpb)
     derived.update(space=lambda c: space_of[c.array], width=lambda c: item_of[c.array],
                    address=lambda c: base_of[c.array] + c.index * c.width)
-    return Columns({"gtid": gtid, "epoch": epoch, "wepoch": wsync, "array": aid, "index": flat,
-                    "kind": kind, "site": site}, derived, MEMORY_FIELDS)
+    columns = {"gtid": gtid, "epoch": epoch, "wepoch": wsync, "array": aid, "index": flat,
+               "kind": kind, "site": site}
+    if exact is not None:
+        columns.update(address=np.asarray(exact["address"], np.int64),
+                       width=np.asarray(exact["width"], np.int64))
+    return Columns(columns, derived, MEMORY_FIELDS)
+
+
+def element_rows(index, width, itemsize):
+    """``(rows, element index)``: each trace row once per array element it covers. A row is
+    one access; the PTX engine's vector accesses (a ``float4``: 16 bytes, 4 floats) cover
+    several elements from their ``index`` on; every other access covers one."""
+    count = np.maximum(np.asarray(width, np.int64) // np.asarray(itemsize, np.int64), 1)
+    if (count == 1).all():
+        return np.arange(len(count)), np.asarray(index, np.int64)
+    rows = np.repeat(np.arange(len(count)), count)
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
+    return rows, np.asarray(index, np.int64)[rows] + offsets
 
 
 def _line_table(gtid, site, epoch, tpb, wpb, step=None) -> Columns:
@@ -184,7 +203,8 @@ class Trace:
     arrays: list                   # ArrayInfo of every array the launch touched
     codes: list                    # code objects: the kernel first, then its device functions
     memory_records: object         # list of 7-tuples or an (n, 7) int64 array, or
-                                   # ("columns", (7, n) int64 array); the 7 fields are
+                                   # ("columns", (7, n) int64 array[, {"address",
+                                   # "width"} columns]); the 7 fields are
                                    # RAW_MEMORY_FIELDS, rows in the greenlet engine's order;
                                    # None: not traced
     line_records: object           # [(gtid, [site...], [barrier position...])], or
@@ -200,12 +220,14 @@ class Trace:
         if self.memory_table is not None:
             return self.memory_table
         records = self.memory_records
+        exact = None
         if isinstance(records, tuple) and records[0] == "columns":
             raw = records[1]
+            exact = records[2] if len(records) > 2 else None
         else:
             raw = raw_memory_columns(records)
         return build_memory(raw, self.arrays, self.launch.threads_per_block,
-                            self.launch.warps_per_block)
+                            self.launch.warps_per_block, exact)
 
     def lines(self) -> Columns:
         if isinstance(self.line_records, tuple) and self.line_records[0] == "columns":

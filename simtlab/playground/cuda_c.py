@@ -1,4 +1,4 @@
-"""``%%simt --cuda``: a CUDA C cell, compiled by NVRTC (CuPy's ``RawModule``) and run on the GPU.
+"""``%%simt --cuda``: a CUDA C cell, compiled by NVRTC and run on the CPU by the PTX engine.
 
     %%simt --cuda grid=8 block=128 a=rand(1000) out=zeros(1000) n=1000
     extern "C" __global__ void twice(const float* a, float* out, int n) {
@@ -6,14 +6,14 @@
         if (i < n) out[i] = 2.0f * a[i];
     }
 
-Parameters are read from the signature: a pointer takes a NumPy array (copied to the GPU
-and back), ``int``/``float``/``double``... a scalar of that C type. The emulator runs Python
-kernels only, so without a GPU the cell reports that and points to the Python form.
+Parameters are read from the signature: a pointer takes a NumPy array, ``int``/``float``/
+``double``... a scalar of that C type. The cell's value is the same ``Playground`` a Python
+cell gives (every tab, plus the PTX view of the source); on a machine with a GPU the kernel
+also runs there (NVRTC through CuPy) and the banner says whether the outputs agree.
 """
 
 from __future__ import annotations
 
-import html
 import re
 
 import numpy as np
@@ -25,13 +25,6 @@ C_SCALARS = {"int": np.int32, "unsigned": np.uint32, "unsigned int": np.uint32, 
              "double": np.float64, "long": np.int64, "long long": np.int64, "size_t": np.uint64,
              "int32_t": np.int32, "int64_t": np.int64, "uint32_t": np.uint32}
 _KERNEL = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(([^)]*)\)', re.S)
-
-PYTHON_FORM = """%%simt grid=8 block=128 a=rand(1000) out=zeros(1000)
-@cuda.jit
-def twice(a, out):
-    i = cuda.grid(1)
-    if i < a.size:
-        out[i] = 2 * a[i]"""
 
 
 def kernel_signature(code: str, wanted: str | None = None) -> tuple[str, list[tuple[str, str]]]:
@@ -53,27 +46,6 @@ def kernel_signature(code: str, wanted: str | None = None) -> tuple[str, list[tu
     return name, out
 
 
-class CudaCResult:
-    """What a CUDA C cell gives back: ``ran`` (on a GPU), ``outputs``, ``timing`` (median ms),
-    ``message`` (why it did not run). Shows as an HTML card."""
-
-    def __init__(self, name, ran, message="", outputs=None, timing=None):
-        self.name, self.ran, self.message = name, ran, message
-        self.outputs = outputs or {}
-        self.timing = timing
-
-    def _repr_html_(self):
-        if not self.ran:
-            return (f"<div style='border-left:6px solid #E69F00;padding:6px 12px'><b>{html.escape(self.name)}: "
-                    f"not run</b><p>{html.escape(self.message)}</p><pre>{html.escape(PYTHON_FORM)}</pre></div>")
-        return (f"<p><b>{html.escape(self.name)}</b> ran on the GPU: median of {self.timing['repeat']} launches "
-                f"<b>{self.timing['median_ms']:.4f} ms</b>; outputs in <code>.outputs</code>: "
-                f"{', '.join(self.outputs)}</p>")
-
-    def __repr__(self):
-        return f"<CudaCResult {self.name} ran={self.ran}>"
-
-
 def _convert(value, ctype: str, name: str):
     if ctype.endswith("*"):
         if not isinstance(value, np.ndarray):
@@ -85,37 +57,55 @@ def _convert(value, ctype: str, name: str):
     return C_SCALARS[ctype](value)
 
 
-def run_cuda_c(line: str, cell: str, namespace: dict, *, gpu: bool | None = None, repeat: int = 20):
-    """Compile and run a CUDA C cell on the GPU; without one, say so (no exception)."""
+def compile_cell(cell: str, name: str):
+    """The cell's kernel compiled by NVRTC (its lines registered for the source views); a
+    ``MagicError`` with NVRTC's own message (``<cuda_c ...>(line): error: ...``, the cell's
+    line) or with the command that installs a missing compiler."""
+    from ..cuda_c_kernels import CompilerMissing, CudaCompileError, cuda_c
+
+    try:
+        return cuda_c(cell, name)
+    except CompilerMissing as exc:
+        raise MagicError(f"CUDA C on the CPU needs NVIDIA's compiler: {exc}") from None
+    except CudaCompileError as exc:
+        raise MagicError(f"NVRTC could not compile the cell (line numbers count from the cell's "
+                         f"first line):\n{exc.log.strip()}") from None
+
+
+def run_cuda_c(line: str, cell: str, namespace: dict, *, gpu: bool | None = None, repeat: int = 20,
+               result_name: str | None = None):
+    """Compile a CUDA C cell and run it on the PTX engine as a ``Playground``; on a GPU, run it
+    there too and compare the outputs (``pg.gpu_result()``, shown in the banner)."""
     from .. import backend
+    from .session import Playground
 
     _, items = split_line(line)
     name, params = kernel_signature(cell, items.get("kernel"))
     launch = parse_launch(" ".join(t for t in line.split() if t != "--cuda"), [p for p, _ in params], namespace)
-    if gpu is None:
-        gpu = backend.gpu_available()
-    if not gpu:
-        return CudaCResult(name, False, "CUDA C needs a GPU (for now): the emulator runs numba-cuda Python "
-                           f"kernels only ({backend.unavailable_reason() or 'no GPU here'}). Write the kernel in "
-                           "Python with @cuda.jit and use %%simt without --cuda, like this:")
-    import cupy
-
-    from ..cuda_source import source_kernel
-
+    kernel = compile_cell(cell, name)
     rng = np.random.default_rng(launch["options"].get("seed", 0))
+    recipes = [a if isinstance(a, Recipe) else None for a in launch["args"]]
     values = [a.make(rng) if isinstance(a, Recipe) else a for a in launch["args"]]
     values = [_convert(v, ctype, p) for v, (p, ctype) in zip(values, params)]
-    kernel = source_kernel(cell, name)
-    device = [cupy.asarray(v) if isinstance(v, np.ndarray) else v for v in values]
-    grid = launch["griddim"] if isinstance(launch["griddim"], tuple) else (launch["griddim"],)
-    block = launch["blockdim"] if isinstance(launch["blockdim"], tuple) else (launch["blockdim"],)
-    shared = launch["options"].get("shared_bytes", 0)
-    fresh = [d.copy() if isinstance(d, cupy.ndarray) else d for d in device]
-    kernel(grid, block, tuple(fresh), shared_mem=shared)
-    outputs = {p: cupy.asnumpy(d) for (p, _), d in zip(params, fresh) if isinstance(d, cupy.ndarray)}
-    timing = backend.time_gpu(lambda: kernel(grid, block, tuple(device), shared_mem=shared), repeat=repeat)
-    timing["repeat"] = repeat
-    return CudaCResult(name, True, outputs=outputs, timing=timing)
+    gpu = backend.gpu_available() if gpu is None else bool(gpu)
+    pg = Playground(kernel, launch["griddim"], launch["blockdim"], *values, recipes=recipes, gpu=gpu,
+                    repeat=repeat, **launch["options"])
+    if result_name is not None:
+        namespace[result_name] = pg
+    if gpu and pg.error is None:
+        result, _ = pg.gpu_result()
+        pg.banner.value += "<br>" + gpu_agreement_html(result)
+    return pg
 
 
-__all__ = ["run_cuda_c", "kernel_signature", "CudaCResult"]
+def gpu_agreement_html(result: dict) -> str:
+    """One line: did the GPU's outputs equal the PTX engine's (and its median time)?"""
+    if result["all_match"]:
+        return (f"<span style='color:#009E73'>the GPU's outputs equal the PTX engine's</span> "
+                f"(GPU: {result['median_ms']:.4f} ms, median of {result['repeat']} launches)")
+    differ = [n for n, c in result["outputs"].items() if not c["match"]]
+    return (f"<span style='color:#b00000'>the GPU's outputs differ from the PTX engine's in "
+            f"{', '.join(differ)}</span> (see the GPU tab)")
+
+
+__all__ = ["run_cuda_c", "kernel_signature", "compile_cell", "gpu_agreement_html"]

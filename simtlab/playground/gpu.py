@@ -33,6 +33,35 @@ def _numba_launcher(kernel, griddim, blockdim, args, shared_bytes):
     return launch, outputs
 
 
+def _cupy_launcher(kernel, griddim, blockdim, args, shared_bytes):
+    """``(launch, outputs)`` for a CUDA C kernel (``simtlab.cuda_c``): the same source
+    compiled by NVRTC through CuPy; scalars passed as the C types of its declaration."""
+    import cupy
+
+    from ..backend import _dim3
+    from ..cuda_source import source_kernel
+    from ..emulator.ptx.engine import c_signature
+
+    function = source_kernel(kernel.source, kernel.name)
+    signature = c_signature(kernel.source, kernel.name) or [(None, None, False)] * len(args)
+    device = [cupy.asarray(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else
+              (np.dtype(ctype).type(a) if ctype is not None else a)
+              for a, (_, ctype, _) in zip(args, signature)]
+
+    def launch():
+        function(_dim3(griddim), _dim3(blockdim), tuple(device), shared_mem=int(shared_bytes))
+
+    def outputs():
+        cupy.cuda.runtime.deviceSynchronize()
+        return [cupy.asnumpy(d) if isinstance(a, np.ndarray) else None for a, d in zip(args, device)]
+
+    return launch, outputs
+
+
+def _default_launcher(kernel):
+    return _cupy_launcher if getattr(kernel, "is_cuda_c", False) else _numba_launcher
+
+
 def _default_timer(fn, repeat):
     from ..backend import time_gpu
     return time_gpu(fn, warmup=2, repeat=repeat)
@@ -67,7 +96,7 @@ def gpu_check(kernel, griddim, blockdim, inputs: list, emulated: list, names: li
     Returns ``{"outputs": {name: {"match", "max_abs_diff"}}, "all_match", "median_ms",
     "min_ms", "repeat", "gbps" (nbytes / median time, when given), "gflops"}``.
     """
-    launcher = launcher or _numba_launcher
+    launcher = launcher or _default_launcher(kernel)
     timer = timer or _default_timer
     launch, outputs = launcher(kernel, griddim, blockdim, [a.copy() if isinstance(a, np.ndarray) else a
                                                            for a in inputs], shared_bytes)

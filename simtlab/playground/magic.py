@@ -15,7 +15,7 @@ on a GPU), ``trace=`` (most threads traced), ``seed=``, ``kernel=`` (which funct
 (a name for the playground in the notebook), ``max_iterations=`` (loop iterations a thread may
 run before it is stopped as runaway) and ``time_limit=`` (seconds of wall-clock time, or None),
 as in ``simtlab.emulate``.
-``%%simt --cuda`` takes CUDA C instead (GPU only, see cuda_c.py).
+``%%simt --cuda`` takes CUDA C instead (NVRTC's PTX on the PTX engine, see cuda_c.py).
 
 The cell's value is the ``Playground``; ``as=pg`` also binds it to ``pg``, so the arrays of
 the last run are ``pg.outputs["out"]`` (one entry per array parameter) without ``_`` or
@@ -206,10 +206,10 @@ def simt(line: str, cell: str, namespace: dict):
     unknown = [f for f in flags if f != "cuda"]
     if unknown:
         raise MagicError(f"--{unknown[0]} is not a flag of %%simt; the only one is --cuda (a CUDA C cell)")
+    result_name = _result_name(items)
     if "cuda" in flags:
         from .cuda_c import run_cuda_c
-        return run_cuda_c(line, cell, namespace)
-    result_name = _result_name(items)
+        return run_cuda_c(line, cell, namespace, result_name=result_name)
     kernel = find_kernel(cell, namespace, items.get("kernel"))
     from ..emulator.binding import plain_function
     func = plain_function(kernel)

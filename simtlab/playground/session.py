@@ -19,14 +19,14 @@ import numpy as np
 
 from .. import backend
 from ..emulator import EmulationError, RunawayKernelError, emulate
-from ..emulator.binding import plain_function
+from ..emulator.binding import kernel_parameters
 from ..emulator.launch_spec import TIME_LIMIT
 from ..emulator.limits import as_dim3
 from ..simt import percent
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
 from .progress import Progress
-from .tabs import DRAW_LOCK, TITLES, make_tabs
+from .tabs import DRAW_LOCK, make_tabs
 
 #: threads traced in one run by default; more run untraced (a sample of the launch)
 MAX_TRACED_THREADS = 8192
@@ -81,9 +81,7 @@ class Playground:
                  prefetch: bool | None = None, max_iterations: int | None = None,
                  time_limit: float | None = TIME_LIMIT, origin: str = "playground"):
         self.kernel = kernel
-        func = plain_function(kernel)
-        self.kernel_name = func.__name__
-        self.names = list(func.__code__.co_varnames[:func.__code__.co_argcount])
+        self.kernel_name, self.names = kernel_parameters(kernel)    # Python or CUDA C
         self.rng = np.random.default_rng(seed)
         self.recipes = list(recipes) if recipes is not None else [None] * len(args)
         values = [r.make(self.rng) if isinstance(r, Recipe) else a for r, a in zip(self.recipes, args)] \
@@ -319,8 +317,8 @@ class Playground:
             self.controls[name].observe(lambda c, act=act: None if self._syncing else act(c["new"]), names="value")
         self.progress_bar = widgets.IntProgress(layout=widgets.Layout(display="none", width="400px"))
         self.banner = widgets.HTML()
-        self._tabs = make_tabs()
-        self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=list(TITLES))
+        self._tabs = make_tabs(cuda_c=getattr(self.kernel, "is_cuda_c", False))    # + the PTX tab
+        self.tabs = widgets.Tab(children=[t.box for t in self._tabs], titles=[t.title for t in self._tabs])
         self._stale = set(range(len(self._tabs)))
         self.tabs.observe(self._tab_picked, names="selected_index")
         self.widget = widgets.VBox([widgets.HBox(list(self.controls.values()),

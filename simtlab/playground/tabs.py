@@ -17,6 +17,7 @@ from ..plots.memory_access import plot_warp_access, request_addresses_from_run
 from ..plots.memory_requests import (plot_bank_access, plot_request_costs, request_table, request_table_html,
                                      worst_request)
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
+from ..plots.ptx_source import ptx_source_html
 from ..plots.source_profile import source_view_html
 from ..simt import percent
 from ..widgets.figure_image import FigureImage
@@ -384,9 +385,28 @@ class CompareTab(Tab):
         self.box.children = [widgets.HTML(compare_html(pg.previous, pg.run))]
 
 
-def make_tabs() -> list[Tab]:
-    return [MappingTab(), MemoryTab(), DivergenceTab(), RacesTab(), BarriersTab(), SourceTab(), GpuTab(),
+class PtxTab(Tab):
+    """A CUDA C kernel only: its source beside NVRTC's PTX, per-instruction counts and lanes."""
+
+    title = "PTX"
+
+    def draw(self, pg):
+        run = pg.run
+        if not _has_trace(run) or getattr(run, "ptx_profile", None) is None:
+            self.box.children = [_note("no trace: the launch did not start")]
+            return
+        self.box.children = [widgets.HTML(self.memo(run, (), lambda: ptx_source_html(run)))]
+
+    def prepare(self, run):
+        if _has_trace(run) and getattr(run, "ptx_profile", None) is not None:
+            self.memo(run, (), lambda: ptx_source_html(run))
+
+
+def make_tabs(cuda_c: bool = False) -> list[Tab]:
+    """The tabs, in ``TITLES``'s order; a CUDA C kernel gets the PTX tab last."""
+    tabs = [MappingTab(), MemoryTab(), DivergenceTab(), RacesTab(), BarriersTab(), SourceTab(), GpuTab(),
             CompareTab()]
+    return tabs + [PtxTab()] if cuda_c else tabs
 
 
 __all__ = ["TITLES", "make_tabs"]

@@ -14,6 +14,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb
 from matplotlib.patches import Patch
 
 from .style import PALETTE, label, new_figure
+from ..emulator.tracing import element_rows
 from ..simt import WARP_SIZE, cdiv
 
 ID_KEYS = ("block", "block_x", "block_y", "thread", "thread_x", "thread_y", "warp", "gwarp", "lane")
@@ -129,9 +130,11 @@ def mapping_from_run(run, array_name: str, kind: str = "write", shape=None) -> d
 
     block = np.full(n, -1, dtype=np.int64)
     thread = np.full(n, -1, dtype=np.int64)
-    # Fancy assignment keeps the last of repeated indices, i.e. the last write in trace order.
-    block[rows["index"]] = rows["block"]
-    thread[rows["index"]] = rows["thread"]
+    # Fancy assignment keeps the last of repeated indices, i.e. the last write in trace order;
+    # a vector access (CUDA C float4) covers its elements from its index on
+    which, index = element_rows(rows["index"], rows["width"], info.itemsize)
+    block[index] = rows["block"][which]
+    thread[index] = rows["thread"][which]
     hit = block >= 0
 
     def per_element(values):

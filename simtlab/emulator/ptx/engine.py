@@ -2,7 +2,8 @@
 parameters, lay out the address spaces, run chunk by chunk of whole blocks, build the trace.
 
 The trace is built exactly as the vector engine builds its own (the same raw columns, sorted
-into the greenlet engine's order by ``VectorEngine._memory_records``), so ``Run``, its
+into the greenlet engine's order by ``VectorEngine._memory_order``; plus each access's own byte
+address and width, so that a float4 access is one 16-byte access), so ``Run``, its
 metrics, races and every plot read a CUDA C run unchanged.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,6 +64,17 @@ def c_signature(source: str, name: str):
     return out
 
 
+@dataclass
+class PtxProfile:
+    """Per PTX instruction of the kernel (``kernel.entry.instructions``, same order): the warps
+    that executed it (``warps``: one per warp per execution) and the lanes active in them
+    (``lanes``), summed over the traced blocks. ``run.ptx_profile`` of a CUDA C run."""
+
+    kernel: object
+    warps: np.ndarray
+    lanes: np.ndarray
+
+
 class PtxEngine:
     """Runs one checked launch of a ``CudaCKernel``."""
 
@@ -85,6 +98,9 @@ class PtxEngine:
                              params={p.name: p for p in entry.params},
                              registers=entry.registers)
         self.steps = _compiled(kernel, self.layout)
+        self.line_starts = _line_starts(entry)
+        count = len(entry.instructions)
+        self.profile = PtxProfile(kernel, np.zeros(count, np.int64), np.zeros(count, np.int64))
         self.talks = any(s.talks for s in self.steps)
 
     # --- layout ------------------------------------------------------------------------------------
@@ -235,7 +251,18 @@ class PtxEngine:
         return self.trace()
 
     # the vector engine's own trace builders: same columns, same order
-    _memory_records = VectorEngine._memory_records
+    _memory_order = VectorEngine._memory_order
+
+    def _memory_records(self):
+        """The vector engine's columns in its order, with each access's own byte address and
+        width (``tracing.build_memory``'s ``exact``)."""
+        if not self.mem_chunks:
+            return ("columns", np.zeros((7, 0), np.int64))
+        rows = np.concatenate(self.mem_chunks, axis=1)
+        self.mem_chunks = []
+        rows = rows[:, self._memory_order(rows)]
+        return ("columns", rows[:7], {"address": rows[8], "width": rows[9]})
+
     _line_columns = VectorEngine._line_columns
 
     def trace(self) -> Trace:
@@ -257,6 +284,24 @@ def _compiled(kernel, layout):
     if steps is None:
         steps = cache[key] = compile_entry(kernel.entry, layout)
     return steps
+
+
+def _line_starts(entry) -> list:
+    """Per instruction: may a lane start a CUDA C line here? Not where the same line already
+    ran earlier in the same basic block (NVRTC interleaves the instructions of neighbouring
+    lines: `3 4 3 4` is one execution of each line, as the numba twin's trace has it, not
+    four). A lane inside a basic block ran every instruction before it there, so this is
+    decided once per kernel; a jump resets the lane's line (``lane_line = -1``)."""
+    starts_block = set(entry.labels.values())
+    out, seen = [], set()
+    for i, ins in enumerate(entry.instructions):
+        if i in starts_block:
+            seen = set()
+        out.append(ins.line not in seen)
+        seen.add(ins.line)
+        if ins.parts[0] in ("bra", "ret", "exit"):
+            seen = set()
+    return out
 
 
 def _demangle(name: str) -> str:
@@ -361,11 +406,14 @@ def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trac
         partial = getattr(exc, "partial_trace", None)
         if partial is not None:
             exc.run = Run(partial, kernel.name)
+            exc.run.ptx_profile = engine_.profile if launch.trace else None
         raise
     finally:
         for original, data in copy_back:
             original[...] = data
-    return Run(trace_, kernel.name)
+    run = Run(trace_, kernel.name)
+    run.ptx_profile = engine_.profile if launch.trace else None
+    return run
 
 
 __all__ = ["PtxEngine", "emulate_cuda_c", "c_signature", "WARP_SIZE"]

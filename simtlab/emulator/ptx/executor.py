@@ -78,6 +78,20 @@ class Chunk:
         self.local_stride = engine.local_size
         self.local = np.zeros(n * self.local_stride, np.uint8)
         self.step_ins = None
+        self.warp_starts = np.flatnonzero(self.laneid == 0)   # first lane of each warp
+
+    # --- the per-instruction profile (the PTX source view) -------------------------------------
+    def count_instruction(self, p, m):
+        """One execution of instruction ``p`` by the lanes ``m``: the warps that issue it (any
+        lane active) and the lanes active in them (Nsight's "instructions executed" and
+        "thread instructions executed")."""
+        profile = self.engine.profile
+        if m is None:
+            profile.warps[p] += len(self.warp_starts)
+            profile.lanes[p] += self.n
+        else:
+            profile.warps[p] += np.count_nonzero(np.logical_or.reduceat(m, self.warp_starts))
+            profile.lanes[p] += np.count_nonzero(m)
 
     # --- registers -----------------------------------------------------------------------------
     def put(self, name, value, m):
@@ -285,23 +299,23 @@ class Chunk:
         return old
 
     def record(self, lanes, region, a, width, kind, ins):
-        item = region.itemsize
-        offsets = range(0, width, item) if width >= item else (0,)
-        site = make_site(0, ins.line)
-        e = self.engine
-        for off in offsets:
-            k = len(lanes)
-            cols = np.empty((8, k), np.int64)
-            cols[0] = self.gtid[lanes]
-            cols[1] = region.aid
-            cols[2] = (a + off - region.start) // item
-            cols[3] = kind
-            cols[4] = site
-            cols[5] = self.epoch[lanes]
-            cols[6] = self.wsync[lanes]
-            cols[7] = self.phase[lanes]
-            e.mem_chunks.append(cols)
-            e.mem_rows += k
+        """One trace row per lane and access, as the GPU issues it: a ``.v4.f32`` access is one
+        16-byte access (one request of its warp), its index that of its first element, its
+        byte address and width recorded as they are (rows 8 and 9)."""
+        k = len(lanes)
+        cols = np.empty((10, k), np.int64)
+        cols[0] = self.gtid[lanes]
+        cols[1] = region.aid
+        cols[2] = (a - region.start) // region.itemsize
+        cols[3] = kind
+        cols[4] = make_site(0, ins.line)
+        cols[5] = self.epoch[lanes]
+        cols[6] = self.wsync[lanes]
+        cols[7] = self.phase[lanes]
+        cols[8] = self.engine.arrays[region.aid].base + (a - region.start)
+        cols[9] = width
+        self.engine.mem_chunks.append(cols)
+        self.engine.mem_rows += k
 
     # --- warps -----------------------------------------------------------------------------------
     def warp_or(self, m, bits):
@@ -376,6 +390,7 @@ class Chunk:
         limit = self.launch.time_limit
         count = 0
         trace = self.trace
+        line_starts = self.engine.line_starts
         while True:
             if uniform is None:
                 runnable = ~(done | waiting)
@@ -403,7 +418,9 @@ class Chunk:
                 step_kind = step.kind
                 self.step_ins = step.ins
                 if trace:
-                    self.record_line(m, step.ins.line)
+                    if line_starts[p]:
+                        self.record_line(m, step.ins.line)
+                    self.count_instruction(p, m)
             if step_kind == "op":
                 try:
                     step.run(self, m)

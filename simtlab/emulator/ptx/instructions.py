@@ -946,7 +946,158 @@ def h_red(ins, mods, entry, layout):
     return h_atom(ins, mods, entry, layout, reduction=True)
 
 
+# --- bit manipulation (PTX ISA 9.7.8) ------------------------------------------------------------
+def _bits(t):
+    return 8 * dtype_of(t).itemsize
+
+
+def _as_u64(x):
+    """A register vector's bits as non-negative int64 below 2**bits (uint64 above 2**63 stays
+    exact as object math would not: 64-bit operands are handled bit-plane by bit-plane)."""
+    return np.asarray(x).astype(np.uint64)
+
+
+def _bit_planes(x, bits):
+    """``(bits, n)`` bool: bit i of each lane's value."""
+    u = _as_u64(x)
+    return ((u[None, :] >> np.arange(bits, dtype=np.uint64)[:, None]) & np.uint64(1)).astype(bool)
+
+
+def _from_planes(planes, dt):
+    bits = planes.shape[0]
+    weights = np.left_shift(np.uint64(1), np.arange(bits, dtype=np.uint64))
+    value = np.bitwise_or.reduce(np.where(planes, weights[:, None], np.uint64(0)), axis=0)
+    return value.astype(np.uint64).astype(dt) if dt.kind == "u" else \
+        value.astype(np.uint64).view(np.int64).astype(dt)
+
+
+def h_popc(ins, mods, entry, layout):
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    bits = _bits(t)
+    d, a = ins.operands
+    ra, w = reader(a, t, layout), writer(d, "u32", layout)
+    return _op(lambda c, m: w(c, _bit_planes(np.atleast_1d(ra(c)), bits).sum(axis=0)
+                             .astype(np.uint32), m))
+
+
+def h_clz(ins, mods, entry, layout):
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    bits = _bits(t)
+    d, a = ins.operands
+    ra, w = reader(a, t, layout), writer(d, "u32", layout)
+
+    def run(c, m):
+        planes = _bit_planes(np.atleast_1d(ra(c)), bits)[::-1]       # most significant first
+        zeros = np.where(planes.any(axis=0), planes.argmax(axis=0), bits)
+        w(c, zeros.astype(np.uint32), m)
+    return _op(run)
+
+
+def h_brev(ins, mods, entry, layout):
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    bits, dt = _bits(t), dtype_of(t)
+    d, a = ins.operands
+    ra, w = reader(a, t, layout), writer(d, t, layout)
+    return _op(lambda c, m: w(c, _from_planes(_bit_planes(np.atleast_1d(ra(c)), bits)[::-1], dt), m))
+
+
+def _field(c_pos, c_len):
+    """PTX takes the position and the length of a bit field from their low 8 bits."""
+    return (np.asarray(c_pos).astype(np.int64) & 0xFF), (np.asarray(c_len).astype(np.int64) & 0xFF)
+
+
+def h_bfe(ins, mods, entry, layout):
+    """d[i] = a[pos + i] for i < len and pos + i <= msb, else the sign bit (signed: a's bit at
+    min(pos + len - 1, msb), 0 when len is 0; unsigned: 0)."""
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    bits, dt = _bits(t), dtype_of(t)
+    d, a, b, cc = ins.operands
+    ra, rb, rc = reader(a, t, layout), reader(b, "u32", layout), reader(cc, "u32", layout)
+    w = writer(d, t, layout)
+
+    def run(c, m):
+        x = np.atleast_1d(ra(c))
+        pos, length = _field(rb(c), rc(c))
+        pos, length = np.broadcast_to(pos, x.shape), np.broadcast_to(length, x.shape)
+        planes = _bit_planes(x, bits)
+        i = np.arange(bits)[:, None]
+        src = pos[None, :] + i
+        inside = (i < length[None, :]) & (src <= bits - 1)
+        got = np.take_along_axis(planes, np.minimum(src, bits - 1), axis=0)
+        if t[0] == "s":
+            top = np.minimum(pos + length - 1, bits - 1)
+            sign = np.where(length == 0, False,
+                            np.take_along_axis(planes, np.clip(top, 0, bits - 1)[None, :], 0)[0])
+        else:
+            sign = np.zeros(x.shape, bool)
+        w(c, _from_planes(np.where(inside, got, sign[None, :]), dt), m)
+    return _op(run)
+
+
+def h_bfi(ins, mods, entry, layout):
+    """d = b with bits pos .. pos+len-1 (those below the width) taken from a's low bits."""
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    bits, dt = _bits(t), dtype_of(t)
+    d, a, b, cc, dd = ins.operands
+    ra, rb = reader(a, t, layout), reader(b, t, layout)
+    rc, rd, w = reader(cc, "u32", layout), reader(dd, "u32", layout), writer(d, t, layout)
+
+    def run(c, m):
+        f, base = np.atleast_1d(ra(c)), np.atleast_1d(rb(c))
+        shape = np.broadcast_shapes(f.shape, base.shape)
+        f, base = np.broadcast_to(f, shape), np.broadcast_to(base, shape)
+        pos, length = _field(rc(c), rd(c))
+        pos, length = np.broadcast_to(pos, shape), np.broadcast_to(length, shape)
+        i = np.arange(bits)[:, None]                      # destination bit
+        k = i - pos[None, :]                              # its bit of f
+        take = (k >= 0) & (k < length[None, :])
+        fbits = np.take_along_axis(_bit_planes(f, bits), np.clip(k, 0, bits - 1), axis=0)
+        w(c, _from_planes(np.where(take, fbits, _bit_planes(base, bits)), dt), m)
+    return _op(run)
+
+
+def h_prmt(ins, mods, entry, layout):
+    """The default (generic) byte permute: byte i of d is byte (c >> 4i) & 7 of {b, a}, its
+    sign replicated when (c >> 4i) & 8. The .f4e/.b4e/.rc8/.ecl/.ecr/.rc16 modes are refused."""
+    flags, t = _mods_type(mods)
+    _check_mods(flags, (), ins)
+    d, a, b, cc = ins.operands
+    ra, rb, rc = reader(a, "u32", layout), reader(b, "u32", layout), reader(cc, "u32", layout)
+    w = writer(d, "b32", layout)
+
+    def run(c, m):
+        x = np.atleast_1d(ra(c)).astype(np.uint64)
+        y = np.atleast_1d(rb(c)).astype(np.uint64)
+        shape = np.broadcast_shapes(x.shape, y.shape, np.shape(np.atleast_1d(rc(c))))
+        both = np.broadcast_to((y << np.uint64(32)) | x, shape)
+        sel = np.broadcast_to(np.atleast_1d(rc(c)).astype(np.uint64), shape)
+        out = np.zeros(shape, np.uint64)
+        for i in range(4):
+            s = (sel >> np.uint64(4 * i)) & np.uint64(0xF)
+            byte = (both >> ((s & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+            byte = np.where((s & np.uint64(8)) != 0,
+                            np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0)), byte)
+            out |= byte << np.uint64(8 * i)
+        w(c, out.astype(np.uint32), m)
+    return _op(run)
+
+
+def h_activemask(ins, mods, entry, layout):
+    """The lanes of the warp executing this instruction together (min-PC: those at this PC)."""
+    (d,) = ins.operands
+    w = writer(d, "b32", layout)
+    return _op(lambda c, m: w(c, c.warp_or(m, np.left_shift(np.int64(1), c.laneid))
+                             .astype(np.uint32), m))
+
+
 _HANDLERS = {
+    "popc": h_popc, "clz": h_clz, "brev": h_brev, "bfe": h_bfe, "bfi": h_bfi, "prmt": h_prmt,
+    "activemask": h_activemask,
     "add": h_add_sub(1), "sub": h_add_sub(-1), "mul": h_mul, "mad": h_mad, "fma": h_fma,
     "div": h_div, "rem": h_rem, "min": h_minmax("min"), "max": h_minmax("max"),
     "neg": h_neg, "abs": h_abs, "and": h_bitwise("and"), "or": h_bitwise("or"),

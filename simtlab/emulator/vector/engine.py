@@ -157,6 +157,12 @@ class VectorEngine:
             return ("columns", np.zeros((7, 0), np.int64))
         rows = np.concatenate(self.mem_chunks, axis=1)
         self.mem_chunks = []
+        # one row per field (Trace.memory_records' "columns" form): no transposed copy
+        return ("columns", rows[:7, self._memory_order(rows)])
+
+    def _memory_order(self, rows):
+        """The order of the recorded rows (columns gtid, array, index, kind, site, epoch,
+        wsync, phase) that the greenlet engine would have recorded them in."""
         tpb = self.launch.threads_per_block
         gtid = rows[0]
         thread = gtid % tpb
@@ -170,8 +176,7 @@ class VectorEngine:
             key *= size
             key += col
             bound *= size
-        # one row per field (Trace.memory_records' "columns" form): no transposed copy
-        return ("columns", rows[:7, key_order(key, (bound - 1).bit_length())])
+        return key_order(key, (bound - 1).bit_length())
 
     def _line_columns(self):
         if not self.line_chunks:
