@@ -42,11 +42,14 @@ def _meta(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def plan_job(master, answers: dict[str, str]) -> dict:
+def plan_job(master, answers: dict[str, str], stubs: dict[str, str] | None = None) -> dict:
     """The job for :mod:`.sandbox`: groups of checks with the cells each needs.
 
-    ``answers``: answer id -> the source to run (vetted, or the stub).
+    ``answers``: answer id -> the source the sandbox reads as data (:mod:`.interpret`);
+    ``stubs``: answer id -> the student version's stub (the master's text), which stands in
+    for an answer the grader refused (its source in ``answers`` is then the stub too).
     """
+    stubs = stubs or {}
     groups: list[dict] = []
     cells: list[dict] = []
     for cell in master.nb.cells:
@@ -57,7 +60,10 @@ def plan_job(master, answers: dict[str, str]) -> dict:
         if role == "setup":
             cells.append({"name": f"<setup {meta.get('id')}>", "source": cell.source, "answer": False})
         elif role == "answer":
-            cells.append({"name": f"<answer {meta['id']}>", "source": answers.get(meta["id"], ""), "answer": True})
+            sid = meta["id"]
+            source = answers.get(sid, "")
+            cells.append({"name": f"<answer {sid}>", "id": sid, "source": source, "answer": True,
+                          "stub": sid in stubs and stubs[sid] == source, "fallback": stubs.get(sid, "")})
         elif role in ("check", "hidden-check"):
             check = {"id": meta["id"], "source": cell.source}
             if groups and groups[-1]["cells"] == cells:
@@ -159,7 +165,8 @@ def _verify(data: bytes, expected: list[str]) -> tuple[dict, bool]:
         if not isinstance(rec, dict) or rec.get("seq") != i or rec.get("id") != expected[i]:
             return {}, False
         checks[rec["id"]] = {"passed": rec.get("passed") is True, "message": str(rec.get("message") or ""),
-                             "timed_out": bool(rec.get("timed_out"))}
+                             "timed_out": bool(rec.get("timed_out")),
+                             "manual": [str(m) for m in rec.get("manual") or [] if isinstance(rec.get("manual"), list)]}
     complete = (len(records) == len(expected) + 1 and isinstance(records[-1], dict)
                 and records[-1] == {"seq": len(expected), "count": len(expected)})
     return checks, complete
