@@ -40,7 +40,7 @@ from .run import DEFAULT_MEMORY_LIMIT, RunResult, run_notebook
 from .interpret import static_problems
 from .secure import feedback_notebook, hidden_message, master_rules, safe_message, vet_answers
 
-__all__ = ["GradeOptions", "Submission", "discover", "grade_folder", "load_masters", "write_gradebook"]
+__all__ = ["GradeOptions", "GradingSetupError", "Submission", "discover", "grade_folder", "load_masters", "write_gradebook"]
 
 RESULT_VERSION = 1
 
@@ -174,11 +174,21 @@ def discover(submissions: str | Path) -> tuple[list[Submission], list[Path]]:
         else:
             ignored.append(entry)
             continue
-        if name in subs:  # alice.ipynb and alice/: keep both, apart
-            name = f"{name} ({entry.name})"
-            sub.student = name
+        name = _unique(name, entry.name, subs)
+        sub.student = name
         subs[name] = sub
     return list(subs.values()), ignored
+
+
+def _unique(name: str, entry: str, taken) -> str:
+    """``name``, or ``name (entry)``, ``name (entry) 2``...: the first not taken (``alice.ipynb`` and
+    ``alice/``; a folder named like such a rename, ``p (p.ipynb)/``, keeps a row of its own)."""
+    if name not in taken:
+        return name
+    candidate, n = f"{name} ({entry})", 2
+    while candidate in taken:
+        candidate, n = f"{name} ({entry}) {n}", n + 1
+    return candidate
 
 
 def _safe(student: str) -> str:
@@ -451,7 +461,12 @@ def _prepare(sub: Submission, masters: list[Master]):
     for path in sub.notebooks:
         rel = path.relative_to(sub.path.parent).as_posix()
         try:
-            nb = parse_submission(_read_nofollow(path))
+            data = _read_nofollow(path)
+            copied = _copy_of_master(path, data, masters)
+            if copied is not None:
+                problems.append(("copy of the master", f"{rel} is {copied}: it was not graded."))
+                continue
+            nb = parse_submission(data)
         except NotANotebook as e:
             flag = "empty file" if "empty" in str(e) else "not a notebook"
             problems.append((flag, f"{rel}: {e}."))
@@ -466,7 +481,11 @@ def _prepare(sub: Submission, masters: list[Master]):
         if not nb.cells:
             problems.append(("empty notebook", f"{rel}: the notebook has no cells."))
             continue
-        master = match_master(nb, masters, path.name)
+        try:
+            master = match_master(nb, masters, path.name)
+        except Exception as e:  # noqa: BLE001 - malformed metadata: the student's zero, never ours
+            problems.append(("malformed notebook", f"{rel}: its metadata cannot be read ({type(e).__name__})."))
+            continue
         if master is None:
             problems.append(("unknown chapter", f"{rel}: it does not match any chapter of the course."))
             continue
@@ -481,6 +500,26 @@ def _prepare(sub: Submission, masters: list[Master]):
                              f"Several notebooks answer {name}: {rel} was graded, not {others}."))
         plan.append((master, nb, rel))
     return plan, problems
+
+
+def _copy_of_master(path: Path, data: bytes, masters: list[Master]) -> str | None:
+    """Whether a submission is a master: a hard link to one, or the same bytes (its hidden checks
+    and solutions included). What it is, or None."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    for m in masters:
+        try:
+            ms = os.stat(m.path)
+            if (ms.st_dev, ms.st_ino) == (st.st_dev, st.st_ino):
+                return f"a hard link to the master {m.name}"
+            if ms.st_size == len(data) and hashlib.sha256(m.path.read_bytes()).hexdigest() == digest:
+                return f"a copy of the master {m.name}"
+        except OSError:
+            continue
+    return None
 
 
 #: how many times a notebook's kernel is started before its failure to start is a grader error
@@ -508,7 +547,12 @@ def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) ->
     feedback, as_nobody, no_feedback = feedback_plan(opts)
     chapters = []
     for master, nb, rel in plan:
-        rebuilt = rebuild(master, nb)
+        try:
+            rebuilt = rebuild(master, nb)
+        except Exception as e:  # noqa: BLE001 - a notebook we cannot take apart is the student's zero
+            problems.append(("malformed notebook", f"{rel}: it cannot be rebuilt from the course's notebook "
+                                                   f"({type(e).__name__})."))
+            continue
         to_run, rejected = vet_answers(master, rebuilt)
         manual = interpretable_answers(master, to_run, rejected)
         # the points: the master's checks, in a process that interprets the answers and never runs them
@@ -689,6 +733,7 @@ def grade_folder(
     opts = opts or GradeOptions()
     out = Path(out)
     masters = load_masters(solutions)
+    feedback_plan(opts)  # raises GradingSetupError before anything is graded
     subs, ignored = discover(submissions)
     out_res = Path(submissions).resolve()
     if out.resolve() == out_res or out_res in out.resolve().parents:
