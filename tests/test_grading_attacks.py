@@ -346,8 +346,9 @@ def test_no_master_source_in_any_feedback_file(attacked):
             assert line not in text, f"{path.name} quotes the master: {line!r}"
     leak = (attacked["out"] / "feedback").glob("leaks_solution*.md")
     text = next(leak).read_text()
-    assert "not shown" in text  # the message quoting the solution was withheld
-    assert all(len(line) < 500 for line in text.splitlines())  # the other one was cut
+    # its `raise` is outside what the grader interprets: it never ran, so its message never came
+    assert "needs manual grading" in text or "outside what the grader interprets" in text
+    assert all(len(line) < 500 for line in text.splitlines())
 
 
 def test_no_process_is_left_behind(attacked):
