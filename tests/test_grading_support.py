@@ -157,9 +157,11 @@ EXPECTED = {
     "showtraceback": ({"t.square": 0, "t.mean": 0}, ["answer rejected: t.square (line 1: import from `IPython",
                                                      "suspicious code"]),
     "infinite_loop": ({"t.square": 0, "t.mean": 2}, ["answer rejected: t.square (line 1: `while` statement"]),
-    "slow_square": ({"t.square": 0, "t.mean": 2}, ["cell timeout: t.square.check"]),
+    # the interpreter's step budget stops the loop: the checks fail, as for any wrong answer
+    "slow_square": ({"t.square": 0, "t.mean": 2}, []),
     "os_exit": ({"t.square": 4, "t.mean": 0}, ["answer rejected: t.mean (line 1: import of `os`"]),
-    "huge_allocation": ({"t.square": 0, "t.mean": 2}, ["out of memory"]),
+    # a call to bytearray is outside what the grader interprets: never run
+    "huge_allocation": ({"t.square": 0, "t.mean": 2}, ["needs manual grading: t.square"]),
     "not_json": ({"t.square": 0, "t.mean": 0}, ["not a notebook"]),
     "empty": ({"t.square": 0, "t.mean": 0}, ["empty file"]),
     "nbval_markers": ({"t.square": 0, "t.mean": 0}, ["nbval markers removed", "check edited: t.mean.check"]),

@@ -139,6 +139,19 @@ class RunawayKernelError(EmulationError):
         return self
 
 
+class InterpretationStopped(EmulationError):
+    """Interpretation only (grading: :func:`simtlab.emulator.launch.interpret_only`): the vector
+    engine stopped (an error it leaves the greenlet engine to report, or a construct outside
+    its subset), and no other engine may run the kernel's Python. ``manual``: True when the
+    kernel may be right and only a person can tell (a construct, not an error)."""
+
+    title = "kernel not interpreted"
+
+    def __init__(self, problem: str, *, manual: bool, **where):
+        self.manual = manual
+        super().__init__(problem, **where)
+
+
 class UntracedSourceWarning(UserWarning):
     """A device function whose source cannot be read runs, but its lines are not traced."""
 

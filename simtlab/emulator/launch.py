@@ -9,12 +9,35 @@ import warnings
 import numpy as np
 
 from .binding import plain_function
-from .errors import EmulationError, LaunchError
+from .errors import EmulationError, InterpretationStopped, LaunchError
 from .launch_spec import MAX_TRACE, TIME_LIMIT, Launch
 from .limits import as_dim3, check_launch
 from .run import Run
 from .scheduler import Scheduler
 from . import vector
+
+
+#: set by :func:`interpret_only`: kernels run only on the vector engine's interpreter
+_INTERPRET_ONLY = False
+
+# what the vector engine stops on because the kernel is wrong (the check fails on it), not
+# because it cannot follow the kernel (then a person must look)
+_ERROR_STOPS = ("out-of-bounds", "division by zero", "unwritten shared memory", "loop iterations",
+                "executed lines", "ran past time_limit", "write to constant", "atomic on constant",
+                "indexed with non-integers")
+
+
+def interpret_only() -> None:
+    """From now on, in this process, a kernel runs only on the vector engine, which interprets
+    its syntax tree: never on the greenlet engine, which executes the kernel's Python. A
+    kernel the vector engine cannot run raises :class:`InterpretationStopped`. There is no way
+    back: the grader's scoring process calls this first (``simtlab.grading.sandbox``)."""
+    global _INTERPRET_ONLY
+    _INTERPRET_ONLY = True
+
+
+def interpreting_only() -> bool:
+    return _INTERPRET_ONLY
 
 
 def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
@@ -115,6 +138,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
 
 
 def _run_engines(launch: Launch, engine: str):
+    if _INTERPRET_ONLY:
+        return _interpret(launch)
     reason = None
     if engine == "greenlet":
         reason = "engine='greenlet' was asked for"
@@ -146,6 +171,30 @@ def _run_engines(launch: Launch, engine: str):
         exc.run = Run(partial, launch.func.__name__)
         raise
     trace_.engine_reason = reason
+    return trace_
+
+
+def _interpret(launch: Launch):
+    """The launch on the vector engine alone (see :func:`interpret_only`): a kernel outside its
+    subset, or one it stops on, raises :class:`InterpretationStopped`; a racy kernel keeps the
+    vector engine's trace, its races recorded (``trace.races``), for the check to report."""
+    name = launch.func.__name__
+    why = vector.why_not(launch.func)
+    if why is not None:
+        raise InterpretationStopped(f"{why}: outside what the grader interprets", manual=True,
+                                    function=name)
+    inputs = [(a, a.copy()) for a in launch.args if isinstance(a, np.ndarray)]
+    try:
+        trace_ = _run_vector(launch, inputs)
+    except vector.Fallback as stop:
+        reason = str(stop)
+        error = any(word in reason for word in _ERROR_STOPS)
+        raise InterpretationStopped(
+            f"the kernel stopped: {reason}" if error else f"{reason}: outside what the grader interprets",
+            manual=not error, function=name) from None
+    if launch.trace:
+        _has_races(trace_)
+    trace_.engine_reason = "interpretation only (grading)"
     return trace_
 
 

@@ -131,6 +131,9 @@ class Scheduler:
     """Runs one launch. Holds the state the fake ``cuda`` module and the arrays read."""
 
     def __init__(self, launch: Launch):
+        from .launch import interpreting_only
+        if interpreting_only():       # the greenlet engine executes the kernel's Python
+            raise RuntimeError("the greenlet engine is off in this process (interpretation only)")
         self.launch = launch
         self.griddim = launch.griddim
         self.blockdim = launch.blockdim

@@ -37,6 +37,9 @@ def add_grade_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--kernel", default="python3", metavar="NAME",
                    help="Jupyter kernel that runs the notebooks (default: python3)")
     g.add_argument("--regrade", action="store_true", help="grade again students already graded in --out")
+    g.add_argument("--no-feedback-run", action="store_true",
+                   help="skip nbval's run of each notebook (it gives feedback flags, never points; it needs "
+                        "root, to run students' code as nobody)")
     return g
 
 
@@ -63,12 +66,13 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
             return 2
 
     from ..notebooks.build import MasterNotebookError
-    from .gradebook import GradeOptions, grade_folder, student_row
+    from .gradebook import GradeOptions, GradingSetupError, grade_folder, student_row
 
     solutions = Path(args.solutions) if args.solutions else repo_root() / "solutions"
     opts = GradeOptions(
         kernel=args.kernel, cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
         memory_limit=int(args.memory_limit * 2**30), jobs=args.jobs, regrade=args.regrade,
+        feedback_run=False if args.no_feedback_run else None,
     )
 
     def progress(student, result, skipped):
@@ -84,7 +88,7 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
           f"{opts.cell_timeout:g} s per cell, {opts.whole_timeout:g} s per notebook)", flush=True)
     try:
         report = grade_folder(args.submissions, args.out, solutions, opts, progress=progress)
-    except (FileNotFoundError, MasterNotebookError, ValueError) as e:
+    except (FileNotFoundError, MasterNotebookError, ValueError, GradingSetupError) as e:
         print(f"simtlab grade: {e}", file=sys.stderr)
         return 2
 

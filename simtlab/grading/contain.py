@@ -103,15 +103,20 @@ def _dropped(cmd: list[str], loopback: bool = False) -> list[str]:
     return ["unshare", "--net", "--", *user]
 
 
+#: the largest file a contained run may write (its log included): see reaper._limit_file_size
+MAX_FILE_BYTES = 64 * 2**20
+
+
 def start_contained(cmd: list[str], *, cwd: str, env: dict, token: str, drop: bool, loopback: bool = False,
-                    **popen) -> subprocess.Popen:
+                    max_file: int = MAX_FILE_BYTES, **popen) -> subprocess.Popen:
     """Start ``cmd`` below a reaper; with ``drop``, as ``nobody`` without network (the caller checked
-    :func:`can_drop_privileges`, and made ``cwd`` writable by ``nobody``)."""
+    :func:`can_drop_privileges`, and made ``cwd`` writable by ``nobody``). No file it writes grows
+    past ``max_file`` bytes."""
     env = dict(env)
     env[TOKEN_ENV] = token
     inner = _dropped(cmd, loopback) if drop else cmd
     # run as a script: the reaper imports nothing of simtlab (it starts in a few milliseconds)
-    argv = [sys.executable, "-I", str(REAPER), "--", *inner]
+    argv = [sys.executable, "-I", str(REAPER), "--max-file", str(int(max_file)), "--", *inner]
     return subprocess.Popen(argv, cwd=cwd, env=env, start_new_session=True, **popen)
 
 

@@ -37,9 +37,10 @@ from .feedback import feedback_markdown
 from .isolated import IsolatedResult, plan_job, run_isolated
 from .rebuild import Master, NotANotebook, load_master, match_master, parse_submission, rebuild
 from .run import DEFAULT_MEMORY_LIMIT, RunResult, run_notebook
-from .secure import feedback_notebook, hidden_message, safe_message, vet_answers
+from .interpret import static_problems
+from .secure import feedback_notebook, hidden_message, master_rules, safe_message, vet_answers
 
-__all__ = ["GradeOptions", "Submission", "discover", "grade_folder", "load_masters", "write_gradebook"]
+__all__ = ["GradeOptions", "GradingSetupError", "Submission", "discover", "grade_folder", "load_masters", "write_gradebook"]
 
 RESULT_VERSION = 1
 
@@ -54,10 +55,52 @@ class GradeOptions:
     regrade: bool = False
     # run student code as nobody without network: None decides (root, with unshare and setpriv)
     drop_privileges: bool | None = None
+    # nbval's feedback run (flags and messages only, never points): None runs it where it can
+    # run as nobody (root with a Python nobody can read) and stops with GradingSetupError where
+    # root cannot; False skips it. It never runs as root or as the grader's user, except with
+    # unsafe_feedback_as_grader (tests of the run itself: they run trusted notebooks)
+    feedback_run: bool | None = None
+    unsafe_feedback_as_grader: bool = False
 
     @property
     def whole_timeout(self) -> float:
         return self.notebook_timeout if self.notebook_timeout else 10 * self.cell_timeout
+
+
+class GradingSetupError(RuntimeError):
+    """The grader cannot grade safely as set up; the message says why and how to fix it."""
+
+
+FEEDBACK_FIX = (
+    "nbval's feedback run executes the students' code, so it runs only as the user nobody, and "
+    "nobody cannot start this Python with simtlab ({python}). Fix: install the grader where nobody "
+    "can read it (the guide's container does: `pip install` into /usr/local, or a virtual environment "
+    "under /opt with `chmod -R o+rX`), or grade without the feedback run: --no-feedback-run (the points "
+    "do not depend on it; the feedback files then lack its flags).")
+
+
+def feedback_plan(opts: GradeOptions) -> tuple[bool, bool, str]:
+    """``(run it, as nobody, why not)`` for nbval's feedback run; raises :class:`GradingSetupError`
+    where it should run and cannot run safely."""
+    import sys
+
+    from . import contain
+
+    if opts.unsafe_feedback_as_grader:
+        return True, False, ""
+    if opts.feedback_run is False:
+        return False, False, "the feedback run is off (--no-feedback-run)"
+    drop = contain.can_drop_privileges(nested=True) if opts.drop_privileges is None else opts.drop_privileges
+    if drop:
+        return True, True, ""
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        raise GradingSetupError(FEEDBACK_FIX.format(python=sys.executable))
+    if opts.feedback_run:
+        raise GradingSetupError("the feedback run needs root (to run students' code as nobody, without "
+                                "network); run the grader as root in the guide's container, or pass "
+                                "--no-feedback-run")
+    return False, False, ("the feedback run was skipped: it runs students' code, which only a grader "
+                          "running as root can run as another user (nobody)")
 
 
 @dataclass
@@ -131,11 +174,21 @@ def discover(submissions: str | Path) -> tuple[list[Submission], list[Path]]:
         else:
             ignored.append(entry)
             continue
-        if name in subs:  # alice.ipynb and alice/: keep both, apart
-            name = f"{name} ({entry.name})"
-            sub.student = name
+        name = _unique(name, entry.name, subs)
+        sub.student = name
         subs[name] = sub
     return list(subs.values()), ignored
+
+
+def _unique(name: str, entry: str, taken) -> str:
+    """``name``, or ``name (entry)``, ``name (entry) 2``...: the first not taken (``alice.ipynb`` and
+    ``alice/``; a folder named like such a rename, ``p (p.ipynb)/``, keeps a row of its own)."""
+    if name not in taken:
+        return name
+    candidate, n = f"{name} ({entry})", 2
+    while candidate in taken:
+        candidate, n = f"{name} ({entry}) {n}", n + 1
+    return candidate
 
 
 def _safe(student: str) -> str:
@@ -231,9 +284,12 @@ def _check_outcome(rec: dict | None, run: RunResult, opts: GradeOptions, died_at
 
 
 def _isolated_outcome(check: dict, iso: IsolatedResult, opts: GradeOptions, master: Master,
-                      rejected_answer: str | None) -> tuple[bool, str]:
+                      rejected_answer: str | None, manual_answer: str | None = None) -> tuple[bool, str]:
     if rejected_answer:
         return False, f"not run: your answer {rejected_answer} was rejected (see the note above)"
+    if manual_answer:
+        return False, (f"not graded: your answer {manual_answer} is outside what the grader interprets; "
+                       "it needs manual grading (see the note above)")
     rec = iso.checks.get(check["id"])
     if rec is None:
         if iso.killed:
@@ -248,8 +304,9 @@ def _isolated_outcome(check: dict, iso: IsolatedResult, opts: GradeOptions, mast
     return False, safe_message(rec["message"], master) or "failed"
 
 
-def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
-                  iso: IsolatedResult | None = None, rejected: dict | None = None) -> dict:
+def score_chapter(master: Master, rebuilt, run: RunResult | None, opts: GradeOptions,
+                  iso: IsolatedResult | None = None, rejected: dict | None = None,
+                  manual: dict | None = None) -> dict:
     """Points per exercise, per check, and the flags of one graded notebook.
 
     With ``iso`` (the isolated run of the checks), the points and messages come from it and
@@ -259,6 +316,9 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
     flags = list(rebuilt.flags)
     notes = list(rebuilt.notes)
     rejected = rejected or {}
+    manual = dict(manual or {})
+    if run is None:  # no feedback run: the points come from the checks alone
+        run = RunResult(started=True, ended=True)
     for sid, problems in rejected.items():
         flags.append(f"answer rejected: {sid} ({problems[0]})")
         notes.append(f"Your answer cell {sid} was not run, and its exercise scores zero: "
@@ -320,6 +380,19 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
         slow = [cid for cid, rec in iso.checks.items() if rec.get("timed_out")]
         if slow and not timeouts:
             flags.append("check timeout: " + ", ".join(slow))
+    for sid, problem in manual.items():
+        flags.append(f"needs manual grading: {sid} ({problem})")
+        notes.append(f"Your answer cell {sid} is outside what the grader interprets ({problem}): the grader "
+                     "never runs an answer's Python, it reads kernels and formulas as data. That exercise scores "
+                     "zero until your instructor grades it by hand.")
+    if iso is not None:  # what the checks met at run time: an answer or a kernel the interpreter refused
+        seen = []
+        for rec in iso.checks.values():
+            seen += [m for m in rec.get("manual") or [] if m not in seen]
+        if seen:
+            flags.append("needs manual grading: " + "; ".join(seen[:3]))
+            notes.append("The grader could not interpret part of your answers (" + "; ".join(seen[:3])
+                         + "); the checks that needed it failed. Your instructor may grade them by hand.")
     answer_of = _answers_of_checks(master)
     exercises = {}
     for exercise, checks in master.exercises.items():
@@ -327,7 +400,8 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
         for check in checks:
             if iso is not None:
                 bad = next((a for a in answer_of.get(check["id"], []) if a in rejected), None)
-                passed, message = _isolated_outcome(check, iso, opts, master, bad)
+                by_hand = next((a for a in answer_of.get(check["id"], []) if a in manual), None)
+                passed, message = _isolated_outcome(check, iso, opts, master, bad, by_hand)
             else:
                 passed, message = _check_outcome(by_id.get(check["id"]), run, opts, died_at)
                 if check["role"] == "hidden-check" and not passed:
@@ -346,7 +420,8 @@ def score_chapter(master: Master, rebuilt, run: RunResult, opts: GradeOptions,
     if grader_error:
         flags.append("grader error")
     return {"master": master.name, "flags": flags, "notes": notes, "exercises": exercises,
-            "answers": rebuilt.answers, "seconds": round(run.seconds, 2), "grader_error": grader_error,
+            "answers": rebuilt.answers, "seconds": round(run.seconds + (iso.seconds if iso else 0), 2),
+            "grader_error": grader_error,
             "log": run.log[-2000:] if (grader_error or run.killed) else ""}
 
 
@@ -386,7 +461,12 @@ def _prepare(sub: Submission, masters: list[Master]):
     for path in sub.notebooks:
         rel = path.relative_to(sub.path.parent).as_posix()
         try:
-            nb = parse_submission(_read_nofollow(path))
+            data = _read_nofollow(path)
+            copied = _copy_of_master(path, data, masters)
+            if copied is not None:
+                problems.append(("copy of the master", f"{rel} is {copied}: it was not graded."))
+                continue
+            nb = parse_submission(data)
         except NotANotebook as e:
             flag = "empty file" if "empty" in str(e) else "not a notebook"
             problems.append((flag, f"{rel}: {e}."))
@@ -401,7 +481,11 @@ def _prepare(sub: Submission, masters: list[Master]):
         if not nb.cells:
             problems.append(("empty notebook", f"{rel}: the notebook has no cells."))
             continue
-        master = match_master(nb, masters, path.name)
+        try:
+            master = match_master(nb, masters, path.name)
+        except Exception as e:  # noqa: BLE001 - malformed metadata: the student's zero, never ours
+            problems.append(("malformed notebook", f"{rel}: its metadata cannot be read ({type(e).__name__})."))
+            continue
         if master is None:
             problems.append(("unknown chapter", f"{rel}: it does not match any chapter of the course."))
             continue
@@ -418,39 +502,96 @@ def _prepare(sub: Submission, masters: list[Master]):
     return plan, problems
 
 
+def _copy_of_master(path: Path, data: bytes, masters: list[Master]) -> str | None:
+    """Whether a submission is a master: a hard link to one, or the same bytes (its hidden checks
+    and solutions included). What it is, or None."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    for m in masters:
+        try:
+            ms = os.stat(m.path)
+            if (ms.st_dev, ms.st_ino) == (st.st_dev, st.st_ino):
+                return f"a hard link to the master {m.name}"
+            if ms.st_size == len(data) and hashlib.sha256(m.path.read_bytes()).hexdigest() == digest:
+                return f"a copy of the master {m.name}"
+        except OSError:
+            continue
+    return None
+
+
 #: how many times a notebook's kernel is started before its failure to start is a grader error
 KERNEL_START_TRIES = 3
+
+
+def interpretable_answers(master: Master, to_run: dict, rejected: dict) -> dict:
+    """answer id -> the first construct outside what :mod:`.interpret` reads (those answers
+    are replaced by their stubs in ``to_run``: they need manual grading)."""
+    stubs = master_rules(master).stubs
+    manual = {}
+    for sid, source in to_run.items():
+        if sid in rejected or source == stubs.get(sid):
+            continue
+        problem = static_problems(source)
+        if problem is not None:
+            manual[sid] = str(problem)
+            to_run[sid] = stubs.get(sid, "")
+    return manual
 
 
 def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) -> dict:
     """Grade one student's submission; the result as stored in ``results/<student>.json``."""
     plan, problems = _prepare(sub, masters)
+    feedback, as_nobody, no_feedback = feedback_plan(opts)
     chapters = []
     for master, nb, rel in plan:
-        rebuilt = rebuild(master, nb)
+        try:
+            rebuilt = rebuild(master, nb)
+        except Exception as e:  # noqa: BLE001 - a notebook we cannot take apart is the student's zero
+            problems.append(("malformed notebook", f"{rel}: it cannot be rebuilt from the course's notebook "
+                                                   f"({type(e).__name__})."))
+            continue
         to_run, rejected = vet_answers(master, rebuilt)
-        feedback_nb = feedback_notebook(rebuilt.nb, rejected)
-        # the points: every check in a fresh process that holds only the vetted answers
-        iso = run_isolated(plan_job(master, to_run), cell_timeout=opts.cell_timeout,
+        manual = interpretable_answers(master, to_run, rejected)
+        # the points: the master's checks, in a process that interprets the answers and never runs them
+        iso = run_isolated(plan_job(master, to_run, master_rules(master).stubs), cell_timeout=opts.cell_timeout,
                            total_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
                            drop_privileges=opts.drop_privileges)
-        for attempt in range(1, KERNEL_START_TRIES + 1):
-            with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
-                run = run_notebook(
-                    feedback_nb, tmp, name="notebook.ipynb", kernel=opts.kernel, cell_timeout=opts.cell_timeout,
-                    notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
-                    drop_privileges=opts.drop_privileges,
-                )
-            # No student code runs before the kernel answers, so a kernel that died on start
-            # (a TCP port another process took between jupyter_client picking it and the
-            # kernel binding it, a machine short of memory) is the grader's problem: try again.
-            if not run.kernel_never_started:
-                break
-        chapter = score_chapter(master, rebuilt, run, opts, iso=iso, rejected=rejected)
+        run, attempt = None, 0
+        if feedback:
+            run, attempt = _feedback_run(feedback_notebook(rebuilt.nb, rejected), opts, as_nobody)
+        chapter = score_chapter(master, rebuilt, run, opts, iso=iso, rejected=rejected, manual=manual)
+        if not feedback:
+            chapter["notes"].append(f"No feedback run: {no_feedback}.")
         chapter["checks_run_as"] = iso.as_user
+        chapter["feedback_run"] = ("as nobody, no network" if as_nobody else "as the grader's user (tests)") \
+            if feedback else "skipped"
         chapter["kernel_starts"] = attempt
         chapter["notebook"] = rel
         chapters.append(chapter)
+    return _result(sub, opts, problems, chapters)
+
+
+def _feedback_run(feedback_nb, opts: GradeOptions, as_nobody: bool):
+    """nbval's run of the feedback notebook (flags and messages only), and the kernel starts it took."""
+    for attempt in range(1, KERNEL_START_TRIES + 1):
+        with tempfile.TemporaryDirectory(prefix="simtlab-grade-") as tmp:
+            run = run_notebook(
+                feedback_nb, tmp, name="notebook.ipynb", kernel=opts.kernel, cell_timeout=opts.cell_timeout,
+                notebook_timeout=opts.whole_timeout, memory_limit=opts.memory_limit,
+                drop_privileges=as_nobody,
+            )
+        # No student code runs before the kernel answers, so a kernel that died on start
+        # (a TCP port another process took between jupyter_client picking it and the
+        # kernel binding it, a machine short of memory) is the grader's problem: try again.
+        if not run.kernel_never_started:
+            break
+    return run, attempt
+
+
+def _result(sub: Submission, opts: GradeOptions, problems, chapters) -> dict:
     files = [sub.path] if sub.path.is_file() else sub.notebooks
     result = {
         "version": RESULT_VERSION,
@@ -592,6 +733,7 @@ def grade_folder(
     opts = opts or GradeOptions()
     out = Path(out)
     masters = load_masters(solutions)
+    feedback_plan(opts)  # raises GradingSetupError before anything is graded
     subs, ignored = discover(submissions)
     out_res = Path(submissions).resolve()
     if out.resolve() == out_res or out_res in out.resolve().parents:

@@ -23,6 +23,9 @@ from . import contain
 
 __all__ = ["IsolatedResult", "plan_job", "run_isolated"]
 
+#: the most the grader reads from the scoring process's pipe
+MAX_RESULTS_BYTES = 16 * 2**20
+
 
 @dataclass
 class IsolatedResult:
@@ -42,11 +45,14 @@ def _meta(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-def plan_job(master, answers: dict[str, str]) -> dict:
+def plan_job(master, answers: dict[str, str], stubs: dict[str, str] | None = None) -> dict:
     """The job for :mod:`.sandbox`: groups of checks with the cells each needs.
 
-    ``answers``: answer id -> the source to run (vetted, or the stub).
+    ``answers``: answer id -> the source the sandbox reads as data (:mod:`.interpret`);
+    ``stubs``: answer id -> the student version's stub (the master's text), which stands in
+    for an answer the grader refused (its source in ``answers`` is then the stub too).
     """
+    stubs = stubs or {}
     groups: list[dict] = []
     cells: list[dict] = []
     for cell in master.nb.cells:
@@ -57,7 +63,10 @@ def plan_job(master, answers: dict[str, str]) -> dict:
         if role == "setup":
             cells.append({"name": f"<setup {meta.get('id')}>", "source": cell.source, "answer": False})
         elif role == "answer":
-            cells.append({"name": f"<answer {meta['id']}>", "source": answers.get(meta["id"], ""), "answer": True})
+            sid = meta["id"]
+            source = answers.get(sid, "")
+            cells.append({"name": f"<answer {sid}>", "id": sid, "source": source, "answer": True,
+                          "stub": sid in stubs and stubs[sid] == source, "fallback": stubs.get(sid, "")})
         elif role in ("check", "hidden-check"):
             check = {"id": meta["id"], "source": cell.source}
             if groups and groups[-1]["cells"] == cells:
@@ -109,11 +118,9 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
         if proc is not None:
             contain.stop(proc, token)
         os.close(log_fd)
-        try:
-            with open(log_path, "rb") as f:
-                out.log = f.read()[-3000:].decode("utf-8", errors="replace")
-        except OSError:
-            pass
+        from .run import tail
+
+        out.log = tail(log_path, 3000)
         os.unlink(log_path)
         shutil.rmtree(work, ignore_errors=True)
     out.seconds = time.monotonic() - start
@@ -132,7 +139,7 @@ def _feed(proc, payload: bytes) -> None:
 def _read_all(fd: int, deadline: float) -> tuple[bytes, bool]:
     import select
 
-    chunks = []
+    chunks, total = [], 0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -143,6 +150,9 @@ def _read_all(fd: int, deadline: float) -> tuple[bytes, bool]:
             if not chunk:
                 return b"".join(chunks), False
             chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_RESULTS_BYTES:   # far more than records: read no more, trust none
+                return b"", False
 
 
 def _verify(data: bytes, expected: list[str]) -> tuple[dict, bool]:
@@ -159,7 +169,8 @@ def _verify(data: bytes, expected: list[str]) -> tuple[dict, bool]:
         if not isinstance(rec, dict) or rec.get("seq") != i or rec.get("id") != expected[i]:
             return {}, False
         checks[rec["id"]] = {"passed": rec.get("passed") is True, "message": str(rec.get("message") or ""),
-                             "timed_out": bool(rec.get("timed_out"))}
+                             "timed_out": bool(rec.get("timed_out")),
+                             "manual": [str(m) for m in rec.get("manual") or [] if isinstance(rec.get("manual"), list)]}
     complete = (len(records) == len(expected) + 1 and isinstance(records[-1], dict)
                 and records[-1] == {"seq": len(expected), "count": len(expected)})
     return checks, complete

@@ -129,8 +129,19 @@ def _inherited_fds() -> tuple[int, ...]:
     return tuple(fds)
 
 
+def _limit_file_size(limit: int) -> None:
+    """No file a run writes grows past ``limit`` bytes (a log a student fills with 500 MB of
+    prints): the writer gets EFBIG, or SIGXFSZ ends it."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args[:1] == ["--max-file"]:
+        _limit_file_size(int(args[1]))
+        args = args[2:]
     if args[:1] == ["--"]:
         args = args[1:]
     sys.exit(_reaper(args))

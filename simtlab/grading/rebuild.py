@@ -79,8 +79,14 @@ def _metas(nb):
 
 
 def _meta(cell) -> dict:
+    """A cell's ``simtlab`` metadata; an ``id`` or ``role`` that is not a string (a list, a
+    dict: unhashable) is dropped, so a malformed notebook is graded, never a grader error."""
     meta = cell.get("metadata", {}).get("simtlab") if isinstance(cell, dict) else None
-    return meta if isinstance(meta, dict) else {}
+    if not isinstance(meta, dict):
+        return {}
+    if any(k in meta and not isinstance(meta[k], str) for k in ("id", "role")):
+        meta = {k: v for k, v in meta.items() if k not in ("id", "role") or isinstance(v, str)}
+    return meta
 
 
 def _source(cell) -> str:
@@ -141,7 +147,7 @@ def match_master(nb, masters: list[Master], filename: str) -> Master | None:
     """
     by_name = {m.name: m for m in masters}
     stamp = nb.get("metadata", {}).get("simtlab_template")
-    if isinstance(stamp, dict) and stamp.get("name") in by_name:
+    if isinstance(stamp, dict) and isinstance(stamp.get("name"), str) and stamp["name"] in by_name:
         return by_name[stamp["name"]]
     ids = {m["id"] for m in _metas(nb)}
     if ids:
@@ -356,6 +362,10 @@ def rebuild(master: Master, submission: nbformat.NotebookNode) -> Rebuilt:
     return out
 
 
+def _hashable_id(value):
+    return value if isinstance(value, str) else None
+
+
 def _tampering(master: Master, sub_cells, by_sid, out: Rebuilt) -> list[str]:
     """Flags for the changes a student made outside the answer cells (they are all undone)."""
     flags = []
@@ -405,7 +415,7 @@ def _tampering(master: Master, sub_cells, by_sid, out: Rebuilt) -> list[str]:
     extra = [
         i for i, c in enumerate(sub_cells)
         if c.get("cell_type") == "code" and _source(c).strip() and i not in out.used
-        and _meta(c).get("id") not in known_ids and c.get("id") not in known_cells
+        and _meta(c).get("id") not in known_ids and _hashable_id(c.get("id")) not in known_cells
         and _norm(_source(c)) not in known_sources
     ]
     if extra:

@@ -77,10 +77,26 @@ def _child_env(home: Path) -> dict:
     return env
 
 
+def tail(path, size: int) -> str:
+    """The last ``size`` bytes of a file, read without reading the rest (a log may be huge)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            return f.read(size).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+#: the most of the results file the grader reads (one record per cell: far less than this)
+MAX_RESULTS_BYTES = 8 * 2**20
+
+
 def _read_results(path: Path, key: bytes) -> tuple[list[dict], int]:
     records, bad = [], 0
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        with open(path, "rb") as f:
+            lines = f.read(MAX_RESULTS_BYTES).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return [], 0
     for line in lines:
@@ -179,9 +195,5 @@ def run_notebook(
     out.started = any(r.get("type") == "start" for r in records)
     out.ended = any(r.get("type") == "end" for r in records)
     out.cells = [r for r in records if r.get("type") == "cell"]
-    try:
-        text = log.read_bytes()[-4000:].decode("utf-8", errors="replace")
-    except OSError:
-        text = ""
-    out.log = text
+    out.log = tail(log, 4000)
     return out

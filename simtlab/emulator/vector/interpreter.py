@@ -390,6 +390,8 @@ class Interpreter:
 
     def exec_for(self, s, m, frame):
         it = s.iter
+        if it.__class__ is ast.Tuple:
+            return self.exec_for_values(s, [self.eval(e, m, frame) for e in it.elts], m, frame)
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
                 and it.func.id == "range" and not it.keywords and 1 <= len(it.args) <= 3):
             raise Fallback("a for loop over something other than range()")
@@ -399,16 +401,7 @@ class Interpreter:
         loop = _Loop()
         header = frame.fn.site(s.lineno)
         if not any(is_vector(b) for b in (start, stop, step)):
-            for value in range(int(start), int(stop), int(step)):
-                loop.continued = None
-                active = self._live(m, frame, loop)
-                if self._empty(active):
-                    return
-                self.line(active, header)
-                self._iterate()
-                self.assign(s.target, value, active, frame)
-                self.exec_body(s.body, active, frame, loop)
-            return
+            return self.exec_for_values(s, range(int(start), int(stop), int(step)), m, frame)
         if is_vector(step) or raw(step) == 0:
             raise Fallback("a range() whose step differs between lanes")
         counter = raw(broadcast(start, self.n)).astype(np.int64)
@@ -427,6 +420,21 @@ class Interpreter:
             self.assign(s.target, Weak(counter.copy()), active, frame)
             self.exec_body(s.body, active, frame, loop)
             counter = counter + step
+
+    def exec_for_values(self, s, values, m, frame):
+        """A for loop whose values are the same for every lane: a range of scalars, or a
+        literal tuple of numbers (``for offset in (16, 8, 4, 2, 1)``)."""
+        loop = _Loop()
+        header = frame.fn.site(s.lineno)
+        for value in values:
+            loop.continued = None
+            active = self._live(m, frame, loop)
+            if self._empty(active):
+                return
+            self.line(active, header)
+            self._iterate()
+            self.assign(s.target, value, active, frame)
+            self.exec_body(s.body, active, frame, loop)
 
     # --- assignment ---------------------------------------------------------------------------
     def assign(self, target, value, m, frame):

@@ -22,6 +22,14 @@ _MATH = {f.__name__ for f in cuda_calls.MATH_FUNCS}
 _VERDICTS: dict = {}
 
 
+def constant_tuple(node) -> bool:
+    """``(16, 8, 4, 2, 1)``: a literal tuple of numbers, which a for loop may walk (numba
+    unrolls it)."""
+    return isinstance(node, ast.Tuple) and bool(node.elts) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+        for e in node.elts)
+
+
 def why_not(func) -> str | None:
     """None when the vector engine can run ``func``; else the reason, naming the construct.
     Remembered per function: a device function redefined later (a notebook cell run again)
@@ -64,7 +72,7 @@ def _why_not(func, _path=()) -> str | None:
         if isinstance(node, ast.For):
             it = node.iter
             if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                    and it.func.id == "range"):
+                    and it.func.id == "range") and not constant_tuple(it):
                 return f"{at(node)}: a for loop over something other than range()"
         if isinstance(node, ast.expr) and not isinstance(node, _EXPRESSIONS):
             return f"{at(node)}: the expression {type(node).__name__} is outside the subset"
