@@ -300,7 +300,7 @@ class Interpreter:
         elif t is ast.Return:
             if s.value is not None:
                 v = self.eval(s.value, m, frame)
-                frame.retval = select(m, v, frame.retval, self.n) \
+                frame.retval = _select(m, v, frame.retval, self.n) \
                     if m is not self.ALL else v
             self.exits += 1
             frame.returned = m.copy() if frame.returned is None else (frame.returned | m)
@@ -412,7 +412,7 @@ class Interpreter:
             frame.vars[name] = value
             frame.defined[name] = m
             return
-        frame.vars[name] = select(m, value, old, self.n)
+        frame.vars[name] = _select(m, value, old, self.n)
         frame.defined[name] = self.ALL if had is self.ALL else (had | m)
 
     def aug_assign(self, s, m, frame):
@@ -465,6 +465,9 @@ class Interpreter:
             else:
                 idx = self.eval(sl, m, frame)
             if arr.__class__ is va.VArray:
+                if idx.__class__ is tuple and len(idx) < arr.ndim or \
+                        idx.__class__ is not tuple and arr.ndim > 1:
+                    return va.view(self, arr, idx if idx.__class__ is tuple else (idx,), m)
                 return va.read(self, arr, idx, m, frame.fn.site(node.lineno))
             if isinstance(arr, tuple) and not is_vector(idx):
                 return arr[idx]
@@ -505,7 +508,7 @@ class Interpreter:
                 return b
             if b is None:
                 return a
-            return select(cond, a, b, self.n)
+            return _select(cond, a, b, self.n)
         if t is ast.UnaryOp:
             return unary(node.op.__class__.__name__, self.eval(node.operand, m, frame))
         if t is ast.Tuple:
@@ -618,6 +621,13 @@ class _CudaMarker:
 
 
 _CUDA = _CudaMarker()
+
+
+def _select(mask, new, old, n):
+    """``values.select``, and views of one array on different lanes (``arrays.select_views``)."""
+    if (new.__class__ is va.VArray or old.__class__ is va.VArray) and old is not None:
+        return va.select_views(mask, new, old, n)
+    return select(mask, new, old, n)
 
 
 def _and(a, b):
