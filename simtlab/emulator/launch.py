@@ -150,5 +150,6 @@ def _has_races(trace_) -> bool:
     from .run import Run
     run = Run(trace_, "")
     trace_.memory_table = trace_.memory()     # built once: the Run of the launch reuses it
-    trace_.races = find_races(trace_.memory_table, run.arrays, run._unravel)
+    trace_.races = find_races(trace_.memory_table, run.arrays, run._unravel,
+                              cas_sites=trace_.cas_sites)
     return bool(trace_.races[0])

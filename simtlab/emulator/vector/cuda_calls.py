@@ -300,6 +300,8 @@ def _atomic(kind):
             old = None
         if not isinstance(ary, va.VArray):
             raise Fallback("atomic on something other than an array")
+        if old is not None and eng.trace:
+            eng.engine.cas_sites.add(site)           # see analysis/races.py
         from ..conversions import store_converter
         conv = store_converter(ary.dtype)
         dt = ary.dtype.type
