@@ -241,6 +241,100 @@ def test_a_race_keeps_the_greenlet_engines_order(agree):
     assert run.metrics["races"] > 0
 
 
+@cuda.jit
+def racy_total(x, total):
+    i = cuda.grid(1)
+    if i < x.size:
+        total[0] = total[0] + x[i]
+
+
+@cuda.jit
+def read_the_next_blocks_element(a):
+    """One thread per block: block b reads a[b + 1], which block b + 1 overwrites after."""
+    i = cuda.grid(1)
+    v = a[(i + 1) % a.size]
+    a[i] = v + 1
+
+
+@cuda.jit
+def cas_add(x, acc):
+    i = cuda.grid(1)
+    if i < x.size:
+        slot = i % acc.size
+        old = acc[slot]
+        while True:
+            assumed = old
+            old = cuda.atomic.cas(acc, slot, assumed, assumed + x[i])
+            if old == assumed:
+                break
+
+
+@cuda.jit
+def histogram_by_atomics(x, bins):
+    i = cuda.grid(1)
+    for k in range(i, x.size, cuda.gridsize(1)):
+        cuda.atomic.add(bins, x[k] % bins.size, 1)
+
+
+ORDER_DEPENDENT = {
+    "racy total": lambda: (racy_total, 2, 128, (np.ones(256, np.float32),
+                                                np.zeros(1, np.float32))),
+    "in-place average": lambda: ("average3_in_place", 1, 64,
+                                 (np.arange(64, dtype=np.float32) ** 2,)),
+    "blocks in one chunk": lambda: (read_the_next_blocks_element, 8, 1,
+                                    (np.arange(8, dtype=np.int32),)),
+    "compare-and-swap loop": lambda: (cas_add, 2, 64, (np.arange(100, dtype=np.int32),
+                                                       np.zeros(4, np.int32))),
+}
+
+
+def _order_case(name):
+    kernel, grid, block, args = ORDER_DEPENDENT[name]()
+    if isinstance(kernel, str):
+        from simtlab.kernels import patterns
+        kernel = getattr(patterns, kernel)
+    return kernel, grid, block, args
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_DEPENDENT))
+def test_trace_false_never_changes_a_result(case):
+    """A kernel whose result depends on the order threads run in gives the greenlet engine's
+    result traced or not (the vector engine's lockstep order, untraced, used to keep
+    total[0] = 1 where the traced run gave 256)."""
+    kernel, grid, block, args = _order_case(case)
+    reference = [a.copy() for a in args]
+    simtlab.emulate(kernel, grid, block, *reference, engine="greenlet", trace=False)
+    for trace in (True, False):
+        got = [a.copy() for a in args]
+        run = simtlab.emulate(kernel, grid, block, *got, trace=trace)
+        for g, r in zip(got, reference):
+            np.testing.assert_array_equal(g, r)
+        assert run.engine == "greenlet" and "races" in run.engine_reason, run.engine_reason
+
+
+def test_a_racy_total_is_the_sum_with_and_without_trace():
+    for trace in (True, False):
+        total = np.zeros(1, np.float32)
+        simtlab.emulate(racy_total, 2, 128, np.ones(256, np.float32), total, trace=trace)
+        assert total[0] == 256
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_DEPENDENT))
+def test_order_dependent_kernels_agree_traced(agree, case):
+    kernel, grid, block, args = _order_case(case)
+    simtlab.emulate(kernel, grid, block, *args)
+    assert [row[1] for row in agree()] == ["greenlet"]
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_atomics_alone_stay_on_the_vector_engine(agree, trace):
+    x = np.arange(1000, dtype=np.int32) * 7
+    bins = np.zeros(16, np.int32)
+    run = simtlab.emulate(histogram_by_atomics, 2, 64, x, bins, trace=trace)
+    np.testing.assert_array_equal(bins, np.bincount(x % 16, minlength=16))
+    assert run.engine == "vector", run.engine_reason
+
+
 def test_auto_says_why_it_chose_the_greenlet_engine():
     x = np.zeros(32, np.float32)
     run = simtlab.emulate(out_of_bounds, 1, 31, x, order="random", seed=1)

@@ -110,6 +110,10 @@ def _run_engines(launch: Launch, engine: str):
                          "in, so the greenlet engine's order is kept"
             else:
                 return trace_
+        except vector.OrderDependent as stop:
+            reason = f"the kernel races on {stop.array} (or retries a compare-and-swap " \
+                     "there): its result depends on the order threads run in, so the " \
+                     "greenlet engine's order is kept, traced or not"
         except vector.Fallback as stop:
             reason = f"the vector engine stopped ({stop}); the greenlet engine reports it"
         _restore(inputs)                      # start again from the launch's inputs

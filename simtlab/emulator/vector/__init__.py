@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .engine import run
 from .interpreter import TraceOverflow
+from .order import OrderDependent
 from .subset import why_not
 from .values import Fallback
 
-__all__ = ["run", "why_not", "Fallback", "TraceOverflow"]
+__all__ = ["run", "why_not", "Fallback", "TraceOverflow", "OrderDependent"]

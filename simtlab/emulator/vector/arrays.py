@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...simt import ATOMIC, CONST, LOCAL, READ, SHARED, WRITE
+from . import order
 from .values import Fallback, Weak, convert_for_store, is_vector, raw, select
 
 
@@ -15,7 +16,8 @@ class VArray:
     "lane" (local: one copy per thread)."""
 
     __slots__ = ("id", "name", "space", "shape", "strides", "size", "ndim", "dtype",
-                 "storage", "per", "written", "all_written", "readonly", "parent", "prefix")
+                 "storage", "per", "written", "all_written", "readonly", "parent", "prefix",
+                 "order")
 
     def __init__(self, aid, name, space, shape, storage, per=None, written=None,
                  readonly=False):
@@ -38,6 +40,7 @@ class VArray:
         self.readonly = readonly
         self.parent = None              # a row view (``m[i]``): the array it is a view of
         self.prefix = ()                # ... and the leading indices that chose the row
+        self.order = None               # what the order check remembers (order.Shadow)
 
     def __len__(self):
         return self.shape[0]
@@ -222,6 +225,8 @@ def read(eng, arr: VArray, idx, m, site):
     arr, idx = resolve(arr, idx)
     flat, pa = _located(eng, arr, idx, m)
     _check_written(arr, pa, "read of")
+    if arr.space <= SHARED:                  # global or shared: other threads see it
+        order.on_read(eng, arr, pa, m)
     if eng.trace:
         eng.record(m, arr.id, flat, READ, site)
     if m is eng.ALL:
@@ -239,6 +244,8 @@ def write(eng, arr: VArray, idx, value, m, site):
         locate(eng, arr, idx, m)             # an out-of-bounds index is reported first
         raise Fallback(f"write to constant array {arr.name}")
     flat, pa = _located(eng, arr, idx, m)
+    if arr.space <= SHARED:
+        order.on_update(eng, arr, pa, m, atomic=False)
     if eng.trace:
         eng.record(m, arr.id, flat, WRITE, site)
     vals = convert_for_store(value, arr.dtype)
@@ -258,6 +265,8 @@ def atomic(eng, arr: VArray, idx, m, site, update):
         raise Fallback(f"atomic on constant array {arr.name}")
     flat, pa = _located(eng, arr, idx, m)
     _check_written(arr, pa, "atomic on")
+    if arr.space <= SHARED:
+        order.on_update(eng, arr, pa, m, atomic=True)
     if eng.trace:
         eng.record(m, arr.id, flat, ATOMIC, site)
     lanes = eng.lanes if m is eng.ALL else np.flatnonzero(m)

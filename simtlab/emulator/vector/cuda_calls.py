@@ -103,6 +103,8 @@ def _barrier(kind):
                 result = Weak((per > 0).astype(np.int64))
         eng.end_of_round(finished=False)     # the greenlet engine checks max_trace here
         eng.epoch[m] += 1
+        eng.syncs += 1                       # the order keys change (order.py)
+        eng.barriers += 1
         return result
     return run
 
@@ -136,6 +138,7 @@ def _check_warps(eng, m, mask, kind):
     if (mask[act] != here[act]).any():
         raise Fallback(f"{kind}() reached by other lanes than its mask names")
     eng.phase[m] += 1
+    eng.syncs += 1
 
 
 def _shuffle(kind):
@@ -199,6 +202,7 @@ def _activemask(eng, node, m, frame, site):
     bits = np.left_shift(1, eng.lane).astype(np.int64)
     act = eng.ALL if m is eng.ALL else m
     eng.phase[m] += 1
+    eng.syncs += 1
     return Weak(_per_warp_or(eng, act, bits))
 
 

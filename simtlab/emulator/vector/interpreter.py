@@ -147,6 +147,9 @@ class Interpreter:
         self.epoch = np.zeros(n, np.int64)
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
+        self.syncs = 0                            # barriers and collectives so far (order.py)
+        self.barriers = 0                         # barrier rounds so far (order.py)
+        self.order_cache = None                   # see order.lane_keys
         self.trace = launch.trace if trace is None else trace
         self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
