@@ -66,9 +66,9 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED, cas_sites=frozenset()):
     space = np.asarray(mem["space"])
     sel = (space == 0) | (space == 1)
     keep_all = bool(sel.all())
-    col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in
-           ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
-            "line", "site")}
+    fields = ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
+              "line") + (("site",) if cas_sites else ())
+    col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in fields}
     n = len(col["block"])
     if n == 0:
         return 0, []

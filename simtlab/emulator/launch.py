@@ -34,7 +34,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     SIMTLAB_ENGINE=greenlet to run a whole course or test session on the reference engine).
     Either way, any launch the vector engine cannot finish exactly as the greenlet engine
     would (an error, a race, a construct outside its subset) runs again on the greenlet
-    engine from the original inputs, so results, traces and error messages are the same.
+    engine from the original inputs, so results, traces and error messages are the same,
+    with ``trace=True`` or ``trace=False`` (vector/order.py sees races without a trace).
     ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with every
     check, unrecorded: a sample of a large launch; ``run.traced_blocks`` says how many).
     ``progress(done, total)`` is called after each block, done = 1, 2, ... total (the vector

@@ -304,8 +304,11 @@ def _atomic(kind):
             old = None
         if not isinstance(ary, va.VArray):
             raise Fallback("atomic on something other than an array")
-        if old is not None and eng.trace:
-            eng.engine.cas_sites.add(site)           # see analysis/races.py
+        if old is not None:
+            # a CAS loop's retries (and its trace) depend on the order lanes run in: all
+            # lanes read one guess, the swap succeeds for one. Left to the greenlet engine.
+            raise Fallback("compare-and-swap (its retries depend on the order threads run "
+                           "in)")
         from ..conversions import store_converter
         conv = store_converter(ary.dtype)
         dt = ary.dtype.type

@@ -75,7 +75,6 @@ class VectorEngine:
         self._sites: dict = {}
         self.const_arrays: dict = {}
         self.mem_chunks: list = []
-        self.cas_sites: set = set()       # sites of the compare-and-swaps traced (races.py)
         self.mem_rows = 0
         self.line_chunks: list = []
         self.iterations = 0
@@ -149,8 +148,7 @@ class VectorEngine:
             lines = self._line_columns()
         return Trace(launch=self.launch, arrays=list(self.arrays), codes=self.codes,
                      memory_records=memory, line_records=lines,
-                     elapsed_s=time.perf_counter() - self.t0, engine="vector",
-                     cas_sites=frozenset(self.cas_sites))
+                     elapsed_s=time.perf_counter() - self.t0, engine="vector")
 
     def _memory_records(self):
         if not self.mem_chunks:
