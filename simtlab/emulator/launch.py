@@ -132,12 +132,24 @@ def _run_vector(launch: Launch, inputs):
     """The vector engine's trace; its ``max_trace`` error carries the partial run the
     greenlet engine's would (a chunk of several blocks that passed it runs again, one block
     at a time from that chunk, to stop where the greenlet engine stops)."""
+    again = {}
     try:
-        try:
-            return vector.run(launch)
-        except vector.TraceOverflow as over:
+        while True:
+            try:
+                return vector.run(launch, **again)
+            except vector.TraceOverflow as over:
+                if "one_block_from" in again:
+                    raise
+                again.update(one_block_from=over.block,
+                             reported=max(over.block, again.get("reported", 0)))
+            except vector.UnloggedReads as missed:
+                # an array the kernel was not expected to write is written after reads that
+                # the order check did not keep: once more, keeping every array's reads
+                if again.get("log_every_read"):
+                    raise
+                again.update(log_every_read=True,
+                             reported=max(missed.block, again.get("reported", 0)))
             _restore(inputs)
-            return vector.run(launch, one_block_from=over.block, reported=over.block)
     except EmulationError as exc:
         partial = getattr(exc, "partial_trace", None)
         if partial is not None:

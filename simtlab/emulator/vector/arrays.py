@@ -189,18 +189,26 @@ def _offsets(eng, arr: VArray):
     return off
 
 
-def _located(eng, arr, idx, m):
+def _located(eng, arr, idx, m, kind):
     """``(flat, pa)``: flat indices (for the trace; None when not traced) and storage
-    positions of the active lanes (an int when every lane has the same)."""
+    positions of the active lanes (an int when every lane has the same). An access that
+    other threads can see (global, shared) goes through the order check (``kind``)."""
     const, vflat, vpos = locate(eng, arr, idx, m)
     flat = None
     if eng.trace:
         flat = const if vflat is None else (vflat + const if const else vflat)
         flat = _active(eng, m, flat)
     if vpos is None:
-        return flat, const
-    pos = vpos + const if const else vpos
-    return flat, (pos if m is eng.ALL else pos[m])
+        pa = const
+    else:
+        pos = vpos + const if const else vpos
+        pa = pos if m is eng.ALL else pos[m]
+    if kind != order.WRITE:
+        _check_written(arr, pa, "read of" if kind == order.READ else "atomic on")
+    if arr.space <= SHARED:
+        # the check logs the pieces (vpos is kept by locate's cache, mostly), not a copy
+        order.access(eng, arr, kind, pa, vpos, const, m)
+    return flat, pa
 
 
 def _active(eng, m, v):
@@ -223,10 +231,7 @@ def _mark_written(arr: VArray, pa):
 
 def read(eng, arr: VArray, idx, m, site):
     arr, idx = resolve(arr, idx)
-    flat, pa = _located(eng, arr, idx, m)
-    _check_written(arr, pa, "read of")
-    if arr.space <= SHARED:                  # global or shared: other threads see it
-        order.on_read(eng, arr, pa, m)
+    flat, pa = _located(eng, arr, idx, m, order.READ)
     if eng.trace:
         eng.record(m, arr.id, flat, READ, site)
     if m is eng.ALL:
@@ -243,9 +248,7 @@ def write(eng, arr: VArray, idx, value, m, site):
     if arr.readonly:
         locate(eng, arr, idx, m)             # an out-of-bounds index is reported first
         raise Fallback(f"write to constant array {arr.name}")
-    flat, pa = _located(eng, arr, idx, m)
-    if arr.space <= SHARED:
-        order.on_update(eng, arr, pa, m, atomic=False)
+    flat, pa = _located(eng, arr, idx, m, order.WRITE)
     if eng.trace:
         eng.record(m, arr.id, flat, WRITE, site)
     vals = convert_for_store(value, arr.dtype)
@@ -263,10 +266,7 @@ def atomic(eng, arr: VArray, idx, m, site, update):
     if arr.readonly:
         locate(eng, arr, idx, m)
         raise Fallback(f"atomic on constant array {arr.name}")
-    flat, pa = _located(eng, arr, idx, m)
-    _check_written(arr, pa, "atomic on")
-    if arr.space <= SHARED:
-        order.on_update(eng, arr, pa, m, atomic=True)
+    flat, pa = _located(eng, arr, idx, m, order.ATOMIC)
     if eng.trace:
         eng.record(m, arr.id, flat, ATOMIC, site)
     lanes = eng.lanes if m is eng.ALL else np.flatnonzero(m)

@@ -70,6 +70,9 @@ class Function:
         self.talks = any(node.__class__ is ast.Attribute and (
             node.attr == "atomic" or node.attr.startswith("threadfence"))
             for node in ast.walk(tree))
+        # the names an array may be written through (see order.py: the arrays of the other
+        # parameters are only read, and their reads are not logged)
+        self.stored_names = names_written_through(self.fdef)
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
@@ -81,6 +84,63 @@ class Function:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
+
+
+# calls that cannot write to an array passed to them
+_PURE_CALLS = {"len", "range", "min", "max", "abs", "int", "float", "bool", "float32",
+               "float64", "int32", "int64", "uint32", "uint64"}
+
+
+def names_written_through(fdef) -> frozenset:
+    """The names an array may be written through in a function: stored to (``a[i] = v``,
+    ``a[i] += v``), updated atomically, passed to a function that may store to it, or aliased
+    by a name that is (``row = m[i]; row[j] = v``, ``b = a``). A guess that only needs to be
+    right for speed: a write the guess misses is caught by the order check (``order.py``)."""
+    stored, aliases = set(), []
+    for node in ast.walk(fdef):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Subscript):
+                        stored.update(_root_names(t.value))
+            value = node.iter if isinstance(node, ast.For) else node.value
+            if value is not None:
+                # a[i] = b[j] aliases nothing; row = m[i] and (p, q) = (a, b) do
+                names = set().union(*(_root_names(t) for t in targets
+                                      if not isinstance(t, ast.Subscript)))
+                aliases.append((names, _root_names(value)))
+        elif isinstance(node, ast.Call):
+            func = ast.unparse(node.func)
+            if "atomic" in func.split("."):
+                stored.update(_root_names(node.args[0]) if node.args else ())
+            elif not (isinstance(node.func, ast.Name) and node.func.id in _PURE_CALLS):
+                for arg in (*node.args, *(k.value for k in node.keywords)):
+                    stored.update(_root_names(arg))
+    grown = True
+    while grown:                          # an alias of an alias of a stored name
+        grown = False
+        for targets, sources in aliases:
+            if targets & stored and not sources <= stored:
+                stored |= sources
+                grown = True
+    return frozenset(stored)
+
+
+def _root_names(expr) -> set:
+    """The names an expression's value may be an array (or a view of one) of: ``a``,
+    ``a[i]``, ``a if c else b``; not ``a.shape``, ``a[i] * 2`` or ``f(a)``."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, (ast.Subscript, ast.Starred)):
+        return _root_names(expr.value)
+    if isinstance(expr, ast.IfExp):
+        return _root_names(expr.body) | _root_names(expr.orelse)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return set().union(*map(_root_names, expr.elts)) if expr.elts else set()
+    if isinstance(expr, ast.NamedExpr):
+        return _root_names(expr.value) | {expr.target.id}
+    return set()
 
 
 class TraceOverflow(Exception):
@@ -149,7 +209,9 @@ class Interpreter:
         self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
         self.syncs = 0                            # barriers and collectives so far (order.py)
         self.barriers = 0                         # barrier rounds so far (order.py)
-        self.order_cache = None                   # see order.lane_keys
+        self.order_cache = None                   # see order.chunk_keys
+        self.order_injective: dict = {}           # see order._injective
+        self.order_shadows: list = []             # shared memory's, see order.release
         self.trace = launch.trace if trace is None else trace
         self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)

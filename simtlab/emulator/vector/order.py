@@ -10,19 +10,33 @@ sorted in. An access that comes later here, by a lane whose key is *smaller*, ra
 on the greenlet engine: when one of the two accesses is a plain write, or one a plain access
 and the other an atomic, the element's value depends on the order, and the launch is handed
 to the greenlet engine (``OrderDependent``). Two atomics are left alone (the engine runs them
-in lane order, see ``arrays.atomic``).
+in lane order, see ``arrays.atomic``); two reads never conflict.
 
 That catches every race that changes a result (``total[0] = total[0] + x[i]``, a scan in
-place without its barrier) and compare-and-swap loops (all lanes read one guess, the CAS
-fails for all but one lane: the retries, and the trace, differ from the greenlet engine's),
-whether or not the launch is traced: ``trace=False`` never changes a result.
+place without its barrier), whether or not the launch is traced: ``trace=False`` never
+changes a result.
 
-What it costs: per array, the largest key that wrote, read and updated atomically each
-element (three int64 shadows, made on first need), and scalars that skip the per-element
-check when no earlier access can be later in the greenlet order (a shared tile read after
-the barrier that follows its loads costs one comparison). Reads are not checked one by one:
-a read appends its positions and keys to the array's log (no copy), which is merged into the
-read shadow only when a write or an atomic could conflict with it.
+What it costs, and why it is cheap on race-free kernels:
+
+- *Regions.* Keys only grow from one chunk of blocks to the next, and, in a block's shared
+  memory, from one barrier round to the next: accesses of an earlier region can never
+  conflict with later ones. Per array, the accesses of the current region (the chunk; for
+  shared memory, the barrier round) are remembered, and forgotten when it ends.
+- *Logs, merged on demand.* An access is appended to its kind's log (reads, writes, atomics)
+  as the pieces its positions are made of (an index vector the interpreter already keeps,
+  plus a constant; the key vector of the chunk and the lane mask): no copy, no new memory.
+  Per kind, the region's largest key is kept too. Only when an earlier access of a kind
+  that conflicts has a larger key than the smallest key of the access now is the log merged
+  into a per-element shadow (the largest key per element, one int64 array per kind, made on
+  first need and never cleared: stale keys are smaller than any key of a later region), and
+  the access checked element by element. A tile loaded before a barrier and read after it,
+  or ``out[i] = ...`` once per thread, never gets there.
+- *Arrays the kernel never writes.* A kernel argument that no statement stores to, updates
+  atomically, passes to a function or aliases (``Function.stored_names``) is predicted
+  read-only: its reads only raise one scalar, the largest key that read it. If a write does
+  reach it after all (a row view, ``row = m[i]; row[j] = v``) and that scalar says an
+  earlier read might conflict, the check cannot tell: ``UnloggedReads`` makes the launch run
+  again on the vector engine from its inputs, logging every array's reads (``launch.py``).
 """
 
 from __future__ import annotations
@@ -34,7 +48,14 @@ from .values import Fallback
 
 # bits of the order key, least significant first; a launch past them is not checked here
 _LANE, _PHASE, _WARP, _EPOCH, _BLOCK = 5, 16, 5, 14, 23
-_LOG_ROWS = 1 << 22           # read positions kept unmerged per array (about 32 MB)
+_LOG_ROWS = 1 << 20           # rows kept unmerged per array and kind (beyond: merged)
+READ, WRITE, ATOMIC = 0, 1, 2
+# the kinds of earlier access an access of each kind conflicts with
+_CONFLICTS = {READ: (WRITE, ATOMIC), WRITE: (READ, WRITE, ATOMIC), ATOMIC: (READ, WRITE)}
+
+#: the check runs (benchmarks/order_check_cost.py turns it off to measure what it costs;
+#: nothing else should: a racing kernel would then keep the lockstep order's result)
+ENABLED = True
 
 
 class OrderDependent(Fallback):
@@ -45,166 +66,284 @@ class OrderDependent(Fallback):
         self.array = name
 
 
+class UnloggedReads(Exception):
+    """An array predicted read-only is written, and its reads were not logged: run again
+    logging them (not a ``Fallback``: the vector engine can still run the launch)."""
+
+    def __init__(self, name, block):
+        super().__init__(f"{name} is written after reads the order check did not keep")
+        self.array = name
+        self.block = block          # the first block of the chunk it happened in
+
+
 class Shadow:
     """What the order check remembers of one array (global or shared) in one launch."""
 
-    __slots__ = ("size", "wmax", "rmax", "amax", "wtop", "rtop", "atop", "log", "log_rows",
-                 "log_top", "log_owner", "dropped_top", "write_round", "read_round")
+    __slots__ = ("size", "per_chunk", "logged", "unlogged_top", "region", "region_round",
+                 "logs", "rows", "top", "shadows")
 
-    def __init__(self, size):
+    def __init__(self, size, per_chunk, logged=True):
         self.size = size
-        self.wmax = self.rmax = self.amax = None        # per element, made on first need
-        self.wtop = self.rtop = self.atop = -1           # the largest key of each kind
-        self.log, self.log_rows, self.log_top = [], 0, -1
-        self.log_owner = None          # the interpreter (chunk) the log's reads belong to
-        self.dropped_top = -1          # reads given up from the log (never written till then)
-        self.write_round = self.read_round = -1          # shared: barrier round of the last
+        self.per_chunk = per_chunk     # shared memory: one chunk's (its shadows go back after)
+        self.logged = logged           # reads are logged (False: predicted read-only)
+        self.unlogged_top = -1         # the largest key of the reads not logged
+        self.region = None             # the interpreter (chunk) of the accesses kept ...
+        self.region_round = -1         # ... and, for shared memory, the barrier round
+        self.logs = ([], [], [])       # per kind: (vpos, const, m, Keys), not merged yet
+        self.rows = [0, 0, 0]          # per kind: rows in the log
+        self.top = [-1, -1, -1]        # per kind: the region's largest key (merged or not)
+        self.shadows = [None, None, None]   # per kind: the largest key per element
 
-    def shadow(self, name):
-        s = getattr(self, name)
+    def shadow(self, kind, eng):
+        s = self.shadows[kind]
         if s is None:
-            s = np.full(self.size, -1, np.int64)
-            setattr(self, name, s)
+            s = self.shadows[kind] = _spare(self.size, eng, self.per_chunk)
         return s
 
 
-def lane_keys(eng, m):
-    """``(keys of the active lanes, smallest, largest, ascending in lane order?)``.
-
-    A lane still running has passed every barrier of its chunk (a barrier that not all live
-    lanes of a block reach goes to the greenlet engine), so its epoch is ``eng.barriers``:
-    the keys of all lanes are (block, warp, collectives passed, lane), remade when a
-    collective ran (``eng.syncs`` counts both), plus the epoch, added when a barrier ran."""
-    cached = eng.order_cache
-    if cached is None or cached[0] != eng.syncs:
-        if eng.barriers >= 1 << _EPOCH or eng.b0 + eng.nb >= 1 << _BLOCK:
-            raise Fallback("more blocks or barriers than the order check counts")
-        base = None if cached is None else cached[5]
-        if base is None or cached[6] != eng.syncs - eng.barriers:     # a collective ran
-            phase = eng.phase
-            if len(phase) and phase.max() >= 1 << _PHASE:
-                raise Fallback("more warp collectives than the order check counts")
-            base = _static_keys(eng) | (phase << _LANE)
-            ascending = bool(len(base) < 2 or (base[1:] >= base[:-1]).all())
-        else:
-            ascending = cached[2]
-        keys = base + (eng.barriers << (_WARP + _PHASE + _LANE))
-        cached = eng.order_cache = (eng.syncs, keys, ascending,
-                                    int(keys[0]) if len(keys) else 0,
-                                    int(keys[-1]) if len(keys) else 0,
-                                    base, eng.syncs - eng.barriers)
-    _, keys, ascending, first, last = cached[:5]
-    if m is eng.ALL:
-        if ascending:
-            return keys, first, last, True
-        return keys, int(keys.min()), int(keys.max()), False
-    k = keys[m]
-    if not len(k):
-        return k, 0, -1, True
-    if ascending:
-        return k, int(k[0]), int(k[-1]), True
-    return k, int(k.min()), int(k.max()), False
-
-
-def _static_keys(eng):
-    """Block, warp and lane of every lane, in their places in the key (made once a chunk)."""
-    found = getattr(eng, "_order_static", None)
-    if found is None:
-        block = eng.lblock + eng.b0
-        found = (block << (_EPOCH + _WARP + _PHASE + _LANE)) | (eng.warp << (_PHASE + _LANE)) \
-            | eng.lane
-        eng._order_static = found
-    return found
-
-
-def _state(arr):
+def state(arr, logged=True):
+    """The array's ``Shadow`` (made on first need; ``logged``: for a new one)."""
     st = arr.order
     if st is None:
-        st = arr.order = Shadow(arr.storage.size)
+        st = arr.order = Shadow(arr.storage.size, arr.per is not None, logged)
     return st
 
 
-def _later_than(shadow, pa, keys):
+# --- shadows: memory reused from launch to launch ----------------------------------------------
+_SPARES: dict = {}            # size -> shadows a finished launch handed back
+_SPARE_BYTES = 1 << 25        # at most this much kept for the next launches
+
+
+def _spare(size, eng, per_chunk):
+    """A shadow of ``size`` elements, all -1: one a finished launch handed back (fresh pages
+    cost more than filling), or a new one. ``release`` hands it back at the end of the
+    chunk (``per_chunk``) or of the launch."""
+    kept = _SPARES.get(size)
+    if kept:
+        s = kept.pop()
+        s.fill(-1)
+    else:
+        s = np.full(size, -1, np.int64)
+    (eng if per_chunk else eng.engine).order_shadows.append(s)
+    return s
+
+
+def release(shadows):
+    """The shadows of a finished launch (or chunk), kept for the next ones."""
+    total = sum(a.nbytes for kept in _SPARES.values() for a in kept)
+    for s in shadows:
+        if total + s.nbytes > _SPARE_BYTES:
+            break
+        _SPARES.setdefault(s.size, []).append(s)
+        total += s.nbytes
+    shadows.clear()
+
+
+# --- order keys -----------------------------------------------------------------------------
+class Keys:
+    """Every lane's order key at one point of a chunk, whichever lanes are active (a lane
+    not active has the key it would have): the smallest and largest as ints, the vector
+    made only when an access is checked element by element."""
+
+    __slots__ = ("base", "shift", "lo", "hi", "ascending", "_vector")
+
+    def __init__(self, base, shift, lo, hi, ascending):
+        self.base, self.shift, self._vector = base, shift, None
+        self.lo, self.hi, self.ascending = lo + shift, hi + shift, ascending
+
+    def vector(self):
+        v = self._vector
+        if v is None:
+            v = self._vector = self.base + self.shift if self.shift else self.base
+        return v
+
+    def active(self, m):
+        """The keys of the lanes of ``m`` (None: every lane)."""
+        v = self.vector()
+        return v if m is None else v[m]
+
+
+def chunk_keys(eng) -> Keys:
+    """The lanes' keys now. A lane still running has passed every barrier of its chunk (a
+    barrier that not all live lanes of a block reach goes to the greenlet engine), so its
+    epoch is ``eng.barriers``: the keys of all lanes are (block, warp, collectives passed,
+    lane), remade when a collective ran (``eng.syncs`` counts both), plus the epoch, added
+    when a barrier ran."""
+    cached = eng.order_cache
+    if cached is not None and cached[0] == eng.syncs:
+        return cached[1]
+    if eng.barriers >= 1 << _EPOCH or eng.b0 + eng.nb >= 1 << _BLOCK:
+        raise Fallback("more blocks or barriers than the order check counts")
+    collectives = eng.syncs - eng.barriers
+    if cached is not None and cached[2] == collectives:
+        base = cached[3]
+    elif collectives == 0:                                   # every lane's phase is 0
+        base = _static_keys(eng)
+    else:
+        phase = eng.phase
+        if phase.max() >= 1 << _PHASE:
+            raise Fallback("more warp collectives than the order check counts")
+        vec = _static_keys(eng)[0] | (phase << _LANE)
+        ascending = bool(len(vec) < 2 or (vec[1:] >= vec[:-1]).all())
+        lo, hi = (int(vec[0]), int(vec[-1])) if ascending else (int(vec.min()), int(vec.max()))
+        base = (vec, lo, hi, ascending)
+    keys = Keys(base[0], eng.barriers << (_WARP + _PHASE + _LANE), *base[1:])
+    eng.order_cache = (eng.syncs, keys, collectives, base)
+    return keys
+
+
+_STATIC_KEYS: dict = {}       # (griddim, blockdim, b0, b1) -> (keys, lo, hi, True)
+
+
+def _static_keys(eng):
+    """Block, warp and lane of every lane, in their places in the key: ascending in lane
+    order, made once per launch shape and chunk (as ``interpreter._lane_constants``)."""
+    launch = eng.engine.launch
+    key = (launch.griddim, launch.blockdim, eng.b0, eng.b0 + eng.nb)
+    found = _STATIC_KEYS.get(key)
+    if found is None:
+        block = eng.lblock + eng.b0
+        vec = (block << (_EPOCH + _WARP + _PHASE + _LANE)) | (eng.warp << (_PHASE + _LANE)) \
+            | eng.lane
+        vec.flags.writeable = False
+        found = (vec, int(vec[0]), int(vec[-1]), True)
+        if len(_STATIC_KEYS) >= 4:
+            _STATIC_KEYS.clear()
+        _STATIC_KEYS[key] = found
+    return found
+
+
+# --- the check ----------------------------------------------------------------------------
+def access(eng, arr, kind, pa, vpos, const, m):
+    """An access of ``kind`` by the active lanes of ``m``: at storage positions ``pa`` (an
+    int: every lane the same), which are ``vpos + const`` (``vpos`` None: ``const``) before
+    the mask is applied. Raises ``OrderDependent`` when the greenlet engine's order would
+    give another result."""
+    if not ENABLED or not eng.n:
+        return
+    st = arr.order
+    if st is None:
+        st = state(arr)
+    keys = eng.order_cache[1] if eng.order_cache is not None and \
+        eng.order_cache[0] == eng.syncs else chunk_keys(eng)
+    if kind == READ and not st.logged:
+        if keys.hi > st.unlogged_top:
+            st.unlogged_top = keys.hi
+        return
+    if m is eng.ALL:
+        m = None                    # in the log and below: every lane
+    if st.region is not eng or (st.per_chunk and st.region_round != eng.barriers):
+        _new_region(st, eng)
+    top = st.top
+    lo = keys.lo
+    k = None
+    if kind != READ and st.unlogged_top > lo:
+        k, lo = _exact(keys, m)
+        if st.unlogged_top > lo:
+            raise UnloggedReads(arr.name, eng.b0)
+    for other in _CONFLICTS[kind]:
+        if top[other] > lo:
+            if k is None:
+                k, lo = _exact(keys, m)
+                if top[other] <= lo:
+                    continue
+            if _merge(st, other, eng, vpos, const) and \
+                    _later_than(st.shadows[other], pa, k, lo):
+                raise OrderDependent(arr.name)
+    if kind == WRITE and not keys.ascending:
+        _check_one_statement(arr, pa, keys.active(m) if k is None else k)
+    if kind != READ:
+        st.logged = True            # its reads from now on can conflict with its writes
+    st.logs[kind].append((vpos, const, m, keys))
+    rows = st.rows[kind] = st.rows[kind] + eng.n
+    if keys.hi > top[kind]:
+        top[kind] = keys.hi
+    if rows > _LOG_ROWS:
+        _merge(st, kind, eng)
+
+
+def _new_region(st, eng):
+    """Earlier accesses all come before any access from now on, on both engines."""
+    st.region, st.region_round = eng, eng.barriers
+    for kind in (READ, WRITE, ATOMIC):
+        st.logs[kind].clear()
+        st.rows[kind] = 0
+        st.top[kind] = -1
+
+
+def _exact(keys, m):
+    """The keys of the active lanes (``m`` None: all) and the smallest of them."""
+    k = keys.active(m)
+    if not len(k):
+        return k, 1 << 62
+    return k, int(k[0]) if keys.ascending else int(k.min())
+
+
+def _later_than(shadow, pa, k, kmin):
     """Does an element at ``pa`` hold a larger key than the lane touching it now?"""
-    return bool((shadow[pa] > keys).any())
-
-
-def on_read(eng, arr, pa, m):
-    """A plain read by the active lanes of ``m`` at positions ``pa`` (int: all one)."""
-    st = _state(arr)
-    keys, kmin, kmax, ascending = lane_keys(eng, m)
-    if kmax < 0:
-        return
-    shared = arr.space == SHARED
-    if st.log_owner is not eng or (shared and st.read_round != eng.barriers):
-        # a new chunk (its keys are larger than any before), or, for shared memory (one
-        # block per copy), a new barrier round: every earlier read is ordered before now
-        st.log, st.log_rows, st.log_top, st.log_owner = [], 0, -1, eng
-        st.read_round = eng.barriers
-    written_now = not shared or st.write_round == eng.barriers
-    if written_now and ((st.wtop > kmin and _later_than(st.wmax, pa, keys)) or
-                        (st.atop > kmin and _later_than(st.amax, pa, keys))):
-        raise OrderDependent(arr.name)
-    st.log.append((pa, keys, kmax, ascending))
-    st.log_rows += len(keys)
-    st.log_top = max(st.log_top, kmax)
-    if st.log_rows > _LOG_ROWS:
-        if st.wtop < 0 and st.atop < 0:      # never written yet (an input): keep only the top
-            st.dropped_top = max(st.dropped_top, st.log_top)
-            st.log, st.log_rows, st.log_top = [], 0, -1
-        else:
-            _merge_reads(st)
-
-
-def _merge_reads(st):
-    rmax = st.shadow("rmax")
-    for pa, keys, kmax, ascending in st.log:
-        if pa.__class__ is not np.ndarray:
-            rmax[pa] = max(int(rmax[pa]), kmax)
-        elif ascending:
-            rmax[pa] = np.maximum(rmax[pa], keys)     # the last of equal positions is largest
-        else:
-            np.maximum.at(rmax, pa, keys)
-    st.rtop = max(st.rtop, st.log_top)
-    st.log, st.log_rows, st.log_top = [], 0, -1
-
-
-def on_update(eng, arr, pa, m, atomic):
-    """A plain write (``atomic=False``) or an atomic by the active lanes of ``m`` at ``pa``."""
-    st = _state(arr)
-    keys, kmin, kmax, ascending = lane_keys(eng, m)
-    if kmax < 0:
-        return
-    shared = arr.space == SHARED
-    if st.log_owner is eng and not (shared and st.read_round != eng.barriers) \
-            and st.log_top > kmin:
-        _merge_reads(st)
-    if st.dropped_top > kmin:
-        raise Fallback(f"too many reads of {arr.name} to check their order")
-    same_round = not shared or st.write_round == eng.barriers
-    checks = [(st.rtop, st.rmax)] if (not shared or st.read_round == eng.barriers) else []
-    if same_round:
-        checks.append((st.atop, st.amax) if not atomic else (-1, None))
-        checks.append((st.wtop, st.wmax))
-    for top, shadow in checks:
-        if top > kmin and _later_than(shadow, pa, keys):
-            raise OrderDependent(arr.name)
-    if not ascending and pa.__class__ is np.ndarray and len(np.unique(pa)) < len(pa):
-        raise OrderDependent(arr.name)      # lanes of one statement out of the greenlet order
-    name = "amax" if atomic else "wmax"
-    shadow = st.shadow(name)
     if pa.__class__ is np.ndarray:
-        if ascending:
-            shadow[pa] = np.maximum(shadow[pa], keys)   # the last of equal positions is largest
-        else:
-            np.maximum.at(shadow, pa, keys)
-    else:
-        shadow[pa] = max(int(shadow[pa]), kmax)
-    if atomic:
-        st.atop = max(st.atop, kmax)
-    else:
-        st.wtop = max(st.wtop, kmax)
-    st.write_round = eng.barriers
+        return bool((shadow[pa] > k).any())
+    return int(shadow[pa]) > kmin
 
 
-__all__ = ["OrderDependent", "on_read", "on_update", "lane_keys"]
+def _check_one_statement(arr, pa, k):
+    """Lanes out of the greenlet order (a collective passed by some lanes of a warp) storing
+    to one element in one statement: the last lane here is not the last one there."""
+    if pa.__class__ is np.ndarray:
+        if len(np.unique(pa)) < len(pa):
+            raise OrderDependent(arr.name)
+    elif len(k) > 1:
+        raise OrderDependent(arr.name)
+
+
+def _merge(st, kind, eng, vpos=None, const=None):
+    """The log of ``kind`` into its per-element shadow (largest key per element). Entries
+    at the same positions as an access now (``vpos``, ``const``), when ``vpos`` gives every
+    lane its own element, stay in the log: only the same lane touched those elements, and a
+    lane's key never decreases. Whether anything was merged, now or before."""
+    log = st.logs[kind]
+    keep = [e for e in log if e[0] is vpos and e[1] == const] if vpos is not None else ()
+    if keep and _injective(eng, vpos, st.size):
+        if len(keep) == len(log):
+            return st.shadows[kind] is not None
+        log[:] = [e for e in log if not (e[0] is vpos and e[1] == const)]
+    else:
+        keep = ()
+    if log:
+        shadow = st.shadow(kind, eng)
+        for pos, c, m, keys in log:
+            k = keys.active(m)
+            if not len(k):
+                continue
+            if pos is None:
+                shadow[c] = max(int(shadow[c]), int(k.max()))
+                continue
+            if c:
+                pos = pos + c
+            if m is not None:
+                pos = pos[m]
+            if keys.ascending:
+                shadow[pos] = np.maximum(shadow[pos], k)  # the last of equal positions is largest
+            else:
+                np.maximum.at(shadow, pos, k)
+    log[:] = keep
+    st.rows[kind] = len(keep) * eng.n
+    return st.shadows[kind] is not None
+
+
+def _injective(eng, vpos, size):
+    """Does ``vpos`` give every lane its own element (remembered per vector: the index
+    cache keeps the vectors it has seen alive, ``locate``)?"""
+    cache = eng.order_injective
+    hit = cache.get(id(vpos))
+    if hit is None or hit[0] is not vpos:
+        ok = bool(vpos.min() >= 0 and vpos.max() < size and
+                  np.bincount(vpos, minlength=size).max() <= 1)
+        if len(cache) >= 64:
+            cache.clear()
+        hit = cache[id(vpos)] = (vpos, ok)
+    return hit[1]
+
+
+__all__ = ["OrderDependent", "UnloggedReads", "access", "state", "chunk_keys", "release",
+           "ENABLED"]
