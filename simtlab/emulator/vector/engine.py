@@ -115,10 +115,14 @@ class VectorEngine:
                                  next_base)
             next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
             arr = va.VArray(info.id, name, GLOBAL, data.shape or (1,), data.reshape(-1))
-            # an argument the kernel never writes through: the order check keeps no reads
-            order.state(arr, self.log_every_read or name in self.kernel.stored_names)
+            order.state(arr, self._logs_reads_of(name))
             out.append(arr)
         return tuple(out)
+
+    def _logs_reads_of(self, name) -> bool:
+        """Does the order check keep the reads of this argument? Not when the kernel never
+        writes through its name (``Function.stored_names``): reads alone cannot race."""
+        return self.log_every_read or name in self.kernel.stored_names
 
     def run(self, one_block_from: int | None = None, reported: int = 0) -> Trace:
         """Run the launch chunk by chunk. ``one_block_from``: from this block on, one block per

@@ -13,6 +13,7 @@ Anything the engine cannot reproduce exactly (an error, an unsupported construct
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import time
 from types import ModuleType
@@ -192,6 +193,9 @@ def _lane_constants(launch, b0, b1):
     return found
 
 
+_CHUNK_SERIALS = itertools.count()
+
+
 class Interpreter:
     """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep (``trace``: recorded)."""
 
@@ -210,7 +214,9 @@ class Interpreter:
         self.syncs = 0                            # barriers and collectives so far (order.py)
         self.barriers = 0                         # barrier rounds so far (order.py)
         self.order_cache = None                   # see order.chunk_keys
-        self.order_injective: dict = {}           # see order._injective
+        self.order_ascending: dict = {}           # see order._ascending
+        self.order_pairs: dict = {}               # see order._least_difference
+        self.chunk_serial = next(_CHUNK_SERIALS)  # names the chunk in order.Shadow.region
         self.order_shadows: list = []             # shared memory's, see order.release
         self.trace = launch.trace if trace is None else trace
         self.first_line_chunk = len(engine.line_chunks)

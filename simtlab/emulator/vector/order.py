@@ -87,7 +87,8 @@ class Shadow:
         self.per_chunk = per_chunk     # shared memory: one chunk's (its shadows go back after)
         self.logged = logged           # reads are logged (False: predicted read-only)
         self.unlogged_top = -1         # the largest key of the reads not logged
-        self.region = None             # the interpreter (chunk) of the accesses kept ...
+        self.region = -1               # the chunk (Interpreter.chunk_serial) of the accesses
+        #                                kept (a number: a reference would make a cycle) ...
         self.region_round = -1         # ... and, for shared memory, the barrier round
         self.logs = ([], [], [])       # per kind: (vpos, const, m, Keys), not merged yet
         self.rows = [0, 0, 0]          # per kind: rows in the log
@@ -145,22 +146,23 @@ class Keys:
     not active has the key it would have): the smallest and largest as ints, the vector
     made only when an access is checked element by element."""
 
-    __slots__ = ("base", "shift", "lo", "hi", "ascending", "_vector")
+    __slots__ = ("base", "shift", "lo", "hi", "ascending", "_mask", "_active")
 
     def __init__(self, base, shift, lo, hi, ascending):
-        self.base, self.shift, self._vector = base, shift, None
+        self.base, self.shift = base, shift
         self.lo, self.hi, self.ascending = lo + shift, hi + shift, ascending
-
-    def vector(self):
-        v = self._vector
-        if v is None:
-            v = self._vector = self.base + self.shift if self.shift else self.base
-        return v
+        self._mask = self._active = False
 
     def active(self, m):
-        """The keys of the lanes of ``m`` (None: every lane)."""
-        v = self.vector()
-        return v if m is None else v[m]
+        """The keys of the lanes of ``m`` (None: every lane), the last mask's remembered (a
+        write and the reads of its statement share one)."""
+        if m is self._mask:
+            return self._active
+        k = self.base if m is None else self.base[m]     # gather first: fewer lanes to add
+        if self.shift:
+            k = k + self.shift
+        self._mask, self._active = m, k
+        return k
 
 
 def chunk_keys(eng) -> Keys:
@@ -232,7 +234,7 @@ def access(eng, arr, kind, pa, vpos, const, m):
         return
     if m is eng.ALL:
         m = None                    # in the log and below: every lane
-    if st.region is not eng or (st.per_chunk and st.region_round != eng.barriers):
+    if st.region != eng.chunk_serial or (st.per_chunk and st.region_round != eng.barriers):
         _new_region(st, eng)
     top = st.top
     lo = keys.lo
@@ -247,7 +249,8 @@ def access(eng, arr, kind, pa, vpos, const, m):
                 k, lo = _exact(keys, m)
                 if top[other] <= lo:
                     continue
-            if _merge(st, other, eng, vpos, const) and \
+            ordered = _ascending(eng, vpos) if keys.ascending and vpos is not None else False
+            if _merge(st, other, eng, vpos if ordered else None, const) and \
                     _later_than(st.shadows[other], pa, k, lo):
                 raise OrderDependent(arr.name)
     if kind == WRITE and not keys.ascending:
@@ -264,7 +267,7 @@ def access(eng, arr, kind, pa, vpos, const, m):
 
 def _new_region(st, eng):
     """Earlier accesses all come before any access from now on, on both engines."""
-    st.region, st.region_round = eng, eng.barriers
+    st.region, st.region_round = eng.chunk_serial, eng.barriers
     for kind in (READ, WRITE, ATOMIC):
         st.logs[kind].clear()
         st.rows[kind] = 0
@@ -296,19 +299,17 @@ def _check_one_statement(arr, pa, k):
         raise OrderDependent(arr.name)
 
 
-def _merge(st, kind, eng, vpos=None, const=None):
-    """The log of ``kind`` into its per-element shadow (largest key per element). Entries
-    at the same positions as an access now (``vpos``, ``const``), when ``vpos`` gives every
-    lane its own element, stay in the log: only the same lane touched those elements, and a
-    lane's key never decreases. Whether anything was merged, now or before."""
+def _merge(st, kind, eng, vpos=None, const=0):
+    """The log of ``kind`` into its per-element shadow (largest key per element); whether
+    anything was merged, now or before. ``vpos``: the access now is at ``vpos + const``, and
+    ``vpos`` is strictly ascending in lane order, as the keys are: entries that cannot
+    conflict with it (``_behind``) stay in the log, unmerged."""
     log = st.logs[kind]
-    keep = [e for e in log if e[0] is vpos and e[1] == const] if vpos is not None else ()
-    if keep and _injective(eng, vpos, st.size):
+    keep = [e for e in log if _behind(eng, e, vpos, const)] if vpos is not None else ()
+    if keep:
         if len(keep) == len(log):
             return st.shadows[kind] is not None
-        log[:] = [e for e in log if not (e[0] is vpos and e[1] == const)]
-    else:
-        keep = ()
+        log[:] = [e for e in log if not any(e is x for x in keep)]
     if log:
         shadow = st.shadow(kind, eng)
         for pos, c, m, keys in log:
@@ -318,10 +319,10 @@ def _merge(st, kind, eng, vpos=None, const=None):
             if pos is None:
                 shadow[c] = max(int(shadow[c]), int(k.max()))
                 continue
-            if c:
-                pos = pos + c
             if m is not None:
                 pos = pos[m]
+            if c:
+                pos = pos + c
             if keys.ascending:
                 shadow[pos] = np.maximum(shadow[pos], k)  # the last of equal positions is largest
             else:
@@ -331,15 +332,43 @@ def _merge(st, kind, eng, vpos=None, const=None):
     return st.shadows[kind] is not None
 
 
-def _injective(eng, vpos, size):
-    """Does ``vpos`` give every lane its own element (remembered per vector: the index
-    cache keeps the vectors it has seen alive, ``locate``)?"""
-    cache = eng.order_injective
+def _behind(eng, entry, vpos, const):
+    """Can an earlier access (a log entry) not conflict with the access now at ``vpos +
+    const``, ``vpos`` strictly ascending in lane order, and the keys now too? It cannot when
+    every lane's earlier position is at or past its position now (``s[t + step]`` read, then
+    ``s[t]`` written; ``x[i]`` read, then written): an element that lane ``a`` touched then
+    and lane ``b`` touches now has ``b >= a``, and ``b``'s key now is at least ``a``'s now,
+    which is at least ``a``'s then (a lane's key never decreases in a chunk)."""
+    epos, econst = entry[0], entry[1]
+    if epos is None:
+        return False
+    if epos is vpos:
+        return econst >= const
+    return _least_difference(eng, epos, vpos) >= const - econst
+
+
+def _least_difference(eng, a, b):
+    """``min(a - b)`` over the lanes, remembered per pair of vectors (each entry keeps its
+    vectors alive, so their ids stay theirs: few are kept)."""
+    cache = eng.order_pairs
+    key = (id(a), id(b))
+    hit = cache.get(key)
+    if hit is None or hit[0] is not a or hit[1] is not b:
+        if len(cache) >= 4:
+            cache.clear()
+        hit = cache[key] = (a, b, int((a - b).min()) if len(a) else 0)
+    return hit[2]
+
+
+def _ascending(eng, vpos):
+    """Is ``vpos`` strictly ascending in lane order (``s[t]``, ``x[i]``, ``m[row, col]`` of
+    a row of lanes): every lane its own element, in the keys' order? Remembered per vector
+    (each entry keeps its vector alive, so its id stays its own: few are kept)."""
+    cache = eng.order_ascending
     hit = cache.get(id(vpos))
     if hit is None or hit[0] is not vpos:
-        ok = bool(vpos.min() >= 0 and vpos.max() < size and
-                  np.bincount(vpos, minlength=size).max() <= 1)
-        if len(cache) >= 64:
+        ok = bool((vpos[1:] > vpos[:-1]).all())
+        if len(cache) >= 4:
             cache.clear()
         hit = cache[id(vpos)] = (vpos, ok)
     return hit[1]
