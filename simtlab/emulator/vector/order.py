@@ -30,20 +30,24 @@ What it costs, and why it is cheap on race-free kernels:
   into a per-element shadow (the largest key per element, one int64 array per kind, made on
   first need and never cleared: stale keys are smaller than any key of a later region), and
   the access checked element by element. A tile loaded before a barrier and read after it,
-  or ``out[i] = ...`` once per thread, never gets there.
+  or ``out[i] = ...`` once per thread, never gets there. Shadows go back to a pool when the
+  chunk (shared) or launch (global) ends: fresh pages cost more than filling.
+- *Lanes in order.* An earlier access whose every lane is at or past its own position now,
+  when the access now is strictly ascending in lane order as the keys are (``s[t + step]``
+  read, then ``s[t]`` written; ``x[i]`` read, then written), cannot conflict (``_behind``):
+  one subtraction per pair of index vectors instead of the element check.
 - *Arrays the kernel never writes.* A kernel argument that no statement stores to, updates
   atomically, passes to a function or aliases (``Function.stored_names``) is predicted
-  read-only: its reads only raise one scalar, the largest key that read it. If a write does
-  reach it after all (a row view, ``row = m[i]; row[j] = v``) and that scalar says an
-  earlier read might conflict, the check cannot tell: ``UnloggedReads`` makes the launch run
-  again on the vector engine from its inputs, logging every array's reads (``launch.py``).
+  read-only: its reads only raise one scalar, the largest key that read it. If a write the
+  guess missed does reach it and that scalar says an earlier read might conflict, the check
+  cannot tell: ``UnloggedReads`` makes the launch run again on the vector engine from its
+  inputs, logging every array's reads (``launch.py``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...simt import SHARED
 from .values import Fallback
 
 # bits of the order key, least significant first; a launch past them is not checked here
@@ -245,14 +249,13 @@ def access(eng, arr, kind, pa, vpos, const, m):
             raise UnloggedReads(arr.name, eng.b0)
     for other in _CONFLICTS[kind]:
         if top[other] > lo:
-            if k is None:
-                k, lo = _exact(keys, m)
-                if top[other] <= lo:
-                    continue
+            # the earlier accesses that may conflict into the shadow, then element by element
             ordered = _ascending(eng, vpos) if keys.ascending and vpos is not None else False
-            if _merge(st, other, eng, vpos if ordered else None, const) and \
-                    _later_than(st.shadows[other], pa, k, lo):
-                raise OrderDependent(arr.name)
+            if _merge(st, other, eng, vpos if ordered else None, const):
+                if k is None:
+                    k, lo = _exact(keys, m)
+                if top[other] > lo and _later_than(st.shadows[other], pa, k, lo):
+                    raise OrderDependent(arr.name)
     if kind == WRITE and not keys.ascending:
         _check_one_statement(arr, pa, keys.active(m) if k is None else k)
     if kind != READ:
