@@ -242,6 +242,9 @@ def access(eng, arr, kind, pa, vpos, const, m):
         _new_region(st, eng)
     top = st.top
     lo = keys.lo
+    if kind == READ and top[WRITE] <= lo and top[ATOMIC] <= lo:
+        _log(st, READ, (vpos, const, m, keys), eng)       # the common read: nothing to check
+        return
     k = None
     if kind != READ and st.unlogged_top > lo:
         k, lo = _exact(keys, m)
@@ -260,10 +263,15 @@ def access(eng, arr, kind, pa, vpos, const, m):
         _check_one_statement(arr, pa, keys.active(m) if k is None else k)
     if kind != READ:
         st.logged = True            # its reads from now on can conflict with its writes
-    st.logs[kind].append((vpos, const, m, keys))
+    _log(st, kind, (vpos, const, m, keys), eng)
+
+
+def _log(st, kind, entry, eng):
+    st.logs[kind].append(entry)
     rows = st.rows[kind] = st.rows[kind] + eng.n
-    if keys.hi > top[kind]:
-        top[kind] = keys.hi
+    hi = entry[3].hi
+    if hi > st.top[kind]:
+        st.top[kind] = hi
     if rows > _LOG_ROWS:
         _merge(st, kind, eng)
 
