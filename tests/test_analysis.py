@@ -185,6 +185,98 @@ def test_global_race_between_blocks_and_none_with_atomics():
     assert out[0] == 128 and run.metrics["races"] == 0
 
 
+@cuda.jit
+def cas_loop_add(x, acc):
+    """Each thread adds x[i] to acc[i % 4] with a compare-and-swap retry loop."""
+    i = cuda.grid(1)
+    if i < x.size:
+        slot = i % acc.size
+        old = acc[slot]                          # the first guess, validated by the CAS
+        while True:
+            assumed = old
+            old = cuda.atomic.cas(acc, slot, assumed, assumed + x[i])
+            if old == assumed:
+                break
+
+
+@cuda.jit
+def cas_loop_max_on_a_row(x, acc):
+    """The same loop through compare_and_swap on a row view (a 1-D array, element 0)."""
+    i = cuda.grid(1)
+    if i < x.size:
+        row = acc[i % acc.shape[0]]
+        old = row[0]
+        while old < x[i]:
+            seen = cuda.atomic.compare_and_swap(row, old, x[i])
+            if seen == old:
+                break
+            old = seen
+
+
+@cuda.jit
+def peek_at_a_cas_target(x, acc, out):
+    """Even threads CAS into acc[0]; odd threads read it and keep what they saw."""
+    i = cuda.grid(1)
+    if i < x.size:
+        if i % 2 == 0:
+            old = acc[0]
+            while True:
+                assumed = old
+                old = cuda.atomic.cas(acc, 0, assumed, assumed + x[i])
+                if old == assumed:
+                    break
+        else:
+            out[i] = acc[0]
+
+
+@cuda.jit
+def read_a_counter(counter, out):
+    """Reads a counter that other threads atomically add to, and uses what it read."""
+    i = cuda.grid(1)
+    cuda.atomic.add(counter, 0, 1)
+    out[i] = counter[0]
+
+
+@cuda.jit
+def write_beside_atomics(counter):
+    i = cuda.grid(1)
+    if i == 5:
+        counter[0] = 0
+    else:
+        cuda.atomic.add(counter, 0, 1)
+
+
+@pytest.mark.parametrize("engine", ["greenlet", "auto"])
+def test_a_compare_and_swap_loop_is_not_a_race(engine):
+    x = np.arange(1, 101, dtype=np.int32)
+    acc = np.zeros(4, np.int32)
+    run = simtlab.emulate(cas_loop_add, 2, 64, x, acc, engine=engine)
+    np.testing.assert_array_equal(acc, [x[s::4].sum() for s in range(4)])
+    assert run.metrics["races"] == 0, run.races[:1]
+    acc = np.zeros((3, 1), np.int32)
+    run = simtlab.emulate(cas_loop_max_on_a_row, 2, 64, x, acc, engine=engine)
+    np.testing.assert_array_equal(acc[:, 0], [x[s::3].max() for s in range(3)])
+    assert run.metrics["races"] == 0, run.races[:1]
+
+
+@pytest.mark.parametrize("engine", ["greenlet", "auto"])
+def test_reads_that_do_not_feed_a_cas_still_race_with_atomics(engine):
+    x = np.ones(64, np.int32)
+    run = simtlab.emulate(peek_at_a_cas_target, 1, 64, x, np.zeros(1, np.int32),
+                          np.zeros(64, np.int32), engine=engine)
+    assert run.metrics["races"] == 1
+    assert sorted(run.races[0].kinds) == ["atomic", "read"]
+    lines = {run.source(line).strip() for line in run.races[0].lines}
+    assert "out[i] = acc[0]" in lines        # the peek, not the CAS loop's own guess
+
+    run = simtlab.emulate(read_a_counter, 2, 32, np.zeros(1, np.int32), np.zeros(64, np.int32),
+                          engine=engine)
+    assert run.metrics["races"] == 1 and sorted(run.races[0].kinds) == ["atomic", "read"]
+
+    run = simtlab.emulate(write_beside_atomics, 1, 32, np.zeros(1, np.int32), engine=engine)
+    assert run.metrics["races"] == 1 and sorted(run.races[0].kinds) == ["atomic", "write"]
+
+
 def test_syncwarp_orders_accesses_inside_a_warp():
     @cuda.jit
     def k(out, use_syncwarp):

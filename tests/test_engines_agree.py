@@ -242,6 +242,212 @@ def test_a_race_keeps_the_greenlet_engines_order(agree):
     assert run.metrics["races"] > 0
 
 
+@cuda.jit
+def racy_total(x, total):
+    i = cuda.grid(1)
+    if i < x.size:
+        total[0] = total[0] + x[i]
+
+
+@cuda.jit
+def read_the_next_blocks_element(a):
+    """One thread per block: block b reads a[b + 1], which block b + 1 overwrites after."""
+    i = cuda.grid(1)
+    v = a[(i + 1) % a.size]
+    a[i] = v + 1
+
+
+@cuda.jit
+def cas_add(x, acc):
+    i = cuda.grid(1)
+    if i < x.size:
+        slot = i % acc.size
+        old = acc[slot]
+        while True:
+            assumed = old
+            old = cuda.atomic.cas(acc, slot, assumed, assumed + x[i])
+            if old == assumed:
+                break
+
+
+@cuda.jit
+def histogram_by_atomics(x, bins):
+    i = cuda.grid(1)
+    for k in range(i, x.size, cuda.gridsize(1)):
+        cuda.atomic.add(bins, x[k] % bins.size, 1)
+
+
+@cuda.jit
+def two_lanes_per_element(out):
+    """Lanes 2j and 2j + 1 add one to s[j] through one index vector: the greenlet engine
+    counts 2, lockstep would count 1 (both read before either writes)."""
+    s = cuda.shared.array(32, int32)
+    t = cuda.threadIdx.x
+    if t < 32:
+        s[t] = 0
+    cuda.syncthreads()
+    j = t // 2
+    s[j] = s[j] + 1
+    cuda.syncthreads()
+    if t < 32:
+        out[t] = s[t]
+
+
+ORDER_DEPENDENT = {
+    "racy total": lambda: (racy_total, 2, 128, (np.ones(256, np.float32),
+                                                np.zeros(1, np.float32))),
+    "in-place average": lambda: ("average3_in_place", 1, 64,
+                                 (np.arange(64, dtype=np.float32) ** 2,)),
+    "blocks in one chunk": lambda: (read_the_next_blocks_element, 8, 1,
+                                    (np.arange(8, dtype=np.int32),)),
+    "compare-and-swap loop": lambda: (cas_add, 2, 64, (np.arange(100, dtype=np.int32),
+                                                       np.zeros(4, np.int32))),
+    "one index, two lanes per element": lambda: (two_lanes_per_element, 1, 64,
+                                                 (np.zeros(32, np.int32),)),
+}
+
+
+def _order_case(name):
+    kernel, grid, block, args = ORDER_DEPENDENT[name]()
+    if isinstance(kernel, str):
+        from simtlab.kernels import patterns
+        kernel = getattr(patterns, kernel)
+    return kernel, grid, block, args
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_DEPENDENT))
+def test_trace_false_never_changes_a_result(case):
+    """A kernel whose result depends on the order threads run in gives the greenlet engine's
+    result traced or not (the vector engine's lockstep order, untraced, used to keep
+    total[0] = 1 where the traced run gave 256)."""
+    kernel, grid, block, args = _order_case(case)
+    reference = [a.copy() for a in args]
+    simtlab.emulate(kernel, grid, block, *reference, engine="greenlet", trace=False)
+    for trace in (True, False):
+        got = [a.copy() for a in args]
+        run = simtlab.emulate(kernel, grid, block, *got, trace=trace)
+        for g, r in zip(got, reference):
+            np.testing.assert_array_equal(g, r)
+        assert run.engine == "greenlet", run.engine_reason
+        assert ("compare-and-swap" if "compare" in case else "races") in run.engine_reason
+
+
+def test_a_racy_total_is_the_sum_with_and_without_trace():
+    for trace in (True, False):
+        total = np.zeros(1, np.float32)
+        simtlab.emulate(racy_total, 2, 128, np.ones(256, np.float32), total, trace=trace)
+        assert total[0] == 256
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_DEPENDENT))
+def test_order_dependent_kernels_agree_traced(agree, case):
+    kernel, grid, block, args = _order_case(case)
+    simtlab.emulate(kernel, grid, block, *args)
+    assert [row[1] for row in agree()] == ["greenlet"]
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_atomics_alone_stay_on_the_vector_engine(agree, trace):
+    x = np.arange(1000, dtype=np.int32) * 7
+    bins = np.zeros(16, np.int32)
+    run = simtlab.emulate(histogram_by_atomics, 2, 64, x, bins, trace=trace)
+    np.testing.assert_array_equal(bins, np.bincount(x % 16, minlength=16))
+    assert run.engine == "vector", run.engine_reason
+
+
+@cuda.jit
+def add_one_in_place(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] = x[i] + 1
+
+
+def _count_vector_runs(monkeypatch):
+    """The keyword arguments of every vector-engine run of the test's launches."""
+    from simtlab.emulator import vector
+    calls, real = [], vector.run
+
+    def counting(launch, **options):
+        calls.append(options)
+        return real(launch, **options)
+    monkeypatch.setattr(vector, "run", counting)
+    return calls
+
+
+def test_an_argument_written_in_place_is_checked_in_one_run(monkeypatch):
+    """x is read and then written by each thread: the order check keeps x's reads from the
+    start (the kernel stores to x), so one vector run settles it."""
+    calls = _count_vector_runs(monkeypatch)
+    x = np.arange(300, dtype=np.float32)
+    run = simtlab.emulate(add_one_in_place, 3, 128, x, trace=False)
+    np.testing.assert_array_equal(x, np.arange(300, dtype=np.float32) + 1)
+    assert run.engine == "vector", run.engine_reason
+    assert calls == [{}]
+
+
+@pytest.mark.parametrize("trace", [True, False])
+def test_a_write_to_an_argument_guessed_read_only_is_still_checked(monkeypatch, trace):
+    """If the guess of which arguments are never written misses one (here: forced to guess
+    that no argument is written), its reads were not kept: the launch runs again on the
+    vector engine keeping them. A race still goes to the greenlet engine; a race-free kernel
+    stays on the vector engine, with the right result."""
+    from simtlab.emulator.vector import engine as vector_engine
+    monkeypatch.setattr(vector_engine.VectorEngine, "_logs_reads_of",
+                        lambda self, name: self.log_every_read)
+    calls = _count_vector_runs(monkeypatch)
+    total = np.zeros(1, np.float32)
+    run = simtlab.emulate(racy_total, 2, 128, np.ones(256, np.float32), total, trace=trace)
+    assert total[0] == 256
+    assert run.engine == "greenlet" and "races" in run.engine_reason, run.engine_reason
+    assert calls == [{}, {"log_every_read": True, "reported": 0}]
+    del calls[:]
+    x = np.arange(300, dtype=np.float32)
+    run = simtlab.emulate(add_one_in_place, 3, 128, x, trace=trace)
+    np.testing.assert_array_equal(x, np.arange(300, dtype=np.float32) + 1)
+    assert run.engine == "vector", run.engine_reason
+    assert calls == [{}, {"log_every_read": True, "reported": 0}]
+
+
+def _stored(source):
+    import ast
+    import textwrap
+    from simtlab.emulator.vector.interpreter import names_written_through
+    return names_written_through(ast.parse(textwrap.dedent(source)).body[0])
+
+
+def test_the_names_an_array_may_be_written_through():
+    """Reads alone are never guessed to write; a store, an atomic, a call or an alias that
+    is written are."""
+    plain = _stored("""
+        def k(a, b, c):
+            i = cuda.grid(1)
+            v = a[i] if i < a.size else b[0]
+            c[i] = v + b[i] * a.shape[0]""")
+    assert "c" in plain and not {"a", "b"} & plain
+    assert {"m"} <= _stored("""
+        def k(m, x):
+            row = m[0]
+            row[1] = x[2]""") and "x" not in _stored("""
+        def k(m, x):
+            row = m[0]
+            row[1] = x[2]""")
+    atomic = _stored("""
+        def k(h, x):
+            cuda.atomic.add(h, x[0], 1)""")
+    assert "h" in atomic and "x" not in atomic
+    assert {"a"} <= _stored("""
+        def k(a, n):
+            helper(a, n)""")
+    assert {"b"} <= _stored("""
+        def k(a, b):
+            p, q = a, b
+            q[0] = 1""")
+    assert "s" in _stored("""
+        def k(x):
+            s = cuda.shared.array(4, float32)
+            s[0] += x[0]""")
+
+
 def test_auto_says_why_it_chose_the_greenlet_engine():
     x = np.zeros(32, np.float32)
     run = simtlab.emulate(out_of_bounds, 1, 31, x, order="random", seed=1)

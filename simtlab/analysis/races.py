@@ -4,8 +4,21 @@ Ordering that the emulator knows about:
 - shared memory: accesses of one block on either side of a ``syncthreads`` (different barrier
   epochs) are ordered; inside one warp, a ``syncwarp`` between them orders them too;
 - global memory: the same inside a block; two different blocks of one launch are never
-  ordered (there is no barrier between blocks), so any write/access pair between blocks races;
-- two atomics never race with each other.
+  ordered (there is no barrier between blocks), so any write/access pair between blocks races.
+
+Atomics (the rule the course teaches):
+- two atomics never race with each other: each read-modify-write is one indivisible step;
+- a plain write and an atomic race (the write can land between another thread's atomics, or
+  wipe out their updates), and so do a plain read and a plain write;
+- a plain read and another thread's atomic race (the value read depends on how many updates
+  came first: reading a counter others ``atomic.add`` to), with one exception: the read is
+  the first guess of a compare-and-swap loop. ``old = acc[i]`` followed, in the same thread,
+  by a ``cuda.atomic.cas``/``compare_and_swap`` on that element is validated by the CAS:
+  the swap happens only if the element still holds what was read, and the loop retries
+  otherwise, so whichever order the threads run in, each update is applied once. The
+  trace does not follow data flow: a read counts as a CAS guess when its thread later runs
+  a CAS on the same element (a line that holds a CAS counts all its atomics as CAS: the
+  trace's ``cas_sites``).
 """
 
 from __future__ import annotations
@@ -61,15 +74,16 @@ def _element_rows(col, width, arrays):
     return out
 
 
-def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
+def find_races(mem, arrays, unravel, limit=MAX_REPORTED, cas_sites=frozenset()):
     """Return (races found, list of up to ``limit`` Race records), one per racy address.
-    ``mem``: the trace's rows (``run.memory`` or ``run.memory_columns``)."""
+    ``mem``: the trace's rows (``run.memory`` or ``run.memory_columns``); ``cas_sites``: the
+    sites of the trace's compare-and-swaps (``Trace.cas_sites``: see the module's rule)."""
     space = np.asarray(mem["space"])
     sel = (space == 0) | (space == 1)
     keep_all = bool(sel.all())
-    col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in
-           ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
-            "line")}
+    names = ("block", "thread", "warp", "epoch", "wepoch", "space", "array", "index", "kind",
+             "line") + (("site",) if cas_sites else ())
+    col = {f: np.asarray(mem[f]) if keep_all else np.asarray(mem[f])[sel] for f in names}
     fields = mem.dtype.names if isinstance(mem, np.ndarray) else mem.names
     if "width" in fields:             # rows made by hand (tests) may leave it out: one element
         width = np.asarray(mem["width"])
@@ -115,13 +129,15 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
     candidate = (plain_write | (atomic & read)) & multi_thread & (multi_block | unordered_sharing)
 
     ends = np.r_[starts[1:], n]
+    cas_sites = np.fromiter(cas_sites, np.int64, len(cas_sites))
     count, found = 0, []
     for s, e in zip(starts[candidate], ends[candidate]):
         idx = np.sort(order[s:e])                 # rows of this address, in time order
-        for p in idx[col["kind"][idx] != 0][:8]:
+        guesses = _cas_guesses(col, gtid, idx, cas_sites)
+        for p in idx[col["kind"][idx] != READ][:8]:
             others = idx[gtid[idx] != gtid[p]]
-            if col["kind"][p] == 2:
-                others = others[col["kind"][others] != 2]
+            if col["kind"][p] == ATOMIC:          # atomics race with plain accesses only,
+                others = others[(col["kind"][others] != ATOMIC) & ~guesses[others]]
             others = others[~_ordered(col, p, others)]
             if len(others):
                 a, b2 = sorted((int(p), int(others[0])))
@@ -130,6 +146,34 @@ def find_races(mem, arrays, unravel, limit=MAX_REPORTED):
                     found.append(_record(col, a, b2, arrays, unravel))
                 break
     return count, found
+
+
+def _cas_guesses(col, gtid, idx, cas_sites):
+    """Over all rows: True for the reads among ``idx`` (one address, time order) whose thread
+    later runs a compare-and-swap on that address (the first guess of a CAS loop)."""
+    guess = np.zeros(len(gtid), bool)
+    if not len(cas_sites):
+        return guess
+    kind = col["kind"][idx]
+    cas = idx[(kind == ATOMIC) & np.isin(col["site"][idx], cas_sites)]
+    if not len(cas):
+        return guess
+    # the last CAS row of each thread; a read before it (a smaller row) is its guess
+    threads, last = _last_per_thread(gtid[cas], cas)
+    reads = idx[kind == READ]
+    at = np.searchsorted(threads, gtid[reads])
+    has = at < len(threads)
+    has[has] = threads[at[has]] == gtid[reads[has]]
+    guess[reads[has]] = reads[has] < last[at[has]]
+    return guess
+
+
+def _last_per_thread(thread, rows):
+    """(sorted distinct threads, the largest row of each) for rows given in ascending order."""
+    order = np.argsort(thread, kind="stable")
+    t = thread[order]
+    ends = np.r_[np.flatnonzero(t[1:] != t[:-1]), len(t) - 1]
+    return t[ends], rows[order][ends]
 
 
 def _record(col, a, b, arrays, unravel):

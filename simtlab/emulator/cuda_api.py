@@ -132,12 +132,14 @@ class _Atomic:
             idx, lambda old: _cast(ary, val if (old == 0 or old > val) else old - 1), _getframe(1))
 
     def cas(self, ary, idx, old, val):
-        return _update(ary, idx, lambda cur: _cast(ary, val if cur == old else cur),
-                                  _getframe(1))
+        frame = _getframe(1)
+        self._st.note_cas(frame)
+        return _update(ary, idx, lambda cur: _cast(ary, val if cur == old else cur), frame)
 
     def compare_and_swap(self, ary, old, val):
-        return _update(ary, 0, lambda cur: _cast(ary, val if cur == old else cur),
-                                  _getframe(1))
+        frame = _getframe(1)
+        self._st.note_cas(frame)
+        return _update(ary, 0, lambda cur: _cast(ary, val if cur == old else cur), frame)
 
 
 class FakeCuda:

@@ -60,7 +60,8 @@ def emulate(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trace=True,
     SIMTLAB_ENGINE=greenlet to run a whole course or test session on the reference engine).
     Either way, any launch the vector engine cannot finish exactly as the greenlet engine
     would (an error, a race, a construct outside its subset) runs again on the greenlet
-    engine from the original inputs, so results, traces and error messages are the same.
+    engine from the original inputs, so results, traces and error messages are the same,
+    with ``trace=True`` or ``trace=False`` (vector/order.py sees races without a trace).
     ``trace_blocks=N`` traces only the blocks with linear id below N (the rest run with every
     check, unrecorded: a sample of a large launch; ``run.traced_blocks`` says how many).
     ``progress(done, total)`` is called after each block, done = 1, 2, ... total (the vector
@@ -159,6 +160,10 @@ def _run_engines(launch: Launch, engine: str):
                          "in, so the greenlet engine's order is kept"
             else:
                 return trace_
+        except vector.OrderDependent as stop:
+            reason = f"the kernel races on {stop.array} (or retries a compare-and-swap " \
+                     "there): its result depends on the order threads run in, so the " \
+                     "greenlet engine's order is kept, traced or not"
         except vector.Fallback as stop:
             reason = f"the vector engine stopped ({stop}); the greenlet engine reports it"
         _restore(inputs)                      # start again from the launch's inputs
@@ -202,12 +207,24 @@ def _run_vector(launch: Launch, inputs):
     """The vector engine's trace; its ``max_trace`` error carries the partial run the
     greenlet engine's would (a chunk of several blocks that passed it runs again, one block
     at a time from that chunk, to stop where the greenlet engine stops)."""
+    again = {}
     try:
-        try:
-            return vector.run(launch)
-        except vector.TraceOverflow as over:
+        while True:
+            try:
+                return vector.run(launch, **again)
+            except vector.TraceOverflow as over:
+                if "one_block_from" in again:
+                    raise
+                again.update(one_block_from=over.block,
+                             reported=max(over.block, again.get("reported", 0)))
+            except vector.UnloggedReads as missed:
+                # an array the kernel was not expected to write is written after reads that
+                # the order check did not keep: once more, keeping every array's reads
+                if again.get("log_every_read"):
+                    raise
+                again.update(log_every_read=True,
+                             reported=max(missed.block, again.get("reported", 0)))
             _restore(inputs)
-            return vector.run(launch, one_block_from=over.block, reported=over.block)
     except EmulationError as exc:
         partial = getattr(exc, "partial_trace", None)
         if partial is not None:
@@ -225,5 +242,6 @@ def _has_races(trace_) -> bool:
     from .run import Run
     run = Run(trace_, "")
     trace_.memory_table = trace_.memory()     # built once: the Run of the launch reuses it
-    trace_.races = find_races(trace_.memory_table, run.arrays, run._unravel)
+    trace_.races = find_races(trace_.memory_table, run.arrays, run._unravel,
+                              cas_sites=trace_.cas_sites)
     return bool(trace_.races[0])

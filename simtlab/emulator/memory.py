@@ -183,6 +183,13 @@ class TracedArray:
                 raise self._st.error(EmulationError, f"assigns to a slice of {self.name}",
                                      frame, fix="assign element by element in a loop")
             return self._view(idx, frame)
+        if len(idx) < self.ndim and allow_view:
+            return self._row(idx, verb, frame)
+        if len(idx) < self.ndim:
+            raise self._st.error(
+                EmulationError, f"assigns to {self._describe_index(idx)}, a whole "
+                f"{self.ndim - len(idx)}-D part of {self.name} (shape {self.shape})", frame,
+                fix="assign element by element in a loop")
         if len(idx) != self.ndim:
             raise self._st.error(
                 OutOfBoundsError,
@@ -198,6 +205,25 @@ class TracedArray:
                 raise self._out_of_bounds(idx, verb, frame)
             flat += v * s
         return flat
+
+    def _row(self, idx, verb, frame):
+        """``m[i]`` of a 2-D array (``m[i]``, ``m[i, j]`` of a 3-D one): numba's view of the
+        remaining dimensions. It shares the array's id and storage, so accesses through it are
+        traced as accesses of ``m`` (same flat index and address) and bounds-checked against
+        the row. Taking the view touches no memory and records nothing."""
+        k = len(idx)
+        offset = self._offset
+        for v, n, s in zip(idx, self.shape, self._estrides):
+            try:
+                v = _index(v)
+            except TypeError:
+                raise self._bad_index(idx, frame) from None
+            if not 0 <= v < n:
+                raise self._out_of_bounds(idx, "takes the view", frame)
+            offset += v * s
+        return TracedArray(self._st, self._id, self._root, self.shape[k:], self.name,
+                           self.space, written=self._written, readonly=self._readonly,
+                           offset=offset, estrides=self._estrides[k:])
 
     def _view(self, idx, frame):
         """A slice of the array (``a[i, :]``): a new TracedArray over the same storage."""

@@ -133,7 +133,8 @@ class Run:
     def _race_result(self):
         if self._trace.races is not None:
             return self._trace.races
-        return find_races(self.memory_columns, self.arrays, self._unravel)
+        return find_races(self.memory_columns, self.arrays, self._unravel,
+                          cas_sites=self._trace.cas_sites)
 
     @property
     def races(self) -> list:

@@ -157,6 +157,7 @@ class Scheduler:
         self.block = 0
         self.epoch = 0
         self.memory_records: list = []
+        self.cas_sites: set = set()       # sites of the compare-and-swaps traced (races.py)
         self.line_records: list = []
         self.rec = self.memory_records.append if self.trace_memory else None
         self.code_index: dict = {}        # code object -> index (see site())
@@ -204,7 +205,8 @@ class Scheduler:
         return Trace(launch=self.launch, arrays=list(self.arrays), codes=list(self.code_list),
                      memory_records=self.memory_records if self.trace_memory else None,
                      line_records=self.finished_threads if self.trace_lines else None,
-                     elapsed_s=self.elapsed_s, engine="greenlet")
+                     elapsed_s=self.elapsed_s, engine="greenlet",
+                     cas_sites=frozenset(self.cas_sites))
 
     # --- trace ------------------------------------------------------------------------------
     # A source *site* is one line of one function, as one int (see simtlab.simt.make_site).
@@ -224,6 +226,12 @@ class Scheduler:
         if ci is None:
             ci = self._add_code(frame.f_code)
         return make_site(ci, frame.f_lineno)
+
+    def note_cas(self, frame):
+        """A compare-and-swap runs at this site: its trace rows (kind atomic) validate the
+        thread's earlier plain reads of the element (see analysis/races.py)."""
+        if self.rec is not None:
+            self.cas_sites.add(self.site(frame))
 
     def record(self, array_id, flat, kind, frame):
         ci = self.code_index.get(frame.f_code)

@@ -215,6 +215,7 @@ class Trace:
     engine_reason: str = ""
     memory_table: object = None    # the memory Columns, when already built
     races: object = None           # (count, [Race...]), when already found
+    cas_sites: frozenset = frozenset()   # sites where a compare-and-swap ran (traced rows)
 
     def memory(self) -> Columns:
         if self.memory_table is not None:

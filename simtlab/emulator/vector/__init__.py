@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from .engine import run
 from .interpreter import TraceOverflow
+from .order import OrderDependent, UnloggedReads
 from .subset import why_not
 from .values import Fallback
 
-__all__ = ["run", "why_not", "Fallback", "TraceOverflow"]
+__all__ = ["run", "why_not", "Fallback", "TraceOverflow", "OrderDependent",
+           "UnloggedReads"]

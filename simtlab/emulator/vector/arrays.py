@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...simt import ATOMIC, CONST, LOCAL, READ, SHARED, WRITE
-from .values import Fallback, Weak, convert_for_store, is_vector, raw
+from . import order
+from .values import Fallback, Weak, convert_for_store, is_vector, raw, select
 
 
 class VArray:
@@ -16,7 +17,7 @@ class VArray:
 
     __slots__ = ("id", "name", "space", "shape", "strides", "size", "ndim", "dtype",
                  "storage", "per", "written", "all_written", "readonly", "pending",
-                 "atomic_keys")
+                 "atomic_keys", "parent", "prefix", "order")
 
     def __init__(self, aid, name, space, shape, storage, per=None, written=None,
                  readonly=False):
@@ -39,9 +40,67 @@ class VArray:
         self.readonly = readonly
         self.pending = None             # deferred atomics, not applied yet (see atomic)
         self.atomic_keys = None         # per element: order key of the last atomic on it
+        self.parent = None              # a row view (``m[i]``): the array it is a view of
+        self.prefix = ()                # ... and the leading indices that chose the row
+        self.order = None               # what the order check remembers (order.Shadow)
 
     def __len__(self):
         return self.shape[0]
+
+
+def view(eng, arr: VArray, idx: tuple, m) -> VArray:
+    """``m[i]`` of a 2-D array (``m[i]`` or ``m[i, j]`` of a 3-D one): numba's view of the
+    remaining dimensions, each lane's own row when ``i`` differs between lanes. Accesses
+    through it are accesses of the parent with the leading indices put back (``resolve``),
+    so they are traced and checked as the greenlet engine traces its views. An index out of
+    the array, on an active lane, is left to the greenlet engine to report."""
+    if arr.parent is not None:
+        idx = arr.prefix + idx
+        arr = arr.parent
+    for v, n in zip(idx, arr.shape):
+        a = raw(v)
+        if a.__class__ is np.ndarray:
+            if a.dtype.kind not in "iub":
+                raise Fallback(f"{arr.name} indexed with non-integers")
+            am = a if m is eng.ALL else a[m]
+            if am.size and (am.min() < 0 or am.max() >= n):
+                raise Fallback(f"out-of-bounds row of {arr.name}")
+        elif isinstance(a, (float, np.floating)) or not isinstance(a, (int, np.integer)):
+            raise Fallback(f"{arr.name} indexed with {type(a).__name__}")
+        elif not 0 <= a < n:
+            raise Fallback(f"out-of-bounds row of {arr.name}")
+    row = VArray.__new__(VArray)
+    for name in VArray.__slots__:
+        setattr(row, name, getattr(arr, name))
+    row.shape = arr.shape[len(idx):]
+    row.strides = arr.strides[len(idx):]
+    row.ndim = len(row.shape)
+    row.size = int(np.prod(row.shape))
+    row.parent, row.prefix = arr, idx
+    return row
+
+
+def select_views(mask, new, old, n):
+    """One variable holding views on some lanes and other views on the rest (``row = m[a]``
+    then ``if c: row = m[b]``): one view whose leading indices are chosen per lane. Only
+    views of one array with the same number of leading indices are merged."""
+    if new is old:
+        return new
+    if new.__class__ is not VArray or old.__class__ is not VArray or new.parent is None \
+            or new.parent is not old.parent or len(new.prefix) != len(old.prefix):
+        raise Fallback("a variable that holds different arrays on different lanes")
+    merged = VArray.__new__(VArray)
+    for name in VArray.__slots__:
+        setattr(merged, name, getattr(new, name))
+    merged.prefix = tuple(select(mask, a, b, n) for a, b in zip(new.prefix, old.prefix))
+    return merged
+
+
+def resolve(arr: VArray, idx):
+    """The array and index an access through a view (``row[j]``) reaches: ``m[i, j]``."""
+    if arr.parent is None:
+        return arr, idx
+    return arr.parent, arr.prefix + (idx if idx.__class__ is tuple else (idx,))
 
 
 def locate(eng, arr: VArray, idx, m):
@@ -52,6 +111,7 @@ def locate(eng, arr: VArray, idx, m):
     The lane-vector part is remembered per interpreter, keyed by the identity of the index
     vectors (values are never changed in place once made): ``sa[ty, j]`` in a loop over ``j``
     costs one bounds check and one multiply-add for ``ty`` in all, then one add per access."""
+    arr, idx = resolve(arr, idx)
     if idx.__class__ is not tuple:
         idx = (idx,)
     if len(idx) != arr.ndim:
@@ -131,18 +191,26 @@ def _offsets(eng, arr: VArray):
     return off
 
 
-def _located(eng, arr, idx, m):
+def _located(eng, arr, idx, m, kind):
     """``(flat, pa)``: flat indices (for the trace; None when not traced) and storage
-    positions of the active lanes (an int when every lane has the same)."""
+    positions of the active lanes (an int when every lane has the same). An access that
+    other threads can see (global, shared) goes through the order check (``kind``)."""
     const, vflat, vpos = locate(eng, arr, idx, m)
     flat = None
     if eng.trace:
         flat = const if vflat is None else (vflat + const if const else vflat)
         flat = _active(eng, m, flat)
     if vpos is None:
-        return flat, const
-    pos = vpos + const if const else vpos
-    return flat, (pos if m is eng.ALL else pos[m])
+        pa = const
+    else:
+        pos = vpos + const if const else vpos
+        pa = pos if m is eng.ALL else pos[m]
+    if kind != order.WRITE:
+        _check_written(arr, pa, "read of" if kind == order.READ else "atomic on")
+    if arr.space <= SHARED:
+        # the check logs the pieces (vpos is kept by locate's cache, mostly), not a copy
+        order.access(eng, arr, kind, pa, vpos, const, m)
+    return flat, pa
 
 
 def _active(eng, m, v):
@@ -164,10 +232,10 @@ def _mark_written(arr: VArray, pa):
 
 
 def read(eng, arr: VArray, idx, m, site):
+    arr, idx = resolve(arr, idx)
     if arr.pending is not None:
         settle(eng, arr, m)
-    flat, pa = _located(eng, arr, idx, m)
-    _check_written(arr, pa, "read of")
+    flat, pa = _located(eng, arr, idx, m, order.READ)
     if eng.trace:
         eng.record(m, arr.id, flat, READ, site)
     if m is eng.ALL:
@@ -180,12 +248,13 @@ def read(eng, arr: VArray, idx, m, site):
 
 
 def write(eng, arr: VArray, idx, value, m, site):
+    arr, idx = resolve(arr, idx)
     if arr.readonly:
         locate(eng, arr, idx, m)             # an out-of-bounds index is reported first
         raise Fallback(f"write to constant array {arr.name}")
     if arr.pending is not None:
         settle(eng, arr, m)
-    flat, pa = _located(eng, arr, idx, m)
+    flat, pa = _located(eng, arr, idx, m, order.WRITE)
     if eng.trace:
         eng.record(m, arr.id, flat, WRITE, site)
     vals = convert_for_store(value, arr.dtype)
@@ -353,13 +422,13 @@ def atomic(eng, arr: VArray, idx, m, site, kind, val, expected=None, used=True):
     ``val`` (and ``expected``, for cas): the operands, converted to the array's type, one per
     active lane. Returns the old values (a lane vector), or None when ``used`` is False and the
     atomics were deferred."""
+    arr, idx = resolve(arr, idx)
     if arr.readonly:
         locate(eng, arr, idx, m)
         raise Fallback(f"atomic on constant array {arr.name}")
     if arr.dtype.kind not in "iuf" or (kind in _INTEGER_ONLY and arr.dtype.kind == "f"):
         raise Fallback(f"atomic.{kind} on a {arr.dtype} array")
-    flat, pa = _located(eng, arr, idx, m)
-    _check_written(arr, pa, "atomic on")
+    flat, pa = _located(eng, arr, idx, m, order.ATOMIC)
     if eng.trace:
         eng.record(m, arr.id, flat, ATOMIC, site)
     pa = _active(eng, m, pa) if not isinstance(pa, np.ndarray) else pa
@@ -448,4 +517,5 @@ def forget_order(eng):
 
 SPACE_OF = {"global": 0, "shared": SHARED, "local": LOCAL, "const": CONST}
 
-__all__ = ["VArray", "read", "write", "atomic", "locate", "Weak", "is_vector"]
+__all__ = ["VArray", "read", "write", "atomic", "locate", "view", "resolve", "select_views",
+           "Weak", "is_vector"]

@@ -107,6 +107,8 @@ def _barrier(kind):
         va.settle_all(eng)                   # deferred atomics happen before the barrier
         eng.end_of_round(finished=False)     # the greenlet engine checks max_trace here
         eng.epoch[m] += 1
+        eng.syncs += 1                       # the order keys change (order.py)
+        eng.barriers += 1
         return result
     return run
 
@@ -149,6 +151,7 @@ def _check_warps(eng, m, mask, kind):
     if (mask[act] != here[act]).any():
         raise Fallback(f"{kind}() reached by other lanes than its mask names")
     eng.phase[m] += 1
+    eng.syncs += 1
     return mask
 
 
@@ -246,6 +249,7 @@ def _activemask(eng, node, m, frame, site):
     bits = np.left_shift(1, eng.lane).astype(np.int64)
     act = eng.ALL if m is eng.ALL else m
     eng.phase[m] += 1
+    eng.syncs += 1
     return _per_warp_or(eng, act, bits).astype(np.uint32)     # numba-cuda: a uint32
 
 
@@ -347,15 +351,15 @@ def _atomic(kind):
             old = None
         if not isinstance(ary, va.VArray):
             raise Fallback("atomic on something other than an array")
-        # numba converts the operand to the array's type first (cas: the value it stores)
-        operands = _active_lanes(eng, m, convert_for_store(val, ary.dtype))
-        expected = None
         if old is not None:
-            expected = _active_lanes(eng, m, raw(old))
-            if (np.asarray(expected).dtype.kind == "f") != (ary.dtype.kind == "f"):
-                raise Fallback("atomic.cas comparing integers with floats")
+            # a CAS loop's retries (and its trace) depend on the order lanes run in: all
+            # lanes read one guess, the swap succeeds for one. Left to the greenlet engine.
+            raise Fallback("compare-and-swap (its retries depend on the order threads run "
+                           "in)")
+        # numba converts the operand to the array's type first
+        operands = _active_lanes(eng, m, convert_for_store(val, ary.dtype))
         used = id(node) not in frame.fn.discarded_calls
-        return va.atomic(eng, ary, idx, m, site, kind, operands, expected, used)
+        return va.atomic(eng, ary, idx, m, site, kind, operands, None, used)
     return run
 
 

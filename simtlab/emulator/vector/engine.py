@@ -13,6 +13,7 @@ from ..launch_spec import GLOBAL_ALIGN, Launch
 from ..memory import ArrayInfo
 from ..tracing import Trace
 from . import arrays as va
+from . import order
 from .interpreter import Function, Interpreter, TraceOverflow
 from .values import Fallback
 
@@ -59,8 +60,9 @@ def _parsed(func, index) -> Function:
 
 
 class VectorEngine:
-    def __init__(self, launch: Launch):
+    def __init__(self, launch: Launch, log_every_read: bool = False):
         self.launch = launch
+        self.log_every_read = log_every_read      # see order.UnloggedReads
         self.time_limit = launch.time_limit       # counted from started (Interpreter._iterate)
         self.iteration_limit = launch.iteration_limit
         binder = _RecordingBinder()
@@ -80,6 +82,7 @@ class VectorEngine:
         self.line_chunks: list = []
         self.line_rows = 0
         self.t0 = self.started = 0.0
+        self.order_shadows: list = []             # global memory's, see order.release
         self.args = self._bind_arguments()
 
     def _blocks_talk(self) -> bool:
@@ -112,8 +115,15 @@ class VectorEngine:
             info = self.register(("arg", len(out)), name, "global", data.shape, data.dtype,
                                  next_base)
             next_base += -(-max(data.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
-            out.append(va.VArray(info.id, name, GLOBAL, data.shape or (1,), data.reshape(-1)))
+            arr = va.VArray(info.id, name, GLOBAL, data.shape or (1,), data.reshape(-1))
+            order.state(arr, self._logs_reads_of(name))
+            out.append(arr)
         return tuple(out)
+
+    def _logs_reads_of(self, name) -> bool:
+        """Does the order check keep the reads of this argument? Not when the kernel never
+        writes through its name (``Function.stored_names``): reads alone cannot race."""
+        return self.log_every_read or name in self.kernel.stored_names
 
     def run(self, one_block_from: int | None = None, reported: int = 0) -> Trace:
         """Run the launch chunk by chunk. ``one_block_from``: from this block on, one block per
@@ -126,17 +136,27 @@ class VectorEngine:
         if self._blocks_talk():
             per_chunk = 1
         with np.errstate(**RUN_ERRSTATE):
-            for b0, b1, traced in _chunks(launch.num_blocks, per_chunk, launch.trace_blocks,
-                                          one_block_from):
-                interp = Interpreter(self, b0, b1, trace=launch.trace and traced)
-                interp.run_kernel(self.kernel, self.args)
-                interp.end_of_round()               # the greenlet engine's check after a block
-                if launch.progress is not None:
-                    # the greenlet engine reports every block; the blocks of a chunk end
-                    # together
-                    for done in range(max(b0, reported) + 1, b1 + 1):
-                        launch.progress(done, launch.num_blocks)
+            try:
+                self._run_chunks(per_chunk, one_block_from, reported)
+            finally:
+                order.release(self.order_shadows)       # kept for the next launch
         return self.trace()
+
+    def _run_chunks(self, per_chunk, one_block_from, reported):
+        launch = self.launch
+        for b0, b1, traced in _chunks(launch.num_blocks, per_chunk, launch.trace_blocks,
+                                      one_block_from):
+            interp = Interpreter(self, b0, b1, trace=launch.trace and traced)
+            try:
+                interp.run_kernel(self.kernel, self.args)
+            finally:
+                order.release(interp.order_shadows)
+            interp.end_of_round()               # the greenlet engine's check after a block
+            if launch.progress is not None:
+                # the greenlet engine reports every block; the blocks of a chunk end
+                # together
+                for done in range(max(b0, reported) + 1, b1 + 1):
+                    launch.progress(done, launch.num_blocks)
 
     def trace(self, *, drop_lines_from: int | None = None) -> Trace:
         """What ran so far as a ``Trace`` (all of it, or the partial one an error carries);
@@ -206,8 +226,10 @@ def _chunks(num_blocks, per_chunk, trace_blocks, one_block_from):
         b0 = cut
 
 
-def run(launch: Launch, one_block_from: int | None = None, reported: int = 0) -> Trace:
+def run(launch: Launch, one_block_from: int | None = None, reported: int = 0,
+        log_every_read: bool = False) -> Trace:
     """The launch's ``Trace``. Raises ``Fallback`` (the greenlet engine takes over),
-    ``TraceOverflow`` (run again from the original inputs with ``one_block_from``) or the
+    ``TraceOverflow`` (run again from the original inputs with ``one_block_from``),
+    ``order.UnloggedReads`` (run again from them with ``log_every_read``) or the
     ``max_trace`` ``EmulationError`` with its partial trace in ``.trace``."""
-    return VectorEngine(launch).run(one_block_from, reported)
+    return VectorEngine(launch, log_every_read).run(one_block_from, reported)

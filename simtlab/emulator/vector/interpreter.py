@@ -15,6 +15,7 @@ a mask with few active lanes (a divergent loop's tail) is computed on those lane
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import time
 from types import ModuleType
@@ -95,6 +96,9 @@ class Function:
         self.discarded_calls = {id(node.value) for node in ast.walk(tree)
                                 if node.__class__ is ast.Expr
                                 and node.value.__class__ is ast.Call}
+        # the names an array may be written through (see order.py: the arrays of the other
+        # parameters are only read, and their reads are not logged)
+        self.stored_names = names_written_through(self.fdef)
         self.func = func
         self.code_index = code_index
         self.params = [a.arg for a in self.fdef.args.args]
@@ -106,6 +110,63 @@ class Function:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
+
+
+# calls that cannot write to an array passed to them
+_PURE_CALLS = {"len", "range", "min", "max", "abs", "int", "float", "bool", "float32",
+               "float64", "int32", "int64", "uint32", "uint64"}
+
+
+def names_written_through(fdef) -> frozenset:
+    """The names an array may be written through in a function: stored to (``a[i] = v``,
+    ``a[i] += v``), updated atomically, passed to a function that may store to it, or aliased
+    by a name that is (``row = m[i]; row[j] = v``, ``b = a``). A guess that only needs to be
+    right for speed: a write the guess misses is caught by the order check (``order.py``)."""
+    stored, aliases = set(), []
+    for node in ast.walk(fdef):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for t in ast.walk(target):
+                    if isinstance(t, ast.Subscript):
+                        stored.update(_root_names(t.value))
+            value = node.iter if isinstance(node, ast.For) else node.value
+            if value is not None:
+                # a[i] = b[j] aliases nothing; row = m[i] and (p, q) = (a, b) do
+                names = set().union(*(_root_names(t) for t in targets
+                                      if not isinstance(t, ast.Subscript)))
+                aliases.append((names, _root_names(value)))
+        elif isinstance(node, ast.Call):
+            func = ast.unparse(node.func)
+            if "atomic" in func.split("."):
+                stored.update(_root_names(node.args[0]) if node.args else ())
+            elif not (isinstance(node.func, ast.Name) and node.func.id in _PURE_CALLS):
+                for arg in (*node.args, *(k.value for k in node.keywords)):
+                    stored.update(_root_names(arg))
+    grown = True
+    while grown:                          # an alias of an alias of a stored name
+        grown = False
+        for targets, sources in aliases:
+            if targets & stored and not sources <= stored:
+                stored |= sources
+                grown = True
+    return frozenset(stored)
+
+
+def _root_names(expr) -> set:
+    """The names an expression's value may be an array (or a view of one) of: ``a``,
+    ``a[i]``, ``a if c else b``; not ``a.shape``, ``a[i] * 2`` or ``f(a)``."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, (ast.Subscript, ast.Starred)):
+        return _root_names(expr.value)
+    if isinstance(expr, ast.IfExp):
+        return _root_names(expr.body) | _root_names(expr.orelse)
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        return set().union(*map(_root_names, expr.elts)) if expr.elts else set()
+    if isinstance(expr, ast.NamedExpr):
+        return _root_names(expr.value) | {expr.target.id}
+    return set()
 
 
 class TraceOverflow(Exception):
@@ -157,6 +218,9 @@ def _lane_constants(launch, b0, b1):
     return found
 
 
+_CHUNK_SERIALS = itertools.count()
+
+
 class Interpreter:
     """Runs one chunk of blocks ``[b0, b1)`` of a launch in lockstep (``trace``: recorded)."""
 
@@ -172,6 +236,13 @@ class Interpreter:
         self.epoch = np.zeros(n, np.int64)
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)        # collectives passed: orders trace rows
+        self.syncs = 0                            # barriers and collectives so far (order.py)
+        self.barriers = 0                         # barrier rounds so far (order.py)
+        self.order_cache = None                   # see order.chunk_keys
+        self.order_ascending: dict = {}           # see order._ascending
+        self.order_pairs: dict = {}               # see order._least_difference
+        self.chunk_serial = next(_CHUNK_SERIALS)  # names the chunk in order.Shadow.region
+        self.order_shadows: list = []             # shared memory's, see order.release
         self.trace = launch.trace if trace is None else trace
         self.first_line_chunk = len(engine.line_chunks)
         self.arrays_at: dict = {}                 # call site -> VArray (shared, const)
@@ -352,7 +423,7 @@ class Interpreter:
         elif t is ast.Return:
             if s.value is not None:
                 v = self.eval(s.value, m, frame)
-                frame.retval = select(m, v, frame.retval, self.n) \
+                frame.retval = _select(m, v, frame.retval, self.n) \
                     if m is not self.ALL else v
             self.exits += 1
             frame.returned = m.copy() if frame.returned is None else (frame.returned | m)
@@ -472,7 +543,7 @@ class Interpreter:
             frame.vars[name] = value
             frame.defined[name] = m
             return
-        frame.vars[name] = select(m, value, old, self.n)
+        frame.vars[name] = _select(m, value, old, self.n)
         frame.defined[name] = self.ALL if had is self.ALL else (had | m)
 
     def aug_assign(self, s, m, frame):
@@ -531,6 +602,9 @@ class Interpreter:
             else:
                 idx = self.eval(sl, m, frame)
             if arr.__class__ is va.VArray:
+                if idx.__class__ is tuple and len(idx) < arr.ndim or \
+                        idx.__class__ is not tuple and arr.ndim > 1:
+                    return va.view(self, arr, idx if idx.__class__ is tuple else (idx,), m)
                 return va.read(self, arr, idx, m, frame.fn.site(node.lineno))
             if isinstance(arr, tuple) and not is_vector(idx):
                 return arr[idx]
@@ -575,7 +649,7 @@ class Interpreter:
                 return b
             if b is None:
                 return a
-            return select(cond, a, b, self.n)
+            return _select(cond, a, b, self.n)
         if t is ast.UnaryOp:
             return unary(node.op.__class__.__name__, self.eval(node.operand, m, frame))
         if t is ast.Tuple:
@@ -751,6 +825,13 @@ class _CudaMarker:
 
 
 _CUDA = _CudaMarker()
+
+
+def _select(mask, new, old, n):
+    """``values.select``, and views of one array on different lanes (``arrays.select_views``)."""
+    if (new.__class__ is va.VArray or old.__class__ is va.VArray) and old is not None:
+        return va.select_views(mask, new, old, n)
+    return select(mask, new, old, n)
 
 
 def _and(a, b):
