@@ -9,7 +9,15 @@ from simtlab.emulator.cuda_api import _Atomic
 from simtlab.emulator.vector.arrays import apply_in_order
 
 rng = np.random.default_rng(4)
-GREENLET = _Atomic(None)        # on plain NumPy arrays it needs no scheduler
+class _NoScheduler:
+    """On plain NumPy arrays the greenlet engine's atomics need no scheduler, only somewhere
+    to note where a compare-and-swap ran (the race rule's CAS sites)."""
+
+    def note_cas(self, frame):
+        pass
+
+
+GREENLET = _Atomic(_NoScheduler())
 
 
 def _greenlet(kind, store, pos, val, expected):
