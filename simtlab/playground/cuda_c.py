@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from ..html_theme import CARD_TEXT, NOTE_EDGE
 from .inputs import Recipe
 from .magic import MagicError, parse_launch, split_line
 
@@ -64,7 +65,7 @@ class CudaCResult:
 
     def _repr_html_(self):
         if not self.ran:
-            return (f"<div style='border-left:6px solid #E69F00;padding:6px 12px'><b>{html.escape(self.name)}: "
+            return (f"<div style='border-left:6px solid {NOTE_EDGE};padding:6px 12px;{CARD_TEXT}'><b>{html.escape(self.name)}: "
                     f"not run</b><p>{html.escape(self.message)}</p><pre>{html.escape(PYTHON_FORM)}</pre></div>")
         return (f"<p><b>{html.escape(self.name)}</b> ran on the GPU: median of {self.timing['repeat']} launches "
                 f"<b>{self.timing['median_ms']:.4f} ms</b>; outputs in <code>.outputs</code>: "
