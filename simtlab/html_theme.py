@@ -62,7 +62,7 @@ CARD_TEXT = f"color:{TEXT};font-family:var(--jp-ui-font-family,sans-serif);overf
 def error_card_style() -> str:
     """The style of a card that reports something wrong (a failed check, an emulator error)."""
     return (f"border-left:6px solid {ERROR_EDGE};background:{ERROR_SURFACE};{CARD_TEXT};"
-            "padding:8px 12px;margin:4px 0")
+            "padding:8px 12px;margin:4px 0;line-height:1.5")
 
 
 def coloured(text_html: str, colour: str, bold: bool = False) -> str:

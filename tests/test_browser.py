@@ -337,3 +337,104 @@ def test_the_cell_the_text_asks_to_change_is_editable_and_so_is_its_copy(lab, br
     finally:
         page.close()
         lab.shutdown_kernels()
+
+
+#: JupyterLab's two themes, as its Settings > Theme menu names them
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
+#: WCAG 2 AA: the least contrast for text of normal size
+WCAG_AA = 4.5
+#: a playground whose races & errors tab holds everything it can: an error card (with a long fix
+#: sentence), the source up to the fault with its marked line, a race; then a wrong check's card
+THEME_NOTEBOOK = [
+    """import numpy as np
+from numba import cuda
+import simtlab
+
+
+@cuda.jit
+def racy_then_out_of_bounds(values, running_total, doubled_values_shifted_by_one):
+    i = cuda.grid(1)
+    running_total[0] = running_total[0] + values[i]
+    doubled_values_shifted_by_one[i + 1] = 2 * values[i]
+
+
+x = np.ones(256, np.float32)
+pg = simtlab.playground(racy_then_out_of_bounds, 2, 128, x, np.zeros(1, np.float32), np.zeros(256, np.float32))
+pg""",
+    """from simtlab.exercises import ch01
+
+
+def linear_thread_id(tx, ty, tz, bdx, bdy):
+    return tx
+
+
+def global_thread_id(thread_idx, block_idx, block_dim, grid_dim):
+    return thread_idx
+
+
+ch01.check_linear_id(linear_thread_id, global_thread_id)""",
+]
+
+
+def _low_contrast(items: list[dict]) -> list[str]:
+    return [f"{c['ratio']:.2f}: {c['text']!r} rgb{tuple(c['fg'])} on rgb{tuple(c['bg'])}"
+            for c in items if c["ratio"] < WCAG_AA]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theme", THEMES)
+def test_races_tab_wraps_and_reads_in_both_themes(lab, browser, theme):
+    """The playground's races & errors tab and a check's card, at 1280 px with the file browser
+    open, in JupyterLab's light and dark themes: no text is cut off (it wraps), every text has
+    WCAG AA contrast on its background, and the cards' surfaces follow the theme (the dark
+    theme's light text once sat on a light card). Screenshots: theme-<theme>*.png."""
+    name = f"theme-{theme}.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in THEME_NOTEBOOK]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.work / name)
+    lab.put_setting(THEME_PLUGIN, {"theme": THEMES[theme]})
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+        assert page.evaluate("() => document.body.dataset.jpThemeName") == THEMES[theme]
+        if not page.locator(".jp-FileBrowser").is_visible():
+            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id='filebrowser']").click()
+        assert page.locator(".jp-FileBrowser").is_visible(), "the file browser is not open beside the notebook"
+        notebook.run_all()
+
+        widget = notebook.cells.nth(0).locator(".widget-tab").first
+        widget.locator(".lm-TabBar-tab", has_text="races & errors").click()
+        shown = widget.locator(".widget-tab-contents > .widget-box:not(.lm-mod-hidden)").first
+        shown.locator(".simtlab-error-card").wait_for(timeout=30_000)
+        card = page.locator(".simtlab-check-card")
+        card.wait_for(timeout=30_000)
+        page.wait_for_timeout(300)
+        page.screenshot(path=ARTIFACTS / f"theme-{theme}.png")
+        notebook.element_screenshot(widget, ARTIFACTS / f"theme-{theme}.races-tab.png")
+        notebook.element_screenshot(card, ARTIFACTS / f"theme-{theme}.check-card.png")
+
+        text = shown.inner_text()
+        assert "fix" in text and "1 race" in text and "racy_then_out_of_bounds()" in text, text[:500]
+        cut = notebook.text_cut_off(shown) + notebook.text_cut_off(card)
+        assert cut == [], f"{theme} theme, 1280 px with the file browser open: text cut off: {cut}"
+
+        tab_text, card_text = notebook.text_contrast(shown), notebook.text_contrast(card)
+        low = _low_contrast(tab_text + card_text)
+        assert low == [], f"{theme} theme: text below WCAG AA contrast ({WCAG_AA}):\n" + "\n".join(low)
+        # the cards and the source table's function row sit on the theme's surfaces
+        surfaces = {"error card": notebook.text_contrast(shown.locator(".simtlab-error-card")),
+                    "source table": notebook.text_contrast(shown.locator(".simtlab-source-view").first),
+                    "check card": card_text}
+        for what, items in surfaces.items():
+            assert items, f"no text measured in the {what}"
+            light = [c["text"] for c in items if (c["bg_luminance"] > 0.5) != (theme == "light")]
+            assert light == [], f"{theme} theme: the {what} keeps a {'dark' if theme == 'light' else 'light'} " \
+                                f"background behind {light[:5]}"
+    finally:
+        page.close()
+        lab.put_setting(THEME_PLUGIN, {})
+        lab.shutdown_kernels()
+        (lab.work / name).unlink(missing_ok=True)

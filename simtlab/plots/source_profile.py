@@ -126,11 +126,12 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
         marks[int(error.line)] = f"{error.title}: {error.problem}"
     if run is None:
         return "<p>no run to show</p>"
-    head = "".join(f"<th style='padding:0 6px'>{h}</th>" for _, h, _ in COLUMNS)
+    # a header may break after its slash ("sectors/ req"): the source column gets that width
+    head = "".join(f"<th style='padding:0 6px'>{h.replace('/', '/<wbr>')}</th>" for _, h, _ in COLUMNS)
     # numbers stay on one line, the source column takes the rest of the width and wraps there
     # (one unbreakable line of source would widen the whole widget and cut its other text)
     parts = [f"<b>{html.escape(title)}</b>" if title else "",
-             f"<table class='simtlab-source-view' style='font-family:monospace;font-size:12px;"
+             f"<table class='simtlab-source-view' style='font-family:monospace;font-size:12px;line-height:1.5;"
              f"border-collapse:collapse;color:{TEXT}'>",
              f"<tr><th>line</th>{head}<th style='text-align:left'>source</th></tr>"]
     for name, numbers, texts, index in _function_sources(run, profile.keys()):
@@ -155,7 +156,8 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
                 cells.append(f"<td style='text-align:right;padding:0 6px;{NO_WRAP};{style}'>{shown}</td>")
             mark = marks.get(number) if index == 0 or r is not None else None
             bg = f"background:{ERROR_MARK};" if mark else ("" if r else f"color:{MUTED};")
-            note = (f"  <span style='color:{ERROR}'>&larr; {html.escape(mark)}</span>" if mark else "")
+            # a margin, not spaces: preserved spaces at the end of a wrapped line would hang past the cell
+            note = (f"<span style='color:{ERROR};margin-left:2ch'>&larr; {html.escape(mark)}</span>" if mark else "")
             parts.append(f"<tr style='{bg}'><td style='text-align:right;padding:0 6px;{NO_WRAP}'>{number}</td>"
                          f"{''.join(cells)}<td style='{CODE_WRAP}'>{html.escape(text)}{note}</td></tr>")
     parts.append("</table>")
