@@ -416,6 +416,11 @@ def test_races_tab_wraps_and_reads_in_both_themes(lab, browser, theme):
         notebook.element_screenshot(widget, ARTIFACTS / f"theme-{theme}.races-tab.png")
         notebook.element_screenshot(card, ARTIFACTS / f"theme-{theme}.check-card.png")
 
+        # a wrong answer: one card saying what is wrong, no traceback, nothing on stderr
+        check_cell = notebook.cells.nth(1)
+        assert "what is wrong:" in card.inner_text() and "Traceback" not in check_cell.inner_text()
+        assert check_cell.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
         text = shown.inner_text()
         assert "fix" in text and "1 race" in text and "racy_then_out_of_bounds()" in text, text[:500]
         cut = notebook.text_cut_off(shown) + notebook.text_cut_off(card)
@@ -438,3 +443,80 @@ def test_races_tab_wraps_and_reads_in_both_themes(lab, browser, theme):
         lab.put_setting(THEME_PLUGIN, {})
         lab.shutdown_kernels()
         (lab.work / name).unlink(missing_ok=True)
+
+
+def _shared_wavefronts_per_request(row_length: int) -> float:
+    """Chapter 0's row_sums on a 32 x ``row_length`` float32 tile, counted by hand: 32 stores of
+    a row (lane t: word r*row_length + t) and 32 reads of a column (lane t: word t*row_length + r);
+    a request takes as many wavefronts as the most distinct words it asks of one of the 32 banks."""
+    def wavefronts(words):
+        per_bank: dict[int, set] = {}
+        for w in words:
+            per_bank.setdefault(w % 32, set()).add(w)
+        return max(len(s) for s in per_bank.values())
+    stores = [wavefronts([r * row_length + t for t in range(32)]) for r in range(32)]
+    reads = [wavefronts([t * row_length + r for t in range(32)]) for r in range(32)]
+    return (sum(stores) + sum(reads)) / (len(stores) + len(reads))
+
+
+@pytest.mark.slow
+def test_the_shape_the_text_asks_to_change_runs_again_with_the_new_shape(lab, browser):
+    """Chapter 0 section 2 as a student follows it: run the bank-conflict cell, read its
+    wavefronts, change (32, 32) to (32, 33) in the cell and run it again: the wavefronts drop to
+    the conflict-free count (both counted by hand, _shared_wavefronts_per_request)."""
+    name = STUDENT_PREFIX + "00_playground.ipynb"
+    nb = nbformat.read(REPO / "chapters" / "00_playground.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if "cuda.shared.array((32, 32)" in c.source)
+    page = browser.new_page(viewport=VIEWPORT)
+
+    def prompt(cell) -> str:
+        return cell.locator(".jp-InputPrompt").inner_text().strip()
+
+    def run_and_wait(cell, previous_prompt: str) -> None:
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function("([el, before]) => /\\[\\d+\\]/.test(el.textContent) && el.textContent.trim() !== before",
+                               arg=[cell.locator(".jp-InputPrompt").element_handle(), previous_prompt],
+                               timeout=120_000, polling=200)
+
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+        cell = notebook.cells.nth(index)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputPrompt").click()
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Above Selected Cell", exact=True).click()
+        last_above = max(i for i in range(index) if nb.cells[i].cell_type == "code")
+        page.wait_for_function("(el) => /\\[\\d+\\]/.test(el.textContent)",
+                               arg=notebook.cells.nth(last_above).locator(".jp-InputPrompt").element_handle(),
+                               timeout=120_000, polling=200)
+        cell.locator(".jp-InputPrompt").click()
+        run_and_wait(cell, prompt(cell))
+
+        cell.locator(".jp-InputPrompt").click()               # command mode on the cell: add one below
+        page.keyboard.press("b")
+        probe = notebook.cells.nth(index + 1)
+        page.keyboard.press("Enter")
+        page.keyboard.type('print(conflicts.run.metrics["shared_wavefronts_per_request"])')
+        run_and_wait(probe, prompt(probe))
+        before = float(probe.locator(".jp-OutputArea-output").inner_text().strip())
+
+        editor = cell.locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+Home")
+        for _ in range(2):
+            page.keyboard.press("ArrowDown")                  # line 3: tile = cuda.shared.array((32, 32), ...)
+        page.keyboard.press("End")
+        for _ in range(len("), np.float32)")):
+            page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Backspace")
+        page.keyboard.type("3")
+        assert "cuda.shared.array((32, 33), np.float32)" in editor.inner_text(), editor.inner_text()[:300]
+        run_and_wait(cell, prompt(cell))
+        probe.locator(".jp-InputPrompt").click()
+        run_and_wait(probe, prompt(probe))
+        after = float(probe.locator(".jp-OutputArea-output").inner_text().strip())
+        assert (before, after) == (_shared_wavefronts_per_request(32), _shared_wavefronts_per_request(33))
+    finally:
+        page.close()
+        lab.shutdown_kernels()
