@@ -12,7 +12,11 @@ and one of the main widget go to ``artifacts/browser/``, with the run times in
 The masters (solutions/) are run for every chapter. The student versions of chapters 0 and 1
 are opened as a student first meets them: chapter 1 blank runs to its end with a card per check
 and its progress cell and "Next" link; chapter 0's cell the text asks to change, and a pasted
-copy of it, take typing.
+copy of it, take typing, and the changed shape runs with the wavefronts the text promises.
+
+The playground's races & errors tab and a wrong check's card are opened at 1280 px with the file
+browser open, in JupyterLab Light and JupyterLab Dark: no word is cut off, every text has WCAG AA
+contrast on its background, and screenshots go to ``artifacts/browser/theme-<theme>*.png``.
 """
 
 from __future__ import annotations
