@@ -157,6 +157,16 @@ class LabServer:
         assert status == 200, f"GET {path}: HTTP {status}: {body[:500]!r}"
         return json.loads(body)
 
+    def put_setting(self, plugin: str, values: dict) -> None:
+        """Write the user's settings of ``plugin`` (as JupyterLab's Settings editor does); a page
+        opened afterwards uses them. ``{}`` goes back to the defaults."""
+        req = urllib.request.Request(f"{self.base_url}/lab/api/settings/{plugin}",
+                                     data=json.dumps({"raw": json.dumps(values)}).encode(), method="PUT",
+                                     headers={"Authorization": f"token {self.token}",
+                                              "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status in (200, 204), f"PUT settings of {plugin}: HTTP {r.status}"
+
     def delete(self, path: str) -> None:
         req = urllib.request.Request(f"{self.base_url}{path}?token={self.token}", method="DELETE")
         try:
@@ -248,6 +258,87 @@ _ARM_UPDATE_CLOCK_JS = """([select, img]) => {
 }"""
 _READ_UPDATE_CLOCK_JS = """() => (window.__simtlabChange === undefined || window.__simtlabLoad === undefined)
   ? null : window.__simtlabLoad - window.__simtlabChange"""
+
+
+# Text cut off: each word (run of non-space characters) of each text node under the element, and
+# every ancestor up to <body> that clips (overflow-x other than visible: hidden, auto, scroll); a
+# word that reaches past the clipping box's visible width (left or right) is cut, or hidden until
+# scrolled sideways. Words, not whole text nodes: the spaces at the end of a wrapped line of
+# pre-wrap text hang past the line's end by design, and draw nothing.
+_TEXT_CUT_JS = """(root) => {
+  const clipping = (el) => {
+    const out = [];
+    for (let e = el; e && e !== document.body; e = e.parentElement)
+      if (getComputedStyle(e).overflowX !== 'visible') out.push(e);
+    return out;
+  };
+  const cut = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (!node.textContent.trim()) continue;
+    const range = document.createRange(), words = [];
+    for (const word of node.textContent.matchAll(/\\S+/g)) {
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      words.push(...[...range.getClientRects()].filter(r => r.width > 0));
+    }
+    for (const box of clipping(node.parentElement)) {
+      const b = box.getBoundingClientRect();
+      const left = b.left + box.clientLeft, right = left + box.clientWidth;
+      const past = Math.max(0, ...words.map(r => Math.max(r.right - right, left - r.left)));
+      if (past > 1) {
+        cut.push({text: node.textContent.trim().slice(0, 100), past_px: Math.round(past),
+                  clipped_by: box.className || box.tagName});
+        break;
+      }
+    }
+  }
+  return cut;
+}"""
+
+# WCAG 2 contrast of each text node under the element: its colour over its background, where
+# the background is every ancestor's background-color painted from <html> down (so a half-
+# transparent tint lands on what is behind it). A canvas does the painting and reads the
+# colours back as sRGB bytes, whatever the CSS form (rgba(), color-mix()'s color(srgb ...)).
+_CONTRAST_JS = """(root) => {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 1;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const paint = (colours) => {
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(0, 0, 1, 1);
+    for (const c of colours) {
+      ctx.fillStyle = '#010203';
+      ctx.fillStyle = c;
+      if (ctx.fillStyle === '#010203') throw new Error('the canvas cannot read the colour ' + c);
+      ctx.fillRect(0, 0, 1, 1);
+    }
+    const d = ctx.getImageData(0, 0, 1, 1).data;
+    return [d[0], d[1], d[2]];
+  };
+  const luminance = (rgb) => {
+    const f = (c) => { c /= 255; return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2]);
+  };
+  const out = [];
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (!node.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    if (![...range.getClientRects()].some(r => r.width > 0)) continue;       // not drawn
+    const el = node.parentElement;
+    const backgrounds = [];
+    for (let e = el; e; e = e.parentElement) backgrounds.unshift(getComputedStyle(e).backgroundColor);
+    const bg = paint(backgrounds), fg = paint([...backgrounds, getComputedStyle(el).color]);
+    const [hi, lo] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
+    out.push({text: node.textContent.trim().slice(0, 60), ratio: (hi + 0.05) / (lo + 0.05),
+              fg: fg, bg: bg, bg_luminance: luminance(bg)});
+  }
+  return out;
+}"""
 
 
 class NotebookPage:
@@ -352,6 +443,16 @@ class NotebookPage:
                 return float(found)
             self.page.wait_for_timeout(50)
         return None
+
+    def text_cut_off(self, locator) -> list[dict]:
+        """The text under ``locator`` that a clipping box cuts (or hides until scrolled sideways):
+        ``{"text", "past_px", "clipped_by"}`` for each text node, none when everything shows."""
+        return locator.evaluate(_TEXT_CUT_JS)
+
+    def text_contrast(self, locator) -> list[dict]:
+        """Each drawn text node under ``locator``: ``{"text", "ratio", "fg", "bg", "bg_luminance"}``,
+        ``ratio`` the WCAG contrast of its colour on its background (4.5 is AA for text)."""
+        return locator.evaluate(_CONTRAST_JS)
 
     def image_hash(self, img, tries: int = 5) -> str | None:
         """A hash of the image's bytes. A widget that redraws revokes the old image's blob URL,

@@ -12,7 +12,11 @@ and one of the main widget go to ``artifacts/browser/``, with the run times in
 The masters (solutions/) are run for every chapter. The student versions of chapters 0 and 1
 are opened as a student first meets them: chapter 1 blank runs to its end with a card per check
 and its progress cell and "Next" link; chapter 0's cell the text asks to change, and a pasted
-copy of it, take typing.
+copy of it, take typing, and the changed shape runs with the wavefronts the text promises.
+
+The playground's races & errors tab and a wrong check's card are opened at 1280 px with the file
+browser open, in JupyterLab Light and JupyterLab Dark: no word is cut off, every text has WCAG AA
+contrast on its background, and screenshots go to ``artifacts/browser/theme-<theme>*.png``.
 """
 
 from __future__ import annotations
@@ -335,6 +339,189 @@ def test_the_cell_the_text_asks_to_change_is_editable_and_so_is_its_copy(lab, br
         page.wait_for_function(f"() => document.querySelectorAll('{_VISIBLE_PANEL} .jp-Cell').length > "
                                f"{len(nb.cells)}", timeout=10_000)
         assert typed_into(notebook.cells.nth(index + 1), "  # the copy"), "a pasted copy is read-only"
+    finally:
+        page.close()
+        lab.shutdown_kernels()
+
+
+#: JupyterLab's two themes, as its Settings > Theme menu names them
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
+#: WCAG 2 AA: the least contrast for text of normal size
+WCAG_AA = 4.5
+#: a playground whose races & errors tab holds everything it can: an error card (with a long fix
+#: sentence), the source up to the fault with its marked line, a race; then a wrong check's card
+THEME_NOTEBOOK = [
+    """import numpy as np
+from numba import cuda
+import simtlab
+
+
+@cuda.jit
+def racy_then_out_of_bounds(values, running_total, doubled_values_shifted_by_one):
+    i = cuda.grid(1)
+    running_total[0] = running_total[0] + values[i]
+    doubled_values_shifted_by_one[i + 1] = 2 * values[i]
+
+
+x = np.ones(256, np.float32)
+pg = simtlab.playground(racy_then_out_of_bounds, 2, 128, x, np.zeros(1, np.float32), np.zeros(256, np.float32))
+pg""",
+    """from simtlab.exercises import ch01
+
+
+def linear_thread_id(tx, ty, tz, bdx, bdy):
+    return tx
+
+
+def global_thread_id(thread_idx, block_idx, block_dim, grid_dim):
+    return thread_idx
+
+
+ch01.check_linear_id(linear_thread_id, global_thread_id)""",
+]
+
+
+def _low_contrast(items: list[dict]) -> list[str]:
+    return [f"{c['ratio']:.2f}: {c['text']!r} rgb{tuple(c['fg'])} on rgb{tuple(c['bg'])}"
+            for c in items if c["ratio"] < WCAG_AA]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("theme", THEMES)
+def test_races_tab_wraps_and_reads_in_both_themes(lab, browser, theme):
+    """The playground's races & errors tab and a check's card, at 1280 px with the file browser
+    open, in JupyterLab's light and dark themes: no text is cut off (it wraps), every text has
+    WCAG AA contrast on its background, and the cards' surfaces follow the theme (the dark
+    theme's light text once sat on a light card). Screenshots: theme-<theme>*.png."""
+    name = f"theme-{theme}.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in THEME_NOTEBOOK]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.work / name)
+    lab.put_setting(THEME_PLUGIN, {"theme": THEMES[theme]})
+    page = browser.new_page(viewport=VIEWPORT)
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+        assert page.evaluate("() => document.body.dataset.jpThemeName") == THEMES[theme]
+        if not page.locator(".jp-FileBrowser").is_visible():
+            page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id='filebrowser']").click()
+        assert page.locator(".jp-FileBrowser").is_visible(), "the file browser is not open beside the notebook"
+        notebook.run_all()
+
+        widget = notebook.cells.nth(0).locator(".widget-tab").first
+        widget.locator(".lm-TabBar-tab", has_text="races & errors").click()
+        shown = widget.locator(".widget-tab-contents > .widget-box:not(.lm-mod-hidden)").first
+        shown.locator(".simtlab-error-card").wait_for(timeout=30_000)
+        card = page.locator(".simtlab-check-card")
+        card.wait_for(timeout=30_000)
+        page.wait_for_timeout(300)
+        page.screenshot(path=ARTIFACTS / f"theme-{theme}.png")
+        notebook.element_screenshot(widget, ARTIFACTS / f"theme-{theme}.races-tab.png")
+        notebook.element_screenshot(card, ARTIFACTS / f"theme-{theme}.check-card.png")
+
+        # a wrong answer: one card saying what is wrong, no traceback, nothing on stderr
+        check_cell = notebook.cells.nth(1)
+        assert "what is wrong:" in card.inner_text() and "Traceback" not in check_cell.inner_text()
+        assert check_cell.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+
+        text = shown.inner_text()
+        assert "fix" in text and "1 race" in text and "racy_then_out_of_bounds()" in text, text[:500]
+        cut = notebook.text_cut_off(shown) + notebook.text_cut_off(card)
+        assert cut == [], f"{theme} theme, 1280 px with the file browser open: text cut off: {cut}"
+
+        tab_text, card_text = notebook.text_contrast(shown), notebook.text_contrast(card)
+        low = _low_contrast(tab_text + card_text)
+        assert low == [], f"{theme} theme: text below WCAG AA contrast ({WCAG_AA}):\n" + "\n".join(low)
+        # the cards and the source table's function row sit on the theme's surfaces
+        surfaces = {"error card": notebook.text_contrast(shown.locator(".simtlab-error-card")),
+                    "source table": notebook.text_contrast(shown.locator(".simtlab-source-view").first),
+                    "check card": card_text}
+        for what, items in surfaces.items():
+            assert items, f"no text measured in the {what}"
+            light = [c["text"] for c in items if (c["bg_luminance"] > 0.5) != (theme == "light")]
+            assert light == [], f"{theme} theme: the {what} keeps a {'dark' if theme == 'light' else 'light'} " \
+                                f"background behind {light[:5]}"
+    finally:
+        page.close()
+        lab.put_setting(THEME_PLUGIN, {})
+        lab.shutdown_kernels()
+        (lab.work / name).unlink(missing_ok=True)
+
+
+def _shared_wavefronts_per_request(row_length: int) -> float:
+    """Chapter 0's row_sums on a 32 x ``row_length`` float32 tile, counted by hand: 32 stores of
+    a row (lane t: word r*row_length + t) and 32 reads of a column (lane t: word t*row_length + r);
+    a request takes as many wavefronts as the most distinct words it asks of one of the 32 banks."""
+    def wavefronts(words):
+        per_bank: dict[int, set] = {}
+        for w in words:
+            per_bank.setdefault(w % 32, set()).add(w)
+        return max(len(s) for s in per_bank.values())
+    stores = [wavefronts([r * row_length + t for t in range(32)]) for r in range(32)]
+    reads = [wavefronts([t * row_length + r for t in range(32)]) for r in range(32)]
+    return (sum(stores) + sum(reads)) / (len(stores) + len(reads))
+
+
+@pytest.mark.slow
+def test_the_shape_the_text_asks_to_change_runs_again_with_the_new_shape(lab, browser):
+    """Chapter 0 section 2 as a student follows it: run the bank-conflict cell, read its
+    wavefronts, change (32, 32) to (32, 33) in the cell and run it again: the wavefronts drop to
+    the conflict-free count (both counted by hand, _shared_wavefronts_per_request)."""
+    name = STUDENT_PREFIX + "00_playground.ipynb"
+    nb = nbformat.read(REPO / "chapters" / "00_playground.ipynb", as_version=4)
+    index = next(i for i, c in enumerate(nb.cells) if "cuda.shared.array((32, 32)" in c.source)
+    page = browser.new_page(viewport=VIEWPORT)
+
+    def prompt(cell) -> str:
+        return cell.locator(".jp-InputPrompt").inner_text().strip()
+
+    def run_and_wait(cell, previous_prompt: str) -> None:
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_function("([el, before]) => /\\[\\d+\\]/.test(el.textContent) && el.textContent.trim() !== before",
+                               arg=[cell.locator(".jp-InputPrompt").element_handle(), previous_prompt],
+                               timeout=120_000, polling=200)
+
+    try:
+        notebook = NotebookPage(page, lab, name)
+        notebook.open(expected_cells=len(nb.cells))
+        cell = notebook.cells.nth(index)
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputPrompt").click()
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.get_by_role("menuitem", name="Run All Above Selected Cell", exact=True).click()
+        last_above = max(i for i in range(index) if nb.cells[i].cell_type == "code")
+        page.wait_for_function("(el) => /\\[\\d+\\]/.test(el.textContent)",
+                               arg=notebook.cells.nth(last_above).locator(".jp-InputPrompt").element_handle(),
+                               timeout=120_000, polling=200)
+        cell.locator(".jp-InputPrompt").click()
+        run_and_wait(cell, prompt(cell))
+
+        cell.locator(".jp-InputPrompt").click()               # command mode on the cell: add one below
+        page.keyboard.press("b")
+        probe = notebook.cells.nth(index + 1)
+        page.keyboard.press("Enter")
+        page.keyboard.type('print(conflicts.run.metrics["shared_wavefronts_per_request"])')
+        run_and_wait(probe, prompt(probe))
+        before = float(probe.locator(".jp-OutputArea-output").inner_text().strip())
+
+        editor = cell.locator(".cm-content")
+        editor.click()
+        page.keyboard.press("Control+Home")
+        for _ in range(2):
+            page.keyboard.press("ArrowDown")                  # line 3: tile = cuda.shared.array((32, 32), ...)
+        page.keyboard.press("End")
+        for _ in range(len("), np.float32)")):
+            page.keyboard.press("ArrowLeft")
+        page.keyboard.press("Backspace")
+        page.keyboard.type("3")
+        assert "cuda.shared.array((32, 33), np.float32)" in editor.inner_text(), editor.inner_text()[:300]
+        run_and_wait(cell, prompt(cell))
+        probe.locator(".jp-InputPrompt").click()
+        run_and_wait(probe, prompt(probe))
+        after = float(probe.locator(".jp-OutputArea-output").inner_text().strip())
+        assert (before, after) == (_shared_wavefronts_per_request(32), _shared_wavefronts_per_request(33))
     finally:
         page.close()
         lab.shutdown_kernels()

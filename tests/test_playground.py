@@ -12,6 +12,7 @@ import pytest
 from numba import cuda
 
 import simtlab
+from simtlab.html_theme import ERROR_MARK
 from simtlab.playground import Playground, playground
 from simtlab.playground.progress import Progress
 from load_support import generous
@@ -263,7 +264,7 @@ def test_race_is_listed_with_both_threads_and_lines_highlighted():
     html = _html(_drawn(pg)["races & errors"])
     line = racy_sum.py_func.__code__.co_firstlineno + 4     # total[0] = total[0] + x[i] (after the decorator)
     assert f"on line {line}" in html and "thread (" in html
-    assert "background:#ffd7d7" in html and "races on total" in html
+    assert f"background:{ERROR_MARK}" in html and "races on total" in html
     assert "1 race" in pg.banner.value
 
 

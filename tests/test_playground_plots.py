@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from numba import cuda
 
 import simtlab
+from simtlab.html_theme import ERROR_MARK, WARN
 from simtlab.plots.barrier_timeline import epoch_lengths, plot_barrier_timeline
 from simtlab.plots.mapping import mapping_from_run, plot_run_mapping
 from simtlab.plots.memory_requests import (plot_bank_access, plot_request_costs, request_table,
@@ -70,7 +71,7 @@ def test_line_profile_counts_each_line(staged_run):
 def test_source_view_marks_lines_and_shows_the_untraced_ones(staged_run):
     first = staged.py_func.__code__.co_firstlineno
     html = source_view_html(staged_run, marks={first + 7: "look here"})
-    assert "look here" in html and "background:#ffd7d7" in html
+    assert "look here" in html and f"background:{ERROR_MARK}" in html
     assert "cuda.syncthreads()" in html and "<i>staged()</i>" in html
 
 
@@ -134,7 +135,7 @@ def test_an_efficiency_just_below_one_never_prints_as_100_percent():
     assert row["simt_efficiency"] == (99 * 32 + 31) / (100 * 32)
     html = source_view_html(run)
     line = next(chunk for chunk in html.split("<tr") if "out[i] += 1" in chunk)
-    assert "color:#D55E00'>99.97%</td>" in line, line
+    assert f"color:{WARN}'>99.97%</td>" in line, line
     assert ">100%<" not in line
 
 

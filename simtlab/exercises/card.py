@@ -27,6 +27,7 @@ import os
 import traceback
 from pathlib import Path
 
+from ..html_theme import ERROR, error_card_style
 from .report import CheckFailed, ExerciseNotWritten, _in_ipython
 
 __all__ = ["student_check", "reports_in_notebook", "failure_card", "SESSION", "OUTPUT_KEY", "MODE_ENV", "PASSED", "FAILED",
@@ -120,10 +121,8 @@ class Card:
             details = ("<details style='margin-top:6px'><summary>details: the traceback of your code</summary>"
                        f"<pre style='white-space:pre-wrap;font-size:12px'>{html.escape(self.details)}</pre>"
                        "</details>")
-        return ("<div class='simtlab-check-card' style='border-left:6px solid #D55E00;"
-                "background:var(--jp-layout-color2,#fff3ee);color:var(--jp-ui-font-color1,inherit);"
-                "padding:8px 12px;margin:4px 0;font-family:var(--jp-ui-font-family,sans-serif)'>"
-                f"<div style='font-size:14px;color:var(--jp-error-color1,#b00000)'><b>\u2718 "
+        return (f"<div class='simtlab-check-card' style='{error_card_style()}'>"
+                f"<div style='font-size:14px;color:{ERROR}'><b>\u2718 "
                 f"{html.escape(self.title)}</b></div>{rows}{details}</div>")
 
     def bundle(self) -> tuple[dict, dict]:

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..html_theme import CARD_TEXT, HINT_EDGE, MUTED
+
 __all__ = ["Hint", "hint", "course_hints"]
 
 #: the cell metadata key `simtlab build` writes the hints to
@@ -39,9 +41,9 @@ class Hint:
 
     def _repr_html_(self) -> str:
         head, _, more = str(self).partition("\n")
-        return (f'<div style="border-left:4px solid #bf8700;padding:4px 10px;font-family:var(--jp-ui-font-family,'
-                f'sans-serif)"><b>{html.escape(head.partition(": ")[0])}</b>: {html.escape(self.text)}'
-                f'<div style="color:#57606a">{html.escape(more)}</div></div>')
+        return (f'<div style="border-left:4px solid {HINT_EDGE};padding:4px 10px;{CARD_TEXT}">'
+                f'<b>{html.escape(head.partition(": ")[0])}</b>: {html.escape(self.text)}'
+                f'<div style="color:{MUTED}">{html.escape(more)}</div></div>')
 
 
 _CACHE: dict[tuple[str, float], dict[str, list[str]]] = {}

@@ -27,6 +27,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..html_theme import SUCCESS
+
 __all__ = [
     "CheckFailed",
     "ExerciseNotWritten",
@@ -127,7 +129,7 @@ def passed(message: str) -> None:
         bundle = {
             "text/plain": text,
             "text/html": (
-                '<div style="color:#1a7f37;font-weight:600;font-family:var(--jp-ui-font-family,sans-serif)">'
+                f'<div style="color:{SUCCESS};font-weight:600;font-family:var(--jp-ui-font-family,sans-serif)">'
                 f"{html.escape(text)}</div>"
             ),
         }

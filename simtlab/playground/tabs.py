@@ -19,6 +19,7 @@ from ..plots.memory_requests import (plot_bank_access, plot_request_costs, reque
 from ..plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from ..plots.ptx_source import ptx_source_html
 from ..plots.source_profile import source_view_html
+from ..html_theme import MUTED
 from ..simt import percent
 from ..widgets.figure_image import FigureImage
 from ..widgets.png import figure_png
@@ -47,7 +48,7 @@ KIND_NAMES = {0: "read", 1: "write", 2: "atomic"}
 
 
 def _note_html(text: str) -> str:
-    return f"<p style='color:#555555'>{text}</p>"
+    return f"<p style='color:{MUTED}'>{text}</p>"
 
 
 def _note(text: str) -> widgets.HTML:

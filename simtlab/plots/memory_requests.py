@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from ..analysis import bank_conflicts, coalescing
+from ..html_theme import WARN, coloured
 from ..simt import KINDS, site_line
 from .style import PALETTE, label, new_figure
 
@@ -86,8 +87,7 @@ def request_table_html(run, rows: list[dict] | None = None) -> str:
                      "<th>128-B lines</th><th>verdict</th></tr>")
         for r in glob:
             verdict = ("coalesced" if r["coalesced"] else
-                       f"<span style='color:#D55E00'>uncoalesced: {r['sectors'] / r['ideal_sectors']:.1f}x "
-                       "the sectors needed</span>")
+                       coloured(f"uncoalesced: {r['sectors'] / r['ideal_sectors']:.1f}x the sectors needed", WARN))
             parts.append(f"<tr>{td}{r['line']}</td>{td}{html.escape(r['array'])}</td>{td}{r['kind']}</td>"
                          f"{td}{r['requests']}</td>{td}{r['lanes']:.1f}</td>{td}{r['sectors']:.1f}</td>"
                          f"{td}{r['ideal_sectors']:.1f}</td>{td}{r['lines']:.1f}</td>{td}{verdict}</td></tr>")
@@ -97,7 +97,7 @@ def request_table_html(run, rows: list[dict] | None = None) -> str:
                      f"<table {style}><tr><th>line</th><th>array</th><th>kind</th><th>requests</th>"
                      "<th>lanes</th><th>wavefronts</th><th>ideal</th><th>bank conflicts</th></tr>")
         for r in shared:
-            conflicts = (f"<span style='color:#D55E00'>{r['bank_conflicts']}</span>" if r["bank_conflicts"]
+            conflicts = (coloured(str(r['bank_conflicts']), WARN) if r["bank_conflicts"]
                          else "0")
             parts.append(f"<tr>{td}{r['line']}</td>{td}{html.escape(r['array'])}</td>{td}{r['kind']}</td>"
                          f"{td}{r['requests']}</td>{td}{r['lanes']:.1f}</td>{td}{r['wavefronts']:.1f}</td>"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 
+from ..html_theme import CODE_WRAP, ERROR, NO_WRAP, SUCCESS, WARN, coloured, error_card_style
 from .source_profile import source_view_html
 
 #: metrics compared between two runs: (key, label, True when larger is better)
@@ -38,11 +39,11 @@ def error_card_html(error) -> str:
     if getattr(error, "source", None):
         rows.append(("source", error.source.strip()))
     fix = getattr(error, "fix", None)
-    body = "".join(f"<tr><td style='padding-right:10px'><b>{k}</b></td>"
-                   f"<td style='font-family:monospace'>{_esc(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><td style='padding-right:10px;vertical-align:top;{NO_WRAP}'><b>{k}</b></td>"
+                   f"<td style='font-family:monospace;{CODE_WRAP}'>{_esc(v)}</td></tr>" for k, v in rows)
     fix_html = f"<p><b>fix:</b> {_esc(fix)}</p>" if fix else ""
-    return ("<div style='border-left:6px solid #D55E00;background:#fff3ee;padding:8px 12px;margin:4px 0'>"
-            f"<div style='font-size:14px;color:#b00000'><b>{_esc(title)}</b></div>"
+    return (f"<div class='simtlab-error-card' style='{error_card_style()}'>"
+            f"<div style='font-size:14px;color:{ERROR}'><b>{_esc(title)}</b></div>"
             f"<p>{_esc(problem)}</p><table>{body}</table>{fix_html}</div>")
 
 
@@ -53,10 +54,11 @@ def races_html(run) -> str:
     races = run.races
     total = run.metrics["races"] or 0
     if not races:
-        return "<p style='color:#009E73'><b>no race</b>: no two threads touched one address " \
+        return f"<p style='color:{SUCCESS}'><b>no race</b>: no two threads touched one address " \
                "with a write and nothing ordering them</p>"
-    parts = [f"<p style='color:#b00000'><b>{total} race{'s' * (total != 1)}</b> (addresses where two threads "
-             "conflict with no barrier between them; the first of each is listed)</p><ol>"]
+    parts = [f"<p style='color:{ERROR}'><b>{total} race{'s' * (total != 1)}</b> (addresses where two threads "
+             "conflict with no barrier between them; the first of each is listed)</p>"
+             "<ol style='overflow-wrap:anywhere'>"]
     marks: dict = {}
     for race in races[:20]:
         (b1, t1), (b2, t2) = race.threads
@@ -105,7 +107,7 @@ def compare_html(before, after, names=("previous run", "this run")) -> str:
     rows = [f"<tr><td>launch</td><td>grid {before.griddim} block {before.blockdim}</td>"
             f"<td>grid {after.griddim} block {after.blockdim}</td><td></td></tr>"]
     for r in compare_metrics(before, after):
-        colour = {True: "#009E73", False: "#D55E00", None: "inherit"}[r["better"]]
+        colour = {True: SUCCESS, False: WARN, None: "inherit"}[r["better"]]
         delta = "" if not r["delta"] else ("+" if r["delta"] > 0 else "") + _fmt(r["delta"])
         rows.append(f"<tr><td>{r['metric']}</td><td style='text-align:right'>{_fmt(r['before'])}</td>"
                     f"<td style='text-align:right'>{_fmt(r['after'])}</td>"
@@ -122,16 +124,16 @@ def gpu_report_html(result: dict | None, reason: str = "") -> str:
                 "times it.</p>")
     rows = []
     for name, c in result["outputs"].items():
-        verdict = ("<span style='color:#009E73'>same as the emulator</span>" if c["match"] else
-                   f"<span style='color:#D55E00'>DIFFERS (max |diff| {c['max_abs_diff']:.3g})</span>")
+        verdict = (coloured("same as the emulator", SUCCESS) if c["match"] else
+                   coloured(f"DIFFERS (max |diff| {c['max_abs_diff']:.3g})", ERROR))
         rows.append(f"<tr><td><code>{_esc(name)}</code></td><td>{verdict}</td></tr>")
     timing = f"median of {result['repeat']} launches: <b>{result['median_ms']:.4f} ms</b>"
     if result.get("gbps") is not None:
         timing += f", <b>{result['gbps']:.1f} GB/s</b> achieved"
     if result.get("gflops") is not None:
         timing += f", <b>{result['gflops']:.1f} GFLOP/s</b>"
-    head = ("<p style='color:#009E73'><b>GPU and emulator agree</b></p>" if result["all_match"] else
-            "<p style='color:#b00000'><b>the GPU's output differs from the emulator's</b>: a race or an "
+    head = (f"<p style='color:{SUCCESS}'><b>GPU and emulator agree</b></p>" if result["all_match"] else
+            f"<p style='color:{ERROR}'><b>the GPU's output differs from the emulator's</b>: a race or an "
             "uninitialised read gives different answers on different hardware</p>")
     return head + "<table>" + "".join(rows) + f"</table><p>{timing}</p>"
 

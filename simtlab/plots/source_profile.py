@@ -17,6 +17,7 @@ import numpy as np
 from ..analysis import bank_conflicts, coalescing
 from ..analysis.divergence import instructions
 from ..emulator.function_ast import source_lines
+from ..html_theme import CODE_WRAP, ERROR, ERROR_MARK, MUTED, NO_WRAP, RAISED, TEXT, WARN
 from ..simt import WARP_SIZE, make_site, percent, site_code, site_line
 
 #: columns of the source view: (key in a profile row, header, format string or function)
@@ -125,12 +126,16 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
         marks[int(error.line)] = f"{error.title}: {error.problem}"
     if run is None:
         return "<p>no run to show</p>"
-    head = "".join(f"<th style='padding:0 6px'>{h}</th>" for _, h, _ in COLUMNS)
+    # a header may break after its slash ("sectors/ req"): the source column gets that width
+    head = "".join(f"<th style='padding:0 6px'>{h.replace('/', '/<wbr>')}</th>" for _, h, _ in COLUMNS)
+    # numbers stay on one line, the source column takes the rest of the width and wraps there
+    # (one unbreakable line of source would widen the whole widget and cut its other text)
     parts = [f"<b>{html.escape(title)}</b>" if title else "",
-             "<table style='font-family:monospace;font-size:12px;border-collapse:collapse'>",
+             f"<table class='simtlab-source-view' style='font-family:monospace;font-size:12px;line-height:1.5;"
+             f"border-collapse:collapse;color:{TEXT}'>",
              f"<tr><th>line</th>{head}<th style='text-align:left'>source</th></tr>"]
     for name, numbers, texts, index in _function_sources(run, profile.keys()):
-        parts.append(f"<tr><td colspan='{len(COLUMNS) + 2}' style='background:#eeeeee'>"
+        parts.append(f"<tr><td colspan='{len(COLUMNS) + 2}' style='background:{RAISED};color:{TEXT}'>"
                      f"<i>{html.escape(name)}()</i></td></tr>")
         for number, text in zip(numbers, texts):
             r = profile.get(make_site(index, number))
@@ -141,19 +146,20 @@ def source_view_html(run, *, marks: dict | None = None, error=None, title: str |
                 shown = "" if blank else fmt(value) if callable(fmt) else fmt.format(value)
                 style = ""
                 if key == "simt_efficiency" and value is not None and value < 1:
-                    style = "color:#D55E00"
+                    style = f"color:{WARN}"
                 if key == "sectors_per_request" and value is not None and value > 4:
-                    style = "color:#D55E00"
+                    style = f"color:{WARN}"
                 if key == "wavefronts_per_request" and value is not None and value > 1:
-                    style = "color:#D55E00"
+                    style = f"color:{WARN}"
                 if key == "races" and value:
-                    style = "color:#D55E00;font-weight:bold"
-                cells.append(f"<td style='text-align:right;padding:0 6px;{style}'>{shown}</td>")
+                    style = f"color:{WARN};font-weight:bold"
+                cells.append(f"<td style='text-align:right;padding:0 6px;{NO_WRAP};{style}'>{shown}</td>")
             mark = marks.get(number) if index == 0 or r is not None else None
-            bg = "background:#ffd7d7;" if mark else ("" if r else "color:#888888;")
-            note = (f"  <span style='color:#b00000'>&larr; {html.escape(mark)}</span>" if mark else "")
-            parts.append(f"<tr style='{bg}'><td style='text-align:right;padding:0 6px'>{number}</td>"
-                         f"{''.join(cells)}<td style='white-space:pre'>{html.escape(text)}{note}</td></tr>")
+            bg = f"background:{ERROR_MARK};" if mark else ("" if r else f"color:{MUTED};")
+            # a margin, not spaces: preserved spaces at the end of a wrapped line would hang past the cell
+            note = (f"<span style='color:{ERROR};margin-left:2ch'>&larr; {html.escape(mark)}</span>" if mark else "")
+            parts.append(f"<tr style='{bg}'><td style='text-align:right;padding:0 6px;{NO_WRAP}'>{number}</td>"
+                         f"{''.join(cells)}<td style='{CODE_WRAP}'>{html.escape(text)}{note}</td></tr>")
     parts.append("</table>")
     if run.traced_blocks < run.num_blocks:
         parts.append(f"<p><i>counts of the traced blocks 0-{run.traced_blocks - 1} only "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipywidgets as widgets
 import numpy as np
 
+from ..html_theme import ERROR, SUCCESS, coloured
 from .figure_image import FigureImage, figure_to_png, panel
 
 __all__ = ["scan_widget", "SCAN_VERSIONS", "scan_block_run"]
@@ -56,9 +57,8 @@ def _summary(version: str, run) -> str:
     m = run.metrics
     wave = m["shared_wavefronts_per_request"]
     races = len(run.races)
-    verdict = ("<span style='color:#1a7f37'>right</span>" if run.scan_ok
-               else "<span style='color:#cf222e'><b>wrong</b></span>")
-    race_txt = (f"<span style='color:#cf222e'><b>{races} racy elements</b></span>" if races
+    verdict = coloured("right", SUCCESS) if run.scan_ok else coloured("wrong", ERROR, bold=True)
+    race_txt = (coloured(f"{races} racy elements", ERROR, bold=True) if races
                 else "no races")
     what = ("combining writes to warp_sums (the 32-lane scans are shuffles: no memory)"
             if version == "warp shuffle" else "combining writes to temp")
