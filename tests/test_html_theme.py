@@ -13,11 +13,15 @@ import pytest
 from numba import cuda
 
 import simtlab
+from simtlab import cuda_c_kernels as CC
 from simtlab.exercises import ch01
-from simtlab.exercises.card import failure_card
+from simtlab.exercises.card import FAILED, NOT_WRITTEN, PASSED, failure_card
+from simtlab.exercises.progress import ExerciseStatus, _Progress
 from simtlab.exercises.hints import hint
 from simtlab.exercises.report import CheckFailed
+from simtlab.playground.cuda_c import gpu_agreement_html
 from simtlab.plots.memory_requests import request_table_html
+from simtlab.plots.ptx_source import ptx_source_html
 from simtlab.plots.run_report import compare_html, error_card_html, gpu_report_html, races_html
 from simtlab.plots.source_profile import source_view_html
 
@@ -101,3 +105,43 @@ def test_every_colour_the_course_writes_is_a_theme_variable(faulty_run):
     assert "race" in pages["races"] and "out-of-bounds" in pages["error card"]
     found = {name: literal_colours(page) for name, page in pages.items()}
     assert {name: f for name, f in found.items() if f} == {}
+
+
+def test_the_playground_banner_progress_and_gpu_line_use_theme_colours(faulty_run):
+    """The lines around the tabs: the playground's summary (races, efficiency, the error), a
+    sampled launch's note, a chapter's progress table, the CUDA C cell's GPU agreement line."""
+    pg, _ = faulty_run
+    clean = simtlab.playground(strided_copy, 2, 64, np.arange(128, dtype=np.float32), np.zeros(128, np.float32))
+    sampled = simtlab.playground(strided_copy, 64, 64, np.arange(4096, dtype=np.float32),
+                                 np.zeros(4096, np.float32), max_traced_threads=64)
+    statuses = [ExerciseStatus(f"ch01.{name}", status) for name, status in
+                (("linear_id", PASSED), ("first_kernel", FAILED), ("grid_stride", NOT_WRITTEN))]
+    match = {"all_match": True, "repeat": 5, "median_ms": 0.01, "outputs": {"out": {"match": True}}}
+    differ = {"all_match": False, "repeat": 5, "median_ms": 0.01, "outputs": {"out": {"match": False}}}
+    pages = {
+        "error banner": pg._banner_html(),
+        "clean banner": clean._banner_html(),
+        "sampled banner": sampled._banner_html(),
+        "progress": _Progress("ch01", statuses, "this kernel")._repr_html_(),
+        "GPU agrees": gpu_agreement_html(match),
+        "GPU differs": gpu_agreement_html(differ),
+    }
+    assert "race" in pages["error banner"] and "sampled" in pages["sampled banner"]
+    assert "failed" in pages["progress"] and "differ" in pages["GPU differs"]
+    found = {name: literal_colours(page) for name, page in pages.items()}
+    assert {name: f for name, f in found.items() if f} == {}
+
+
+def test_the_ptx_source_view_uses_theme_colours():
+    try:
+        CC.nvrtc_version()
+    except CC.CompilerMissing as why:
+        pytest.skip(f"NVRTC is not installed ({why})")
+    kernel = simtlab.cuda_c('''extern "C" __global__ void half_idle(const float* x, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && (i & 1)) out[i] = 2.0f * x[i];
+}''', "half_idle")
+    run = simtlab.emulate(kernel, 2, 64, np.ones(100, np.float32), np.zeros(100, np.float32), np.int32(100))
+    page = ptx_source_html(run)
+    assert "half_idle" in page or "out[i]" in page
+    assert literal_colours(page) == []

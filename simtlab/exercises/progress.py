@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..html_theme import ERROR, MUTED, SUCCESS
 from .card import FAILED, NOT_WRITTEN, OUTPUT_KEY, PASSED, SESSION
 
 __all__ = ["ExerciseStatus", "notebook_progress", "progress", "progress_text", "find_template", "NOT_CHECKED"]
@@ -123,7 +124,7 @@ class _Progress:
         return progress_text(self.chapter, self.statuses) + f"\n({self.source})"
 
     def _repr_html_(self) -> str:
-        colour = {PASSED: "var(--jp-success-color1,#1a7f37)", FAILED: "var(--jp-error-color1,#b00000)"}
+        colour = {PASSED: SUCCESS, FAILED: ERROR}
         rows = "".join(
             f"<tr><td style='padding-right:10px'><code>{html.escape(s.exercise)}</code></td>"
             f"<td style='color:{colour.get(s.status, 'inherit')}'>{_MARK[s.status]} {html.escape(s.status)}</td></tr>"
@@ -131,7 +132,7 @@ class _Progress:
         done = sum(s.done for s in self.statuses)
         return (f"<div style='font-family:var(--jp-ui-font-family,sans-serif)'><b>{html.escape(self.chapter)}: "
                 f"{done} of {len(self.statuses)} exercises done</b><table>{rows}</table>"
-                f"<div style='color:var(--jp-ui-font-color2,#57606a)'>{html.escape(self.source)}</div></div>")
+                f"<div style='color:{MUTED}'>{html.escape(self.source)}</div></div>")
 
 
 def progress(chapter, chapters: str | Path | None = None, work: str | Path = ".") -> _Progress:

@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from ..html_theme import ERROR, SUCCESS
 from .inputs import Recipe
 from .magic import MagicError, parse_launch, split_line
 
@@ -101,10 +102,10 @@ def run_cuda_c(line: str, cell: str, namespace: dict, *, gpu: bool | None = None
 def gpu_agreement_html(result: dict) -> str:
     """One line: did the GPU's outputs equal the PTX engine's (and its median time)?"""
     if result["all_match"]:
-        return (f"<span style='color:#009E73'>the GPU's outputs equal the PTX engine's</span> "
+        return (f"<span style='color:{SUCCESS}'>the GPU's outputs equal the PTX engine's</span> "
                 f"(GPU: {result['median_ms']:.4f} ms, median of {result['repeat']} launches)")
     differ = [n for n, c in result["outputs"].items() if not c["match"]]
-    return (f"<span style='color:#b00000'>the GPU's outputs differ from the PTX engine's in "
+    return (f"<span style='color:{ERROR}'>the GPU's outputs differ from the PTX engine's in "
             f"{', '.join(differ)}</span> (see the GPU tab)")
 
 

@@ -22,6 +22,7 @@ from ..emulator import EmulationError, RunawayKernelError, emulate
 from ..emulator.binding import kernel_parameters
 from ..emulator.launch_spec import TIME_LIMIT
 from ..emulator.limits import as_dim3
+from ..html_theme import ERROR, SUCCESS, WARN
 from ..simt import percent
 from .controls import block_options, grid_options, size_options
 from .inputs import Recipe, main_length, resize
@@ -371,7 +372,7 @@ class Playground:
             m = run.metrics
             parts.append(f" = {m['threads']:,} threads in {m['warps']:,} warps, emulated in {self.elapsed:.2f} s")
             if run.traced_blocks < run.num_blocks:
-                parts.append(f"<br><span style='color:#b05000'><b>sampled</b>: blocks 0-{run.traced_blocks - 1} "
+                parts.append(f"<br><span style='color:{WARN}'><b>sampled</b>: blocks 0-{run.traced_blocks - 1} "
                              f"of {run.num_blocks} were traced (at most {self.max_traced_threads:,} threads); the "
                              "other blocks ran with every check but are not in the tabs</span>")
             if self.error is None:
@@ -382,13 +383,13 @@ class Playground:
                     facts.append(f"{m['shared_bank_conflicts']:,} bank conflicts")
                 if m["simt_efficiency"] is not None:
                     eff = m["simt_efficiency"]       # coloured by the true value, as the source view
-                    colour = "#009E73" if eff == 1 else "#D55E00"
+                    colour = SUCCESS if eff == 1 else WARN
                     facts.append(f"SIMT efficiency <span style='color:{colour}'>{percent(eff)}</span>")
-                facts.append(f"<span style='color:{'#b00000' if m['races'] else '#009E73'}'>{m['races'] or 'no'} "
+                facts.append(f"<span style='color:{ERROR if m['races'] else SUCCESS}'>{m['races'] or 'no'} "
                              f"race{'s' * (m['races'] != 1)}</span>")
                 parts.append("<br>" + "; ".join(facts))
         if self.error is not None:
-            parts.append(f"<br><span style='color:#b00000'><b>{self.error.title}</b>: see the races & errors "
+            parts.append(f"<br><span style='color:{ERROR}'><b>{self.error.title}</b>: see the races & errors "
                          "tab</span>")
         return "".join(parts)
 

@@ -15,9 +15,10 @@ import html
 
 import numpy as np
 
+from ..html_theme import MUTED, SUCCESS, WARN
 from ..simt import WARP_SIZE
 
-FULL, PARTIAL, IDLE = "#009E73", "#D55E00", "#888888"
+FULL, PARTIAL, IDLE = SUCCESS, WARN, MUTED       # JupyterLab theme colours (html_theme)
 
 
 def _profile(run):
@@ -98,7 +99,7 @@ def _ptx_table(rows, max_instructions) -> str:
     shown = rows if max_instructions is None else rows[:max_instructions]
     for r in shown:
         for label in r["labels"]:
-            parts.append(f"<tr><td></td><td></td><td></td><td style='color:#0072B2'>"
+            parts.append(f"<tr><td></td><td></td><td></td><td style='color:{MUTED}'>"
                          f"{html.escape(label)}:</td></tr>")
         dim = "" if r["warps"] else f"color:{IDLE};"
         line = r["line"] or ""
