@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simtlab
+from simtlab.html_theme import WARN
 from simtlab import cuda_c_kernels as CC
 
 try:
@@ -77,7 +78,7 @@ def test_html_shows_source_beside_ptx_with_labels_and_colours():
     page = ptx_source_html(run)
     assert "s[t] += s[t + stride];" in page and "st.shared.u32" in page
     assert "$L__BB0_" in page, "branch targets are shown as labels"
-    assert "#D55E00" in page, "a divergent instruction is coloured"
+    assert f"color:{WARN}" in page, "a divergent instruction is coloured"
     assert page.index("CUDA C") < page.index("PTX</th>")
 
 
