@@ -139,6 +139,20 @@ def test_checks_raise_outside_a_notebook():
         ch01.check_linear_id(stub, stub)
 
 
+def test_an_ipython_shell_in_a_test_process_is_not_a_notebook():
+    """The %%simt tests start an IPython shell in the test process: the checks of the tests that
+    run after them in that process must still raise (CI's workers mix test files)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    def stub(*args):
+        from simtlab.student import NotWrittenYet
+        raise NotWrittenYet("ch01.linear_id")
+
+    InteractiveShell.instance()
+    with pytest.raises(ExerciseNotWritten):
+        ch01.check_linear_id(stub, stub)
+
+
 def test_card_rows_come_from_the_failure_parts():
     with pytest.raises(CheckFailed) as info:
         with failing_in("Launch: 2 blocks of 32 threads.", hint="Guard the index."):

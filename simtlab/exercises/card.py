@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import html
 import os
+import sys
 import traceback
 from pathlib import Path
 
@@ -47,9 +48,18 @@ _running: list[str] = []                                  # exercises of the che
 
 
 def reports_in_notebook() -> bool:
-    """True when a failed check shows its card and returns (a student's notebook), False when it
-    raises (tests, grading, scripts, or ``SIMTLAB_CHECK_FAILURES=raise``)."""
-    return _in_ipython() and os.environ.get(MODE_ENV, "report").strip().lower() != "raise"
+    """True when a failed check shows its card and returns (a student's notebook: a Jupyter
+    kernel), False when it raises (tests, grading, scripts, a terminal IPython, or
+    ``SIMTLAB_CHECK_FAILURES=raise``). A test process may hold an IPython shell of its own
+    (the %%simt tests make one): only a kernel's shell counts."""
+    return _in_kernel() and os.environ.get(MODE_ENV, "report").strip().lower() != "raise"
+
+
+def _in_kernel() -> bool:
+    if not _in_ipython():
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    return getattr(shell, "kernel", None) is not None
 
 
 def current_exercise() -> str | None:
