@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from numba import cuda, types as nbtypes, uint64
+from numba import cuda, njit, types as nbtypes, uint64
 
 import simtlab
 
@@ -325,22 +325,41 @@ def negations(u, s, neg_u, inv_s, neg_b, inv_b):
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_unary_operators_widen_as_numba_types_them(engine, numba_types):
-    """numba: -uint32 is a uint64 (-5 -> 2**64 - 5, stored into int64: -5; NumPy's uint32 gave
-    2**32 - 5), ~int32 an int64 (clz sees 64 bits), -bool an int64, ~bool a bool."""
+    """numba: -uint32 is a uint64 computed in 32 bits first (-5 -> 2**32 - 5, as numba's own
+    CPU target computes it, and -int32(-2**31) stays -2**31 as on the H100), ~int32 an int64
+    (clz sees 64 bits), -bool an int64, ~bool a bool."""
     found = numba_types(kernel_from(
         "def k(u, s):\n    a = -u[0]\n    b = ~s[0]\n    c = -(s[0] > 0)\n    d = ~(s[0] > 0)\n",
         "k"), (nbtypes.uint32[::1], nbtypes.int32[::1]))
     assert [found[v] for v in "abcd"] == ["uint64", "int64", "int64", "bool"]
     u = np.array([5, 0, 7, 1], np.uint32)
-    s = np.array([5, -1, 0, 2**31 - 1], np.int32)
+    s = np.array([5, -1, -2**31, 2**31 - 1], np.int32)
     outs = [np.zeros(4, np.int64) for _ in range(4)]
     emulate_on(engine, negations, 1, 4, u, s, *outs)
     neg_u, inv_s, neg_b, inv_b = outs
-    assert neg_u.tolist() == [-5, 0, -7, -1]
+    numba_neg = njit(lambda v: -v)                   # numba's own lowering, on the CPU
+    assert neg_u.tolist() == [int(np.int64(numba_neg(v))) for v in u]
+    assert neg_u.tolist() == [2**32 - 5, 0, 2**32 - 7, 2**32 - 1]
     # ~v as an int64: clz counts its 64 bits (0 for a negative value)
     assert inv_s.tolist() == [0 if ~v < 0 else 64 - (~v).bit_length() for v in s.tolist()]
     assert neg_b.tolist() == [-1, 0, 0, -1]
     assert inv_b.tolist() == [0, 1, 1, 0]
+
+
+@cuda.jit
+def negate_int32(s, o):
+    i = cuda.grid(1)
+    o[i] = -s[i]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_negating_the_lowest_int32_wraps_in_32_bits(engine):
+    """The H100 (tests/test_numerics_gpu.py) and numba's CPU target agree: -int32(-2**31) is
+    -2**31, though numba types the result int64."""
+    s = np.array([-2**31, 5, -7, 2**31 - 1], np.int32)
+    o = np.zeros(4, np.int64)
+    emulate_on(engine, negate_int32, 1, 4, s, o)
+    assert o.tolist() == [int(njit(lambda v: -v)(v)) for v in s] == [-2**31, -5, 7, -(2**31 - 1)]
 
 
 # --- float64 math -----------------------------------------------------------------------------------

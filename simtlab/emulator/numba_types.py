@@ -26,9 +26,10 @@ operators in the greenlet engine (its constants and ``math`` are still typed).
 - integer arithmetic is 64-bit and wraps as numba's does: two Python ints (numba's int64)
   keep Python's fast arithmetic and wrap when the result passes int64 (a 64-bit hash); a
   Python int past int64 (a uint64 literal) enters NumPy arithmetic as its 64 bits;
-- ``-x``, ``+x``, ``~x`` (``TYPED_UNARY``): a narrow integer is widened to int64/uint64
-  first (``-uint32(5)`` is the uint64 2**64 - 5), ``-``/``+`` of a bool is an int64, ``~`` of
-  a bool a bool;
+- ``-x``, ``+x``, ``~x`` (``TYPED_UNARY``): of a narrow integer, an int64/uint64 computed in
+  the operand's own width first, as numba lowers it (``-int32(-2**31)`` is the int64 -2**31,
+  ``-uint32(5)`` the uint64 2**32 - 5: numba's CPU and CUDA targets alike); ``-``/``+`` of a
+  bool is an int64, ``~`` of a bool a bool;
 - ``a * b + c`` where numba-cuda's compiler fuses it (contraction.py) is one fused
   multiply-add with one rounding (``TYPED_FUSED``, intrinsics.fma32/fma64), when the product
   and the sum have the same float type (``fused_dtype``).
@@ -284,33 +285,40 @@ TYPED_BINOPS = {name: _typed(name, op, _SYMBOLS[name]) for name, op in BINOPS.it
 _WIDE_UNARY = frozenset((float, np.float32, np.float64, np.int64, np.uint64))
 
 
-def _unary_operand(a):
-    """``a`` as numba types the operand of a unary operator."""
-    cls = a.__class__
-    if cls is bool or cls is np.bool_:
-        return int(a)
-    if isinstance(a, np.integer) and a.dtype.itemsize < 8:
-        return np.uint64(a) if a.dtype.kind == "u" else np.int64(a)
-    return a
+def _narrow(a) -> bool:
+    return isinstance(a, np.integer) and a.dtype.itemsize < 8
+
+
+def _widened(a, result: int):
+    """``result`` (a Python int, the operation done in ``a``'s own width) as numba's 64-bit
+    result type of a unary operator on the narrow integer ``a``."""
+    bits = a.dtype.itemsize * 8
+    result &= (1 << bits) - 1
+    if a.dtype.kind == "u":
+        return np.uint64(result)
+    return np.int64(result - (1 << bits) if result >> (bits - 1) else result)
 
 
 def typed_USub(a):
     cls = a.__class__
     if cls is int:
         return -a if a != INT64_MIN else a        # -(-2**63) wraps to itself in int64
+    if cls is bool or cls is np.bool_:
+        return -int(a)
     if cls in _WIDE_UNARY and cls is not np.uint64:
         return -a
-    a = _unary_operand(a)
-    if a.__class__ is np.uint64:                   # wraps, without NumPy's overflow warning
+    if cls is np.uint64:                           # wraps, without NumPy's overflow warning
         return np.uint64(-int(a) & 0xFFFFFFFFFFFFFFFF)
-    return -a
+    return _widened(a, -int(a)) if _narrow(a) else -a
 
 
 def typed_UAdd(a):
     cls = a.__class__
     if cls is int or cls in _WIDE_UNARY:
         return a
-    return _unary_operand(a)
+    if cls is bool or cls is np.bool_:
+        return int(a)
+    return _widened(a, int(a)) if _narrow(a) else +a
 
 
 def typed_Invert(a):
@@ -319,7 +327,7 @@ def typed_Invert(a):
         return ~a
     if cls is bool or cls is np.bool_:
         return not a                               # numba: ~ of a bool is a bool
-    return ~_unary_operand(a)
+    return _widened(a, ~int(a)) if _narrow(a) else ~a
 
 
 TYPED_UNARY = {"USub": typed_USub, "UAdd": typed_UAdd, "Invert": typed_Invert}

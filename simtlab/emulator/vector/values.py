@@ -255,7 +255,8 @@ def compare(name, a, b):
 
 def unary(name, v):
     """``-v``, ``+v``, ``~v``, ``not v`` per lane, typed as numba types them (numba_types:
-    a narrow integer is widened to 64 bits first, ``-``/``+`` of a bool is an int64)."""
+    a narrow integer's result is 64 bits wide, computed in the operand's own width first;
+    ``-``/``+`` of a bool is an int64)."""
     if not is_vector(v):
         if name == "Not":
             return not v
@@ -269,7 +270,10 @@ def unary(name, v):
             return Weak(~a) if w else ~a          # a bool stays a bool
         a = a.astype(np.int64)
     elif a.dtype.kind in "iu" and a.dtype.itemsize < 8:
-        a = a.astype(np.uint64 if a.dtype.kind == "u" else np.int64)
+        with np.errstate(over="ignore"):
+            r = -a if name == "USub" else +a if name == "UAdd" else ~a
+        r = r.astype(np.uint64 if a.dtype.kind == "u" else np.int64)
+        return Weak(r) if w else r
     r = -a if name == "USub" else +a if name == "UAdd" else ~a
     return Weak(r) if w else r
 
