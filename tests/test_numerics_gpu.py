@@ -103,7 +103,7 @@ def test_int64_wrap_and_unary_operators():
 def uint_negation(u, o):
     i = cuda.grid(1)
     if i < u.size:
-        o[i] = -u[i]                              # uint32 widened to uint64: 2**64 - u
+        o[i] = -u[i]                              # negated in 32 bits, then widened: 2**32 - u
 
 
 def test_negating_an_unsigned_integer():
