@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..emulator.tracing import element_rows
+from ..keys import element_rows
 from . import bank_conflicts, coalescing
 
 __all__ = ["trace_version", "profile", "tile_map", "loads_per_element"]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..keys import maybe_shared, pack, sorted_groups
-from ..emulator.tracing import element_rows
+from ..keys import element_rows
 from ..simt import ATOMIC, KINDS, READ, WRITE
 
 MAX_REPORTED = 1000

@@ -137,16 +137,6 @@ def build_memory(raw, arrays, tpb, wpb, exact=None) -> Columns:
     return Columns(columns, derived, MEMORY_FIELDS)
 
 
-def element_rows(index, width, itemsize):
-    """``(rows, element index)``: each trace row once per array element it covers. A row is
-    one access; the PTX engine's vector accesses (a ``float4``: 16 bytes, 4 floats) cover
-    several elements from their ``index`` on; every other access covers one."""
-    count = np.maximum(np.asarray(width, np.int64) // np.asarray(itemsize, np.int64), 1)
-    if (count == 1).all():
-        return np.arange(len(count)), np.asarray(index, np.int64)
-    rows = np.repeat(np.arange(len(count)), count)
-    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(count) - count, count)
-    return rows, np.asarray(index, np.int64)[rows] + offsets
 
 
 def _line_table(gtid, site, epoch, tpb, wpb, step=None) -> Columns:

@@ -14,7 +14,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap, to_rgb
 from matplotlib.patches import Patch
 
 from .style import PALETTE, label, new_figure
-from ..emulator.tracing import element_rows
+from ..keys import element_rows
 from ..simt import WARP_SIZE, cdiv
 
 ID_KEYS = ("block", "block_x", "block_y", "thread", "thread_x", "thread_y", "warp", "gwarp", "lane")

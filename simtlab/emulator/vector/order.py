@@ -52,7 +52,7 @@ from .values import Fallback
 
 # bits of the order key, least significant first; a launch past them is not checked here
 _LANE, _PHASE, _WARP, _EPOCH, _BLOCK = 5, 16, 5, 14, 23
-_LOG_ROWS = 1 << 20           # rows kept unmerged per array and kind (beyond: merged)
+_LOG_ROWS = 2 ** 20           # rows kept unmerged per array and kind (beyond: merged)
 READ, WRITE, ATOMIC = 0, 1, 2
 # the kinds of earlier access an access of each kind conflicts with
 _CONFLICTS = {READ: (WRITE, ATOMIC), WRITE: (READ, WRITE, ATOMIC), ATOMIC: (READ, WRITE)}
