@@ -19,6 +19,7 @@ except CC.CompilerMissing as why:
 from simtlab.playground import Playground, gpu as G  # noqa: E402
 from simtlab.playground.cuda_c import run_cuda_c  # noqa: E402
 from simtlab.playground.magic import MagicError  # noqa: E402
+from cuda_c_cases import BLOCK_SUM
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -27,22 +28,6 @@ TWICE = """extern "C" __global__ void twice(const float* __restrict__ a, float* 
     if (i < n) out[i] = 2.0f * a[i];
 }"""
 
-# a block sum with a divergent loop and barriers: every tab has something to show
-BLOCK_SUM = r"""
-// one partial sum per block
-extern "C" __global__ void block_sum(const int* x, int* partial, int n) {
-    __shared__ int s[128];
-    int t = threadIdx.x;
-    int i = blockIdx.x * blockDim.x + t;
-    s[t] = i < n ? x[i] : 0;
-    __syncthreads();
-    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        if (t < stride) s[t] += s[t + stride];
-        __syncthreads();
-    }
-    if (t == 0) partial[blockIdx.x] = s[0];
-}
-"""
 
 
 @pytest.fixture(scope="module")

@@ -17,21 +17,8 @@ except CC.CompilerMissing as why:
 
 from simtlab.plots.ptx_source import (instruction_totals, ptx_instruction_rows, ptx_line_rows,  # noqa: E402
                                       ptx_source_html)
+from cuda_c_cases import BLOCK_SUM  # noqa: E402
 
-BLOCK_SUM = r"""
-extern "C" __global__ void block_sum(const int* x, int* partial, int n) {
-    __shared__ int s[128];
-    int t = threadIdx.x;
-    int i = blockIdx.x * blockDim.x + t;
-    s[t] = i < n ? x[i] : 0;
-    __syncthreads();
-    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-        if (t < stride) s[t] += s[t + stride];
-        __syncthreads();
-    }
-    if (t == 0) partial[blockIdx.x] = s[0];
-}
-"""
 ADD_LINE = 9          # `if (t < stride) s[t] += s[t + stride];`
 STORE_LINE = 12       # `if (t == 0) partial[blockIdx.x] = s[0];`
 

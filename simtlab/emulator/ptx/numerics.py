@@ -8,16 +8,18 @@
   in any mode (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved
   algorithms using rounding to odd", IEEE TC 2008).
 - float32 add/sub/mul with ``.rz``/``.rm``/``.rp``: the same exact pair, rounded by the mode.
-- ``fma`` of float64: exact rational arithmetic lane by lane (``fractions``): slow, exact.
+- ``fma`` of float64: the emulator's one exact float64 fma for lane vectors
+  (``simtlab/emulator/intrinsics.py``: Dekker's product and a sum rounded to odd), which
+  ``cuda.fma`` and numba's contracted sums use too.
 - ``.ftz``: subnormal inputs and results become zeros of the same sign; ``.sat``: clamped to
   [0, 1], NaN to 0.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
+
+from ..intrinsics import fma_lanes
 
 F32_TINY = np.float32(np.finfo(np.float32).tiny)
 
@@ -100,19 +102,6 @@ def mul_f32(a, b, mode: str = "rn"):
 
 
 def fma_f64(a, b, c):
-    """Exact fused multiply-add of float64, rounded once to nearest even (lane by lane)."""
+    """Exact fused multiply-add of float64, rounded once to nearest even."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
-    out = np.empty(a.shape, np.float64)
-    for i, (x, y, z) in enumerate(zip(a.ravel().tolist(), b.ravel().tolist(),
-                                      c.ravel().tolist())):
-        if not all(map(np.isfinite, (x, y, z))):
-            out.flat[i] = x * y + z
-            continue
-        exact = Fraction(x) * Fraction(y) + Fraction(z)
-        out.flat[i] = _fraction_to_f64(exact) if exact != 0 else (x * y + z)
-    return out
-
-
-def _fraction_to_f64(q: Fraction) -> float:
-    """Round a rational to the nearest float64, ties to even (float() of a Fraction does)."""
-    return float(q)     # Fraction.__float__ divides integers with correct rounding
+    return fma_lanes(a, b, c, np.dtype(np.float64))
