@@ -475,6 +475,25 @@ def _loop_reference(a, b, dt):
 CONTRACTION_NAMES = list(_contraction_cases(np.float32))
 
 
+def test_fused_float32_lanes_round_halfway_cases_once():
+    """The vector engine's float32 fma rounds the float64 sum to float32 directly except where
+    that sum lands halfway between two float32s: exactly those lanes need the round to odd.
+    (1 + 2**-12)**2 = 1 + 2**-11 + 2**-24 is such a halfway value; a tiny c of either sign,
+    or 0 (a tie, to even), decides the rounding, as exact fractions say."""
+    from simtlab.emulator.intrinsics import fma_lanes
+    a = np.full(6, 1 + 2**-12, np.float32)
+    c = np.array([0.0, 2**-40, -2**-40, 1e-30, -1e-30, 2**-149], np.float32)
+    got = fma_lanes(a, a, c, np.dtype(np.float32))
+    exact = [Fraction(float(x)) ** 2 + Fraction(float(z)) for x, z in zip(a, c)]
+    below, above = np.float32(1 + 2**-11), np.nextafter(np.float32(1 + 2**-11), np.float32(2))
+    midpoint = (Fraction(float(below)) + Fraction(float(above))) / 2
+    want = [below if e < midpoint or (e == midpoint and int(below.view(np.int32)) % 2 == 0)
+            else above for e in exact]
+    assert got.tolist() == [float(w) for w in want]
+    assert got.tolist() == [float(below), float(above), float(below), float(above), float(below),
+                            float(above)]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", CONTRACTION_NAMES)

@@ -214,11 +214,32 @@ def _round_to_odd_sum_lanes(x, y):
     return s
 
 
+# A float64 holds 29 more mantissa bits than a float32: a float64 whose dropped bits are exactly
+# 1 then 28 zeros lies halfway between two float32s
+_F32_DROPPED, _F32_HALFWAY = (1 << 29) - 1, 1 << 28
+_F32_BELOW_NORMAL = 2.0 ** -125          # float32 subnormals drop more bits than 29
+
+
+def _sum_to_float32_lanes(x, y):
+    """``x + y`` rounded once to float32, for float64 ``x`` (an exact product of two float32)
+    and ``y``. Rounding to float64 first, then to float32, is wrong only when the float64 sum
+    lands exactly halfway between two float32s (the exact sum lies between the two roundings
+    otherwise, and a float64 sits on any boundary between them); those lanes, and float32's
+    subnormal range, are rounded to odd first. One NumPy pass for nearly every lane: the
+    tiled GEMM's fused `acc += a*b` spent half its untraced time in the full round to odd."""
+    s = x + y
+    risky = ((s.view(np.int64) & _F32_DROPPED) == _F32_HALFWAY) | (np.abs(s) < _F32_BELOW_NORMAL)
+    if risky.any():
+        lanes = np.flatnonzero(risky)
+        s[lanes] = _round_to_odd_sum_lanes(x[lanes], y[lanes])
+    return s.astype(np.float32)
+
+
 def fma_lanes(a: np.ndarray, b: np.ndarray, c: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """``a * b + c`` with one rounding on every lane, in ``dtype`` (float32 or float64)."""
     a, b, c = (np.asarray(v, np.float64) for v in np.broadcast_arrays(a, b, c))
     if dtype == FLOAT32:
-        return _round_to_odd_sum_lanes(a * b, c).astype(np.float32)
+        return _sum_to_float32_lanes(a * b, c)
     ph = a * b
     aph, ac = np.abs(ph), np.abs(c)
     unsafe = ~((np.abs(a) < _HUGE) & (np.abs(b) < _HUGE)
