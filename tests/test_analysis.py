@@ -6,6 +6,7 @@ from numba import cuda, float32
 
 import simtlab
 from simtlab.analysis import bank_conflicts, coalescing, divergence
+from atomic_cases import cas_loop_add
 
 
 @cuda.jit
@@ -183,20 +184,6 @@ def test_global_race_between_blocks_and_none_with_atomics():
     out[:] = 0
     run = simtlab.emulate(atomic_count, 4, 32, out)
     assert out[0] == 128 and run.metrics["races"] == 0
-
-
-@cuda.jit
-def cas_loop_add(x, acc):
-    """Each thread adds x[i] to acc[i % 4] with a compare-and-swap retry loop."""
-    i = cuda.grid(1)
-    if i < x.size:
-        slot = i % acc.size
-        old = acc[slot]                          # the first guess, validated by the CAS
-        while True:
-            assumed = old
-            old = cuda.atomic.cas(acc, slot, assumed, assumed + x[i])
-            if old == assumed:
-                break
 
 
 @cuda.jit

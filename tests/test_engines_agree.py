@@ -16,6 +16,7 @@ from simtlab.emulator import launch as launch_module
 from simtlab.emulator.vector import values as values_module
 from simtlab.kernels import filter2d, gemm, intro, reduction
 from simtlab.kernels import divergence as dv
+from atomic_cases import cas_loop_add
 from engines_support import agreeing_run_engines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,19 +259,6 @@ def read_the_next_blocks_element(a):
 
 
 @cuda.jit
-def cas_add(x, acc):
-    i = cuda.grid(1)
-    if i < x.size:
-        slot = i % acc.size
-        old = acc[slot]
-        while True:
-            assumed = old
-            old = cuda.atomic.cas(acc, slot, assumed, assumed + x[i])
-            if old == assumed:
-                break
-
-
-@cuda.jit
 def histogram_by_atomics(x, bins):
     i = cuda.grid(1)
     for k in range(i, x.size, cuda.gridsize(1)):
@@ -300,7 +288,7 @@ ORDER_DEPENDENT = {
                                  (np.arange(64, dtype=np.float32) ** 2,)),
     "blocks in one chunk": lambda: (read_the_next_blocks_element, 8, 1,
                                     (np.arange(8, dtype=np.int32),)),
-    "compare-and-swap loop": lambda: (cas_add, 2, 64, (np.arange(100, dtype=np.int32),
+    "compare-and-swap loop": lambda: (cas_loop_add, 2, 64, (np.arange(100, dtype=np.int32),
                                                        np.zeros(4, np.int32))),
     "one index, two lanes per element": lambda: (two_lanes_per_element, 1, 64,
                                                  (np.zeros(32, np.int32),)),
