@@ -256,14 +256,17 @@ __device__ __forceinline__ void gemm_v6_body(const float* __restrict__ A, const 
 }
 
 #define V6_CONFIG 128, 128, 8, 8, 8
+#ifndef V6_MIN_BLOCKS
+#define V6_MIN_BLOCKS 1        // 1: no register cap (the course's v6); 2: v7's cap, for the ablation
+#endif                         // in benchmarks/probe_ch6_8.py
 // ---- v6: v5 with float4 global loads (4 floats per instruction), A stored transposed so each thread reads its 8 rows and 8 columns as two float4 from shared memory
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, V6_MIN_BLOCKS)
 gemm_v6_float4(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                int M, int N, int K)
 {
     gemm_v6_body<V6_CONFIG, true>(A, B, C, M, N, K);
 }
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(256, V6_MIN_BLOCKS)
 gemm_v6_float4_scalar(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                       int M, int N, int K)
 {
