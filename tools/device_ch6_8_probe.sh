@@ -10,7 +10,7 @@ python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/n
 python3 benchmarks/probe_ch6_8.py --out "$OUT" "$@"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 if [ -n "$NCU" ]; then
-  SECTIONS="--section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats"
+  SECTIONS="--metrics regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section Occupancy --section LaunchStats"
   {
     for v in "v5 tuned" "v6 image per block"; do
       echo "==== ncu: conv $v (cuda-c), C1, batch 1000 ===="
