@@ -337,7 +337,18 @@ def _i32(*v):
     return tuple(np.int32(a) for a in v)
 
 
-def _conv_launches(xp, impl, x, w, bias, y, path):
+def pool_launch(x, y):
+    """The 2x2 max-pool of ``x`` into ``y`` (B, C, Ho, Wo): one thread per output."""
+    return Launch("maxpool2", cdiv(int(y.size), BLOCK), BLOCK, (x, y, *_i32(*y.shape)))
+
+
+def softmax_launch(z, probs, labels):
+    """Softmax and argmax of each row of ``z`` (B, N): one thread per image."""
+    b, n = map(int, z.shape)
+    return Launch("softmax_argmax", cdiv(b, BLOCK), BLOCK, (z, probs, labels, *_i32(b, n)))
+
+
+def conv_launches(xp, impl, x, w, bias, y, path):
     b, c, h, wd = map(int, x.shape)
     m, _, k, _ = map(int, w.shape)
     ho, wo = h - k + 1, wd - k + 1
@@ -359,7 +370,7 @@ def _conv_launches(xp, impl, x, w, bias, y, path):
     return [unroll, gemm]
 
 
-def _fc_launches(impl, x, w, bias, y, relu, path):
+def fc_launches(impl, x, w, bias, y, relu, path):
     b, k = map(int, x.shape)
     n = int(w.shape[0])
     # the ReLU flag: a plain int for numba (its NumPy-int sizes are CUDA C's only), an int for CUDA C
@@ -395,21 +406,19 @@ def network_plan(params: dict, x, xp=np, impl: str = "numba", conv: str = "impli
     steps = []
     if conv == "fused":
         del out["conv1"], out["conv2"]
-        steps.append(("conv1+pool1", _conv_launches(xp, impl, x, p["conv1_w"], p["conv1_b"], out["pool1"], conv)))
-        steps.append(("conv2+pool2", _conv_launches(xp, impl, out["pool1"], p["conv2_w"], p["conv2_b"],
+        steps.append(("conv1+pool1", conv_launches(xp, impl, x, p["conv1_w"], p["conv1_b"], out["pool1"], conv)))
+        steps.append(("conv2+pool2", conv_launches(xp, impl, out["pool1"], p["conv2_w"], p["conv2_b"],
                                                     out["pool2"], conv)))
     else:
         for layer, src, dst in (("1", x, "pool1"), ("2", out["pool1"], "pool2")):
             conv_out = out["conv" + layer]
-            steps.append(("conv" + layer, _conv_launches(xp, impl, src, p[f"conv{layer}_w"], p[f"conv{layer}_b"],
+            steps.append(("conv" + layer, conv_launches(xp, impl, src, p[f"conv{layer}_w"], p[f"conv{layer}_b"],
                                                          conv_out, conv)))
-            steps.append(("pool" + layer, [Launch("maxpool2", cdiv(out[dst].size, BLOCK), BLOCK,
-                                                  (conv_out, out[dst], *_i32(*out[dst].shape)))]))
+            steps.append(("pool" + layer, [pool_launch(conv_out, out[dst])]))
     flat = out["pool2"].reshape(b, 256)
-    steps.append(("fc1", _fc_launches(impl, flat, p["fc1_w"], p["fc1_b"], out["fc1"], True, fc)))
-    steps.append(("fc2", _fc_launches(impl, out["fc1"], p["fc2_w"], p["fc2_b"], out["fc2"], False, fc)))
-    steps.append(("softmax", [Launch("softmax_argmax", cdiv(b, BLOCK), BLOCK,
-                                     (out["fc2"], out["softmax"], out["labels"], *_i32(b, 10)))]))
+    steps.append(("fc1", fc_launches(impl, flat, p["fc1_w"], p["fc1_b"], out["fc1"], True, fc)))
+    steps.append(("fc2", fc_launches(impl, out["fc1"], p["fc2_w"], p["fc2_b"], out["fc2"], False, fc)))
+    steps.append(("softmax", [softmax_launch(out["fc2"], out["softmax"], out["labels"])]))
     return steps, out
 
 

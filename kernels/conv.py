@@ -418,16 +418,12 @@ def plan_implicit(version, impl, xp, x, w, stride=1, padding="valid", **_):
     return [Launch(version.kernel(impl), (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE)), (TILE, TILE), args)], y
 
 
-def _const_weights_cuda_c(w):
-    """Copy the weights into conv.cu's ``__constant__ c_weights`` (GPU, CuPy)."""
-    import cupy
-
-    from simtlab.cuda_source import raw_module
-
+def _const_weights(w) -> dict:
+    """conv.cu's ``__constant__ c_weights`` for the weights ``w``: what a CUDA C launch copies in
+    before it runs (``Launch.constants``: the GPU and the PTX engine both fill it)."""
     if w.nbytes > CONST_BYTES:
         raise ValueError(f"the weights take {w.nbytes:,} bytes; constant memory holds {CONST_BYTES:,}")
-    dst = cupy.ndarray((w.size,), cupy.float32, raw_module("conv").get_global("c_weights"))
-    dst[...] = w.ravel()
+    return {"c_weights": w.ravel()}
 
 
 def _check_batch(bsz, version):
@@ -438,13 +434,12 @@ def _check_batch(bsz, version):
 
 def plan_const(version, impl, xp, x, w, stride=1, padding="valid", **_):
     """v4: grid (column tiles, row tiles x M, B); numba compiles a kernel for these weights,
-    CUDA C copies them into constant memory first."""
+    CUDA C names them in the launch's ``constants``, copied into constant memory before it runs."""
     (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
     _check_batch(bsz, version)
     grid = (cdiv(wo, TILE), cdiv(ho, TILE) * m, bsz)
     if impl == "cuda-c":
-        _const_weights_cuda_c(w)
-        return [Launch(version.kernel(impl), grid, (TILE, TILE), (x, y, *sizes))], y
+        return [Launch(version.kernel(impl), grid, (TILE, TILE), (x, y, *sizes), constants=_const_weights(w))], y
     host_w = w.get() if hasattr(w, "get") else w
     return [Launch(make_conv_v4_const_weights(host_w), grid, (TILE, TILE), (x, y, stride, pad))], y
 
@@ -462,10 +457,9 @@ def plan_tuned(version, impl, xp, x, w, stride=1, padding="valid", tile=None, **
                              "add a CONV_V5 line to kernels/conv.cu, or use v3")
         tile = V5_TILES[(c, m, k)]
     tx, th, tw = tile
-    _const_weights_cuda_c(w)
     grid = (cdiv(wo, tx * tw), cdiv(ho, th), bsz)
     args = (x, y, *(np.int32(v) for v in (h, wd, ho, wo, pad)))
-    return [Launch(v5_name(c, m, k, tile), grid, (tx, th), args)], y
+    return [Launch(v5_name(c, m, k, tile), grid, (tx, th), args, constants=_const_weights(w))], y
 
 
 #: v6's instantiations per layer shape (C, M, K): (TW, NT, IH, IWP), the first is the default

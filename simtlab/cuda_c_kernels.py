@@ -12,6 +12,7 @@ and 142 MB installed. A missing compiler raises :class:`CompilerMissing` naming 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import linecache
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompileError",
-           "PTX_OPTIONS", "INSTALL_HINT"]
+           "PTX_OPTIONS", "INSTALL_HINT", "course_kernel", "emulate_launches", "emulate_version"]
 
 #: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
 PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
@@ -86,15 +87,35 @@ def compile_ptx(source: str, filename: str = "kernel.cu",
     cached = _cache_path(source, filename, options)
     if cached.exists():
         return cached.read_text()
-    ptx = _compile(source, filename, options)
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(ptx)
-        tmp.replace(cached)                      # atomic: a parallel test worker reads all or nothing
-    except OSError:
-        pass                                     # a read-only home: compile again next time
+    with _compile_lock(cached):                  # a parallel worker compiling it: wait, then read
+        if cached.exists():
+            return cached.read_text()
+        ptx = _compile(source, filename, options)
+        try:
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(ptx)
+            tmp.replace(cached)                  # atomic: a parallel test worker reads all or nothing
+        except OSError:
+            pass                                 # a read-only home: compile again next time
     return ptx
+
+
+@contextlib.contextmanager
+def _compile_lock(cached: Path):
+    """One compile of a source at a time across processes (pytest-xdist's workers each reach
+    kernels/conv.cu, a minute of NVRTC on 2 cores): an exclusive lock on a file beside the
+    cached PTX; none where the cache cannot be written."""
+    try:
+        import fcntl
+
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(cached.with_suffix(".lock"), "w")
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _compile(source: str, filename: str, options: tuple) -> str:
@@ -252,6 +273,25 @@ def course_kernel(topic: str, name: str) -> CudaCKernel:
     return cuda_c(topic, name)
 
 
+def emulate_launches(topic: str, launches, **options) -> list:
+    """Run a plan's CUDA C launches (``simtlab.versions.Launch``, NumPy arrays) one after
+    another on the PTX engine, as the GPU would: the arrays in ``zero`` zeroed and the
+    ``__constant__`` variables in ``constants`` filled (``cudaMemcpyToSymbol``) before each
+    launch. ``options`` go to ``simtlab.emulate``. Returns the runs."""
+    from .emulator import emulate
+
+    runs = []
+    for step in launches:
+        for a in step.zero:
+            a[...] = 0
+        kernel = course_kernel(topic, step.kernel)
+        for name, values in step.constants.items():
+            kernel.set_constant(name, values)
+        extra = {"shared_bytes": step.shared} if step.shared else {}
+        runs.append(emulate(kernel, step.grid, step.block, *step.args, **extra, **options))
+    return runs
+
+
 def emulate_version(topic: str, version, *inputs, **options):
     """Run a course version's CUDA C twin on the PTX engine with its launch plan (the plan's
     ``impl="cuda-c"`` launches, NumPy temporaries): ``(out, runs)``. ``options`` go to the
@@ -260,16 +300,7 @@ def emulate_version(topic: str, version, *inputs, **options):
 
     import numpy as np
 
-    from .emulator import emulate
-
     accepted = inspect.signature(version.plan).parameters
     plan_opts = {k: options.pop(k) for k in list(options) if k in accepted}
     launches, out = version.launches("cuda-c", np, *inputs, **plan_opts)
-    runs = []
-    for step in launches:
-        for a in step.zero:
-            a[...] = 0
-        kernel = course_kernel(topic, step.kernel)
-        extra = {"shared_bytes": step.shared} if step.shared else {}
-        runs.append(emulate(kernel, step.grid, step.block, *step.args, **extra, **options))
-    return out, runs
+    return out, emulate_launches(topic, launches, **options)

@@ -29,7 +29,8 @@ import numpy as np
 
 IMPLS = ("numba", "cuda-c")
 
-__all__ = ["IMPLS", "Launch", "Version", "find", "numba_args", "run_plan", "emulate", "gpu_runner"]
+__all__ = ["IMPLS", "Launch", "Version", "find", "numba_args", "run_plan", "emulate", "gpu_runner",
+           "copy_constants"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,9 @@ class Launch:
     args: tuple
     shared: int = 0                # dynamic shared memory in bytes
     zero: tuple = ()
+    # CUDA C ``__constant__`` variables to fill before the launch, name -> values (what
+    # cudaMemcpyToSymbol does): the GPU copies them into the module, the PTX engine into the kernel
+    constants: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,20 @@ def emulate(topic: str, version: Version, *inputs, **options):
     return out, runs
 
 
+def copy_constants(topic: str, constants: dict) -> None:
+    """Fill ``kernels/<topic>.cu``'s ``__constant__`` variables on the GPU (CuPy's module of
+    that file, the one :func:`gpu_runner` launches from), as ``cudaMemcpyToSymbol`` does."""
+    if not constants:
+        return
+    import cupy
+
+    from .cuda_source import raw_module
+
+    for name, values in constants.items():
+        values = cupy.asarray(values).ravel()
+        cupy.ndarray(values.shape, values.dtype, raw_module(topic).get_global(name))[...] = values
+
+
 def gpu_runner(topic: str, version: Version, impl: str, *inputs, **options):
     """``(run, out)`` for CuPy ``inputs``: ``run()`` enqueues one whole run of ``version`` in
     ``impl`` ("numba" or "cuda-c") on the default stream, without synchronising."""
@@ -135,6 +153,7 @@ def gpu_runner(topic: str, version: Version, impl: str, *inputs, **options):
     launches, out = version.launches(impl, cupy, *inputs, **options)
     steps = []
     for step in launches:
+        copy_constants(topic, step.constants)          # once, before the runs: not timed
         for a in step.zero:
             steps.append(lambda a=a: a.data.memset_async(0, a.nbytes))
         steps.append(bind(impl, topic, step.kernel, step.grid, step.block, *step.args, shared=step.shared))

@@ -1,4 +1,25 @@
-"""CUDA C kernels that several test files run on the PTX engine."""
+"""CUDA C kernels that several test files run on the PTX engine, and the table of every kernel
+of ``kernels/*.cu`` with its launches, inputs and NumPy reference (``CASES``).
+
+``CASES`` is what both the CPU test (tests/test_ptx_course_kernels.py: the PTX engine against
+NumPy) and the GPU test (tests/test_ptx_engine_gpu.py: the PTX engine against the GPU, bit for
+bit, on the same PTX) run, so no case is written twice. A case's ``plan(xp, *inputs)`` gives
+``(launches, outputs)``: ``simtlab.versions.Launch`` steps (kernel names of
+``kernels/<topic>.cu``, arrays of ``xp``: NumPy for the engine, CuPy for the GPU) and the arrays
+to compare, by name. Most cases are a course version's own plan; the others (kernels no
+version table launches) build their launch here, from the kernel modules' constants.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from simtlab.versions import Launch, find
+from simtlab.simt import cdiv
 
 #: a block sum with a divergent loop and barriers: every tab has something to show
 BLOCK_SUM = r"""
@@ -15,3 +36,492 @@ extern "C" __global__ void block_sum(const int* x, int* partial, int n) {
     if (t == 0) partial[blockIdx.x] = s[0];
 }
 """
+
+#: the two sizes of every case: small on the CPU (CI, 2 cores), larger on the GPU machine,
+#: where the PTX engine runs the same launches on its CPU for the comparison
+CPU, GPU = "cpu", "gpu"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One launch plan over kernels of ``kernels/<topic>.cu``."""
+
+    name: str                                  # the test id: "<topic>/<what>"
+    topic: str
+    kernels: tuple                             # the kernels its launches run
+    inputs: Callable                           # (rng, CPU or GPU) -> tuple of NumPy arrays
+    plan: Callable                             # (xp, *inputs) -> (launches, {name: array})
+    check: Callable                            # ({name: NumPy array}, *inputs): asserts the reference
+    # float atomics: {output: bound(*inputs)}, the most two orders of the same atomic adds can
+    # differ by (the GPU's order is not the engine's); every other output is compared bit for bit
+    atomic_bounds: dict | None = None
+    # outputs computed through an .approx instruction (ex2 of expf): the engine rounds the exact
+    # value, the GPU's unit is within the PTX ISA's bound (ulps, see APPROX_ULPS), not bit-exact
+    approx: tuple = ()
+    xfail: str | None = None                   # why the engine cannot run it yet (strict xfail)
+
+    def seed(self) -> int:
+        return zlib.crc32(self.name.encode())
+
+
+#: ex2.approx.ftz.f32 is within 2 ulp of 2^x (PTX ISA), the engine's within 0.5 ulp: 3 ulp
+#: apart at most per exp; softmax adds ten of them and divides (each exp's error reaches a
+#: probability once through its numerator and once through the sum), the activations divide
+#: once: 8 ulp covers both with room for the float32 roundings of the sum
+APPROX_ULPS = 8
+
+
+def _rand(rng, shape):
+    """Random float32 in [0.5, 1.5): no zeros, no cancellation."""
+    return rng.random(shape, dtype=np.float32) + np.float32(0.5)
+
+
+def _signed(rng, shape):
+    """Random float32 in [-1, 1): activations see both signs."""
+    return rng.random(shape, dtype=np.float32) * np.float32(2) - np.float32(1)
+
+
+def _steps(rng, n):
+    """n values from {-2, -1, 1, 2}: every partial sum exact in float32, in any order."""
+    return np.array([-2, -1, 1, 2], np.float32)[rng.integers(0, 4, n)]
+
+
+def _version_plan(version, **options):
+    def plan(xp, *inputs):
+        launches, out = version.launches("cuda-c", xp, *inputs, **options)
+        return launches, {"out": out}
+    return plan
+
+
+def _kernels_of(version, inputs, **options):
+    """The kernels a version's plan launches, its own first (plans add second passes:
+    vecmat_rows, add_block_prefix, the GEMM of im2col)."""
+    launches, _ = version.launches("cuda-c", np, *inputs, **options)
+    names = [step.kernel for step in launches]
+    return tuple(dict.fromkeys(names))
+
+
+def _check_with(message_fn):
+    def check(outputs, *inputs):
+        problem = message_fn(outputs["out"], *inputs)
+        assert problem is None, problem
+    return check
+
+
+# --- patterns --------------------------------------------------------------------------------------
+def _pattern_cases():
+    from simtlab.gpubench.patterns import check
+    from simtlab.kernels import patterns as P
+
+    def inputs_for(group):
+        def inputs(rng, scale):
+            n = {CPU: 3001, GPU: 40_001}[scale]
+            if group == "copy":
+                return (_rand(rng, n),)
+            if group == "transpose":
+                return (_rand(rng, P.matrix_shape(n)),)
+            if group == "stencil1d":
+                return _rand(rng, n), _rand(rng, 2 * P.RADIUS + 1)
+            if group == "stencil2d":
+                side = 2 * P.RADIUS_2D + 1
+                return _rand(rng, P.matrix_shape(n)), _rand(rng, (side, side))
+            return _rand(rng, n), rng.permutation(n).astype(np.int32)
+        return inputs
+
+    cases = [Case(f"patterns/{v.cuda_c}", "patterns", (v.cuda_c,), inputs_for(v.group), _version_plan(v),
+                  _check_with(lambda out, *inp, v=v: check(v, out, *inp)))
+             for v in P.VERSIONS if v.cuda_c]
+
+    def map_plan(xp, x):
+        out = xp.zeros_like(x)
+        n = int(x.size)
+        return [Launch("map_v1", cdiv(n, P.BLOCK), P.BLOCK, (x, out, np.int32(n)))], {"out": out}
+
+    def map_check(outputs, x):
+        # 2.0f * x + 1.0f: 2x is exact, so NVRTC's fma rounds the same sum NumPy rounds once
+        assert np.array_equal(outputs["out"], np.float32(2) * x + np.float32(1))
+
+    cases.append(Case("patterns/map_v1", "patterns", ("map_v1",), inputs_for("copy"), map_plan, map_check))
+    return cases
+
+
+# --- reduction -------------------------------------------------------------------------------------
+def _atomic_sum_bound(x):
+    """Two orders of adding the blocks' partial sums to out[0] (each partial the same bits on
+    both: a block's own order is fixed) differ by at most 2 (G - 1) u sum|partial| with u = 2^-24
+    (each order's float32 sum is within (G - 1) u sum|p| of the exact sum; G <= 4 blocks here,
+    sum|partial| <= sum|x| (1 + 2^-10) for positive x and a block's adds)."""
+    blocks = 4
+    return 2 * (blocks - 1) * 2.0 ** -24 * float(np.abs(x).astype(np.float64).sum()) * (1 + 2.0 ** -10)
+
+
+def _reduction_cases():
+    from simtlab.gpubench.reduction import check
+    from simtlab.kernels import reduction as R
+
+    def sum_inputs(rng, scale):
+        return (_rand(rng, {CPU: 3001, GPU: 100_003}[scale]),)
+
+    def vecmat_inputs(rng, scale):
+        rows, cols = R.vecmat_shape({CPU: 40_001, GPU: 400_001}[scale])
+        return _rand(rng, cols), _rand(rng, (rows, cols))
+
+    cases = []
+    for v in R.VERSIONS:
+        if v.group == "vecmat":
+            if v.numba == "vecmat_v1_seed":
+                continue                                       # the seed has its own case below
+            inputs = vecmat_inputs
+        else:
+            inputs = sum_inputs
+        atomic = "atomic" in v.cuda_c and "last_block" not in v.cuda_c
+        cases.append(Case(f"reduction/{v.cuda_c}", "reduction",
+                          _kernels_of(v, inputs(np.random.default_rng(0), CPU)),
+                          inputs, _version_plan(v), _check_with(lambda out, *inp, v=v: check(v, out, *inp)),
+                          atomic_bounds={"out": _atomic_sum_bound} if atomic else None))
+
+    # the seed: one block per (segment group, row) adds blockDim.x products per loop turn, but
+    # steps by blockDim.x squared: with more than blockDim.x columns per block, segments are skipped
+    seed = find(R.VERSIONS, "vecmat v1 seed (skips segments)")
+
+    def seed_check(outputs, v, w):
+        assert np.allclose(outputs["out"], seed_vecmat_cpu(v, w), rtol=1e-5)
+        assert not np.allclose(outputs["out"], R.vecmat_cpu(v, w), rtol=1e-2)
+
+    cases.append(Case("reduction/vecmat_v1_seed", "reduction", ("vecmat_v1_seed", "vecmat_rows"),
+                      vecmat_inputs, _version_plan(seed), seed_check))
+
+    def last_warp_plan(name):
+        def plan(xp, x):
+            blocks = cdiv(int(x.size), 2 * R.BLOCK)
+            partial = xp.zeros(blocks, xp.float32)
+            return [Launch(name, blocks, R.BLOCK, (x, partial, np.int64(x.size)))], {"partial": partial}
+        return plan
+
+    def last_warp_inputs(rng, scale):
+        return (_steps(rng, {CPU: 2 * 256 * 3 - 7, GPU: 2 * 256 * 40 - 7}[scale]),)
+
+    def unsafe_check(outputs, x):
+        assert np.array_equal(outputs["partial"], unsafe_last_warp_cpu(x, R.BLOCK))
+
+    def syncwarp_check(outputs, x):
+        assert np.array_equal(outputs["partial"], block_pair_sums(x, R.BLOCK))
+
+    cases.append(Case("reduction/reduce_last_warp_unsafe", "reduction", ("reduce_last_warp_unsafe",),
+                      last_warp_inputs, last_warp_plan("reduce_last_warp_unsafe"), unsafe_check))
+    cases.append(Case("reduction/reduce_last_warp_syncwarp", "reduction", ("reduce_last_warp_syncwarp",),
+                      last_warp_inputs, last_warp_plan("reduce_last_warp_syncwarp"), syncwarp_check))
+
+    # the row means (batch-norm statistics): partial sums per (block, row), then one block per row
+    def row_inputs(rng, scale):
+        return (_rand(rng, {CPU: (5, 777), GPU: (33, 20_001)}[scale]),)
+
+    def row_plan(xp, x, blocks_per_row=3):
+        rows, cols = map(int, x.shape)
+        partial, out = xp.zeros((rows, blocks_per_row), xp.float32), xp.zeros(rows, xp.float32)
+        return [Launch("row_sum_partials", (blocks_per_row, rows), R.BLOCK, (x, partial, np.int64(cols))),
+                Launch("row_mean_finish", rows, R.BLOCK, (partial, np.float32(cols), out, np.int32(blocks_per_row)))], \
+            {"partial": partial, "out": out}
+
+    def row_check(outputs, x):
+        assert np.allclose(outputs["out"], R.row_mean_cpu(x), rtol=1e-5)
+
+    cases.append(Case("reduction/row_mean", "reduction", ("row_mean_finish", "row_sum_partials"),
+                      row_inputs, row_plan, row_check))
+    return cases
+
+
+def seed_vecmat_cpu(v, w, block=256, blocks_per_row=None):
+    """What vecmat_v1_seed computes on its plan's grid: block bx of a row adds the segments
+    starting at bx * block + j * block * block (the seed's stride), in float64."""
+    rows, n = w.shape
+    if blocks_per_row is None:
+        blocks_per_row = max(1, min(2, cdiv(n, block)))
+    covered = np.zeros(n, bool)
+    for bx in range(blocks_per_row):
+        for start in range(bx * block, n, block * block):
+            covered[start:start + block] = True
+    return (w[:, covered].astype(np.float64) @ v[covered].astype(np.float64)).astype(np.float32)
+
+
+def block_pair_sums(x, block):
+    """Each block's sum of its 2 * block elements (exact: x holds small integers)."""
+    n = x.size
+    padded = np.zeros(cdiv(n, 2 * block) * 2 * block, np.float64)
+    padded[:n] = x
+    return padded.reshape(-1, 2 * block).sum(axis=1).astype(np.float32)
+
+
+def unsafe_last_warp_cpu(x, block):
+    """What reduce_last_warp_unsafe's PTX computes: after the barrier steps (down to 64 sums),
+    NVRTC keeps s[t] in a register and loads s[t + 32], s[t + 16], ..., s[t + 1] before its one
+    store, so lane 0 adds s[0] + s[32] + s[16] + s[8] + s[4] + s[2] + s[1]: 7 of the 64 sums
+    (the volatile-free unrolled warp of the pre-Volta recipe; exact here: small integers)."""
+    n = x.size
+    blocks = cdiv(n, 2 * block)
+    padded = np.zeros(blocks * 2 * block, np.float64)
+    padded[:n] = x
+    s = padded.reshape(blocks, 2, block).sum(axis=1)           # s[t] = x[i] + x[i + block]
+    step = block // 2
+    while step > 32:
+        s[:, :step] += s[:, step:2 * step]
+        step //= 2
+    return s[:, [0, 32, 16, 8, 4, 2, 1]].sum(axis=1).astype(np.float32)
+
+
+# --- scan ------------------------------------------------------------------------------------------
+def _scan_cases():
+    from simtlab.gpubench.scan import check, first_mismatch
+    from simtlab.kernels import scan as S
+
+    def inputs(rng, scale):
+        # more than one tile of the CUDA C tile kernels (4096), so add_block_prefix runs
+        return (_steps(rng, {CPU: 5003, GPU: 150_001}[scale]),)
+
+    cases = [Case(f"scan/{v.cuda_c}", "scan", _kernels_of(v, inputs(np.random.default_rng(0), CPU)),
+                  inputs, _version_plan(v), _check_with(lambda out, x, v=v: check(v, out, x)))
+             for v in S.VERSIONS if v.cuda_c]
+
+    # in place, one warp per block: lane t reads temp[t - d] in the step where lane t - d adds
+    # to it; one warp keeps the GPU's result determined by the PTX's order (all lanes load,
+    # then all store), which is the right scan of each block
+    warp = 32
+
+    def racy_plan(xp, x):
+        n = int(x.size)
+        blocks = cdiv(n, warp)
+        out, sums = xp.zeros_like(x), xp.zeros(blocks, xp.float32)
+        return [Launch("scan_in_place_racy", blocks, warp, (x, out, sums, np.int32(n)), shared=4 * warp)], \
+            {"out": out, "block_sums": sums}
+
+    def racy_inputs(rng, scale):
+        return (_steps(rng, {CPU: 5 * warp - 3, GPU: 1001 * warp - 3}[scale]),)
+
+    def racy_check(outputs, x):
+        for b in range(cdiv(x.size, warp)):
+            part = x[b * warp:(b + 1) * warp]
+            assert first_mismatch(outputs["out"][b * warp:(b + 1) * warp], part) is None, b
+
+    cases.append(Case("scan/scan_in_place_racy", "scan", ("scan_in_place_racy",), racy_inputs, racy_plan,
+                      racy_check))
+    return cases
+
+
+# --- gemm ------------------------------------------------------------------------------------------
+def _gemm_cases():
+    from simtlab.kernels import gemm as G
+
+    shapes = {"odd": {CPU: (37, 45, 29), GPU: (301, 259, 203)},       # the scalar twins of v6/v7
+              "aligned": {CPU: (36, 44, 28), GPU: (260, 300, 196)}}   # K, N % 4 == 0: float4 loads
+
+    def inputs_for(kind):
+        def inputs(rng, scale):
+            m, k, n = shapes[kind][scale]
+            return _rand(rng, (m, k)), _rand(rng, (k, n))
+        return inputs
+
+    def check(outputs, a, b):
+        assert np.allclose(outputs["out"], G.gemm_cpu(a, b), rtol=1e-5, atol=1e-5)
+
+    cases = []
+    for v in G.VERSIONS:
+        for kind in ("odd", "aligned") if v.plan.scalar else ("odd",):
+            inputs = inputs_for(kind)
+            kernels = _kernels_of(v, inputs(np.random.default_rng(0), CPU))
+            cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(v), check))
+
+    def layer_inputs(rng, scale):
+        m, k, n = {CPU: (19, 21, 23), GPU: (131, 257, 301)}[scale]
+        return _signed(rng, (m, k)), _signed(rng, (k, n)), np.linspace(1, 2, m).astype(np.float32)
+
+    def layer_plan(name, activation):
+        def plan(xp, w, x, bias):
+            m, k = map(int, w.shape)
+            n = int(x.shape[1])
+            p = xp.zeros((m, n), xp.float32)
+            return [Launch(name, (cdiv(n, G.TILE), cdiv(m, G.TILE)), (G.TILE, G.TILE),
+                           (w, x, p, bias, np.int32(1), np.int32(G.ACTIVATIONS[activation]),
+                            *map(np.int32, (m, n, k))))], {"out": p}
+        return plan
+
+    def seed_check(outputs, w, x, bias):
+        # the seed's bug: with bias and no activation, the biased value is never stored
+        np.testing.assert_allclose(outputs["out"], G.dense_layer_cpu(w, x), rtol=1e-5, atol=1e-5)
+        assert np.abs(outputs["out"] - G.dense_layer_cpu(w, x, bias)).min() >= 0.99
+
+    def fixed_check(outputs, w, x, bias):
+        np.testing.assert_allclose(outputs["out"], G.dense_layer_cpu(w, x, bias, "swish"), rtol=1e-5, atol=1e-5)
+
+    cases.append(Case("gemm/gemm_bias_act_seed", "gemm", ("gemm_bias_act_seed",), layer_inputs,
+                      layer_plan("gemm_bias_act_seed", "none"), seed_check))
+    cases.append(Case("gemm/gemm_bias_act", "gemm", ("gemm_bias_act",), layer_inputs,
+                      layer_plan("gemm_bias_act", "swish"), fixed_check, approx=("out",)))
+    return cases
+
+
+# --- conv ------------------------------------------------------------------------------------------
+def _conv_cases():
+    from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
+    from simtlab.kernels import conv as CV
+
+    def inputs_for(c, m):
+        def inputs(rng, scale):
+            b, h, w = {CPU: (2, 13, 15), GPU: (3, 39, 35)}[scale]     # v6 C3 holds 40 x 40 rows
+            return _rand(rng, (b, c, h, w)), _rand(rng, (m, c, 7, 7)) - np.float32(1)
+        return inputs
+
+    def check(outputs, x, w):
+        assert np.allclose(outputs["out"], CV.conv2d_cpu(x, w), rtol=1e-5, atol=1e-4)
+
+    def relu_check(outputs, x, w):
+        assert np.allclose(outputs["out"], CV.conv2d_cpu(x, w, relu=True), rtol=1e-5, atol=1e-4)
+
+    def seed_check(outputs, x, w):
+        # the seed steps by blockDim.x squared: one block of BLOCK threads computes outputs
+        # 0 .. BLOCK - 1 (the next would be BLOCK^2, past the end); the rest stay 0
+        want = CV.conv2d_cpu(x, w, relu=True).ravel()
+        got = outputs["out"].ravel()
+        assert np.allclose(got[:CV.BLOCK], want[:CV.BLOCK], rtol=1e-5, atol=1e-4)
+        assert not got[CV.BLOCK:].any() and want[CV.BLOCK:].any()
+
+    c1 = inputs_for(1, 4)                                    # LeNet C1: 1 -> 4 maps, 7 x 7
+    cases = [Case("conv/conv_v0_seed", "conv", ("conv_v0_seed",), c1,
+                  _version_plan(find(CV.VERSIONS, "v0 blog grid-stride"), max_blocks=1), seed_check),
+             Case("conv/conv_v1_direct", "conv", ("conv_v1_direct",), c1,
+                  _version_plan(find(CV.VERSIONS, "v1 direct"), max_blocks=2), relu_check)]
+    for label in ("v2 im2col + GEMM", "v3 implicit GEMM", "v4 constant weights"):
+        v = find(CV.VERSIONS, label)
+        kernels = _kernels_of(v, c1(np.random.default_rng(0), CPU))
+        cases.append(Case(f"conv/{v.cuda_c}", "conv", kernels, c1, _version_plan(v), check))
+    # every instance of the tuned v5 and v6 macros, at the layer shape it is made for
+    v5, v6 = find(CV.VERSIONS, "v5 tuned"), find(CV.VERSIONS, "v6 image per block")
+    for layer, tiles in V5_CONFIGS.items():                # the tiles the benchmark tunes over
+        c, m, k = (layer_shape(layer)[key] for key in ("C", "M", "K"))
+        for tile in tiles:
+            cases.append(Case(f"conv/{CV.v5_name(c, m, k, tile)}", "conv", (CV.v5_name(c, m, k, tile),),
+                              inputs_for(c, m), _version_plan(v5, tile=tile), check))
+    for (c, m, k), tiles in CV.V6_TILES.items():
+        for tile in tiles:
+            cases.append(Case(f"conv/{CV.v6_name(c, m, k, tile)}", "conv", (CV.v6_name(c, m, k, tile),),
+                              inputs_for(c, m), _version_plan(v6, tile=tile, max_blocks=2), check))
+    return cases
+
+
+# --- cnn -------------------------------------------------------------------------------------------
+def _cnn_cases():
+    from simtlab.kernels import cnn as CN
+    from simtlab.kernels.conv import conv2d_cpu
+
+    def conv_inputs(rng, scale):
+        b, c, h, w, m = {CPU: (3, 2, 11, 13, 5), GPU: (9, 6, 21, 19, 17)}[scale]
+        return _rand(rng, (b, c, h, w)), _signed(rng, (m, c, 5, 5)), _signed(rng, m)
+
+    def conv_plan(path):
+        def plan(xp, x, w, bias):
+            b, _, h, wd = map(int, x.shape)
+            m, _, k, _ = map(int, w.shape)
+            ho, wo = h - k + 1, wd - k + 1
+            shape = (b, m, ho // 2, wo // 2) if path == "fused" else (b, m, ho, wo)
+            y = xp.zeros(shape, xp.float32)
+            return CN.conv_launches(xp, "cuda-c", x, w, bias, y, path), {"out": y}
+        return plan
+
+    def conv_ref(x, w, bias):
+        return np.maximum(conv2d_cpu(x, w) + bias[None, :, None, None], 0).astype(np.float32)
+
+    def conv_check(outputs, x, w, bias):
+        assert np.allclose(outputs["out"], conv_ref(x, w, bias), rtol=1e-5, atol=1e-5)
+
+    def fused_check(outputs, x, w, bias):
+        assert np.allclose(outputs["out"], CN.maxpool_cpu(conv_ref(x, w, bias)), rtol=1e-5, atol=1e-5)
+
+    def pool_inputs(rng, scale):
+        # maxpool2 reads a (2 Ho, 2 Wo) input (the network's are even): odd outputs, 5 x 7 and 11 x 13
+        return (_signed(rng, {CPU: (3, 5, 10, 14), GPU: (17, 6, 22, 26)}[scale]),)
+
+    def pool_plan(xp, x):
+        b, c, h, w = map(int, x.shape)
+        y = xp.zeros((b, c, h // 2, w // 2), xp.float32)
+        return [CN.pool_launch(x, y)], {"out": y}
+
+    def pool_check(outputs, x):
+        assert np.array_equal(outputs["out"], CN.maxpool_cpu(x))
+
+    def dense_inputs(rng, scale):
+        b, k, n = {CPU: (5, 37, 19), GPU: (67, 256, 64)}[scale]
+        return _signed(rng, (b, k)), _signed(rng, (n, k)), _signed(rng, n)
+
+    def fc_plan(path, relu):
+        def plan(xp, x, w, bias):
+            y = xp.zeros((int(x.shape[0]), int(w.shape[0])), xp.float32)
+            return CN.fc_launches("cuda-c", x, w, bias, y, relu, path), {"out": y}
+        return plan
+
+    def fc_check(relu):
+        def check(outputs, x, w, bias):
+            assert np.allclose(outputs["out"], CN.dense_cpu(x, w, bias, relu), rtol=1e-5, atol=1e-5)
+        return check
+
+    def vecmat_inputs(rng, scale):
+        k, n = {CPU: (301, 19), GPU: (4001, 64)}[scale]
+        return _signed(rng, (1, k)), _signed(rng, (n, k)), _signed(rng, n)
+
+    def softmax_inputs(rng, scale):
+        return (_signed(rng, {CPU: (133, 10), GPU: (4001, 10)}[scale]) * np.float32(8),)
+
+    def softmax_plan(xp, z):
+        b = int(z.shape[0])
+        probs, labels = xp.zeros(z.shape, xp.float32), xp.zeros(b, xp.int32)
+        return [CN.softmax_launch(z, probs, labels)], {"probs": probs, "labels": labels}
+
+    def softmax_check(outputs, z):
+        assert np.allclose(outputs["probs"], CN.softmax_cpu(z), rtol=1e-5, atol=1e-7)
+        assert np.array_equal(outputs["labels"], z.argmax(axis=1))
+
+    return [Case("cnn/conv_bias_relu", "cnn", ("conv_bias_relu",), conv_inputs, conv_plan("implicit"), conv_check),
+            Case("cnn/conv_bias_relu_pool", "cnn", ("conv_bias_relu_pool",), conv_inputs, conv_plan("fused"),
+                 fused_check),
+            Case("cnn/maxpool2", "cnn", ("maxpool2",), pool_inputs, pool_plan, pool_check),
+            Case("cnn/dense_bias_act", "cnn", ("dense_bias_act",), dense_inputs, fc_plan("gemm", True),
+                 fc_check(True)),
+            Case("cnn/vecmat_block_reduce", "cnn", ("vecmat_block_reduce",), vecmat_inputs,
+                 fc_plan("vecmat", False), fc_check(False)),
+            Case("cnn/softmax_argmax", "cnn", ("softmax_argmax",), softmax_inputs, softmax_plan, softmax_check,
+                 approx=("probs",))]
+
+
+# --- cooperation -----------------------------------------------------------------------------------
+def _cooperation_cases():
+    from simtlab.kernels.reduction import sum_cpu
+
+    block = 256
+
+    def inputs(rng, scale):
+        return (_rand(rng, {CPU: 5001, GPU: 200_001}[scale]),)
+
+    def plan(xp, x, blocks=6):
+        partial = xp.zeros(blocks // 2, xp.float32)
+        return [Launch("reduce_cluster_pairs", blocks, block, (x, partial, np.int64(x.size)))], {"out": partial}
+
+    def check(outputs, x):
+        assert np.isclose(outputs["out"].astype(np.float64).sum(), sum_cpu(x), rtol=1e-5)
+
+    return [Case("cooperation/reduce_cluster_pairs", "cooperation", ("reduce_cluster_pairs",), inputs, plan, check,
+                 xfail="kernels/cooperation.cu includes <cooperative_groups.h>, which the NVRTC wheel lacks, "
+                       "and runs thread-block clusters (cluster.sync, distributed shared memory), "
+                       "which the PTX engine does not have yet")]
+
+
+CASES = (_pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
+         + _cooperation_cases())
+#: the topics of kernels/*.cu, and the case of each name
+TOPICS = sorted({c.topic for c in CASES})
+BY_NAME = {c.name: c for c in CASES}
+
+
+def outputs_of(case: Case, scale: str, rng=None):
+    """``(inputs, launches, outputs)`` of one case on NumPy arrays (fresh copies of the inputs)."""
+    rng = np.random.default_rng(case.seed()) if rng is None else rng
+    inputs = case.inputs(rng, scale)
+    launches, outputs = case.plan(np, *[a.copy() for a in inputs])
+    return inputs, launches, outputs

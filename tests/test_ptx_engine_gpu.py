@@ -1,8 +1,14 @@
-"""The PTX engine against the GPU, bit for bit, on the instructions added here (bit
-manipulation, activemask, float4 accesses): the same CUDA C source compiled by NVRTC through
-CuPy. Skipped without a GPU (the lead runs them on an H100)."""
+"""The PTX engine against the GPU, bit for bit: the instructions added here (bit
+manipulation, activemask, float4 accesses), the same CUDA C source compiled by NVRTC through
+CuPy; and every kernel of kernels/*.cu, the very PTX the engine ran loaded on the GPU (below).
+Skipped without a GPU (the lead runs them on an H100)."""
 
 from __future__ import annotations
+
+import functools
+import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,3 +57,124 @@ def test_float4_copy_equals_the_gpus():
     a = np.random.default_rng(1).random(4 * 256, dtype=np.float32)
     cpu, gpu = _both(VEC4, "copy4", 2, 128, a, np.zeros_like(a), np.int32(256))
     assert np.array_equal(cpu[1], gpu[1])
+
+
+# --- every kernel of the course: the PTX the engine ran, on the GPU -----------------------------------
+# tests/cuda_c_cases.py's cases at their GPU size: the engine runs the launches on this machine's
+# CPU, the GPU runs the same PTX text (CC.compile_ptx's, which the engine parsed), loaded with
+# cuModuleLoad through cupy.RawModule(path=...), with the same inputs, grids and constants.
+# Same PTX, same arithmetic: every output must have the same bits, except
+#  - float atomics (case.atomic_bounds): the GPU adds in its own order; the two results are
+#    within the bound each case states (the rounding two orders of the same adds can differ by);
+#  - outputs through an .approx instruction (case.approx: ex2 of expf): the engine rounds the
+#    exact value, the GPU's unit is within the PTX ISA's 2 ulp, so within APPROX_ULPS;
+#  - nothing else: the racy kernels (reduce_last_warp_unsafe, scan_in_place_racy) race inside
+#    one warp only, where the PTX's order (all lanes load, then all store) decides the result.
+from cuda_c_cases import APPROX_ULPS, CASES, GPU, outputs_of  # noqa: E402
+
+
+def _ptx_versions(version: str):
+    """The PTX ISA versions to try, the PTX's own first: a driver older than the NVRTC wheel
+    refuses a newer `.version` (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) although the instructions
+    are the same; each lower one keeps every instruction and only changes that line."""
+    major, minor = map(int, version.split("."))
+    tried = [f"{major}.{m}" for m in range(minor, -1, -1)]
+    return tried + [f"{major - 1}.{m}" for m in range(9, -1, -1)]
+
+
+@functools.lru_cache(maxsize=None)
+def _ptx_module(topic: str):
+    """kernels/<topic>.cu's PTX, exactly as the engine parsed it, loaded on the GPU:
+    ``(cupy.RawModule, the .version it loaded with)``."""
+    import cupy
+
+    from simtlab import cuda_c_kernels as CC
+    from simtlab.cuda_source import cu_path
+
+    path = cu_path(topic).resolve()
+    ptx = CC.compile_ptx(path.read_text(), str(path))          # what CC.cuda_c(topic, ...) parses
+    own = re.search(r"^\.version (\d+\.\d+)", ptx, re.M).group(1)
+    entry = re.search(r"\.entry (\w+)\(", ptx).group(1)
+    folder = Path(tempfile.mkdtemp(prefix="simtlab-ptx-"))
+    last = None
+    for version in _ptx_versions(own):
+        file = folder / f"{topic}-{version}.ptx"
+        file.write_text(ptx.replace(f".version {own}", f".version {version}", 1))
+        module = cupy.RawModule(path=str(file))
+        try:
+            module.get_function(entry)                           # loads the module: cuModuleLoad
+            return module, version
+        except cupy.cuda.driver.CUDADriverError as err:
+            if "UNSUPPORTED_PTX_VERSION" not in str(err):
+                raise
+            last = err
+    raise last
+
+
+def _run_on_gpu(case, inputs) -> dict:
+    import cupy
+
+    module, _ = _ptx_module(case.topic)
+    launches, outputs = case.plan(cupy, *[cupy.asarray(a) for a in inputs])
+    for step in launches:
+        for a in step.zero:
+            a.fill(0)
+        for name, values in step.constants.items():              # cudaMemcpyToSymbol
+            values = cupy.asarray(values).ravel()
+            cupy.ndarray(values.shape, values.dtype, module.get_global(name))[...] = values
+        grid = step.grid if isinstance(step.grid, tuple) else (step.grid,)
+        block = step.block if isinstance(step.block, tuple) else (step.block,)
+        module.get_function(step.kernel)(grid, block, step.args, shared_mem=step.shared)
+    cupy.cuda.runtime.deviceSynchronize()
+    return {name: cupy.asnumpy(a) for name, a in outputs.items()}
+
+
+def _run_on_engine(case):
+    from simtlab import cuda_c_kernels as CC
+
+    inputs, launches, outputs = outputs_of(case, GPU)
+    CC.emulate_launches(case.topic, launches, trace=False)
+    return inputs, outputs
+
+
+def _ulps(a, b):
+    """ulps between float32 arrays of one sign convention: their bits as ordered integers."""
+    def ordered(x):
+        i = x.view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(ordered(a) - ordered(b))
+
+
+def _different(cpu, gpu):
+    """Where the bits differ (two NaNs count as equal: NumPy's and the GPU's NaN bits differ)."""
+    differ = cpu.view(np.uint8).reshape(cpu.size, -1) != gpu.view(np.uint8).reshape(gpu.size, -1)
+    differ = differ.any(axis=1).reshape(cpu.shape)
+    if cpu.dtype.kind == "f":
+        differ &= ~(np.isnan(cpu) & np.isnan(gpu))
+    return differ
+
+
+def _gpu_params():
+    return [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=c.xfail)] if c.xfail else [])
+            for c in CASES]
+
+
+@pytest.mark.parametrize("case", _gpu_params())
+def test_course_kernel_equals_the_gpu_bit_for_bit(case):
+    inputs, cpu = _run_on_engine(case)
+    gpu = _run_on_gpu(case, inputs)
+    for name in cpu:
+        a, b = np.ascontiguousarray(cpu[name]), np.ascontiguousarray(gpu[name])
+        assert a.shape == b.shape and a.dtype == b.dtype, name
+        differ = _different(a, b)
+        if case.atomic_bounds and name in case.atomic_bounds:
+            bound = case.atomic_bounds[name](*inputs)
+            worst = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max())
+            assert worst <= bound, f"{name}: {worst} apart, more than two orders' rounding {bound}"
+        elif name in case.approx:
+            worst = int(_ulps(a, b).max())
+            assert worst <= APPROX_ULPS, f"{name}: {worst} ulp apart (.approx allows {APPROX_ULPS})"
+        else:
+            where = np.argwhere(differ)
+            assert not len(where), (f"{name}: {len(where)} of {a.size} elements differ; the first at "
+                                    f"{tuple(where[0])}: engine {a[tuple(where[0])]!r}, GPU {b[tuple(where[0])]!r}")
