@@ -218,12 +218,17 @@ def _output_position(args, out) -> int | None:
     return None
 
 
-def compare_engines(topic: str, labels, *inputs, **options) -> EngineComparison:
+def compare_engines(topic: str, labels, *inputs, max_blocks: int | None = None,
+                    plan_options: dict | None = None) -> EngineComparison:
     """Run each version of ``labels`` (``kernels/<topic>.py: VERSIONS``; "v3 sequential" or
     "sequential") on ``inputs`` twice, numba kernel on the emulator and CUDA C twin on the PTX
-    engine, traced, from copies of the same inputs. ``options`` go to the plans (``max_blocks``,
-    ``blockdim`` ...) and the rest to ``simtlab.emulate``; keep the launches small (a few
-    blocks): every block is traced. Without NVRTC: a :class:`CudaCMissing` note."""
+    engine, traced, from copies of the same inputs. ``max_blocks`` caps a 1-D plan's grid (to
+    see a grid-stride loop at work); ``plan_options``, the plan's other options (``stride``,
+    ``blockdim`` ...). Keep the launches small (a few blocks): every block is traced. Without
+    NVRTC: a :class:`CudaCMissing` note with the command that installs it."""
+    options = dict(plan_options or {})
+    if max_blocks is not None:
+        options["max_blocks"] = max_blocks
     return show_or_explain(lambda: _compare_engines(topic, labels, *inputs, **options))
 
 
