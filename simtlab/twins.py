@@ -139,6 +139,28 @@ class EngineComparison:
         pair = self.pairs[index]
         return pair.numba if impl == "numba" else pair.cuda_c
 
+    def widths(self, index: int):
+        """Launch ``index``'s warp requests by space, kind and bytes per lane, numba beside
+        CUDA C (``request_widths``), as an HTML table: where a twin loads a float4 (one
+        16-byte access per lane) the numba kernel makes four 4-byte ones."""
+        from IPython.display import HTML
+
+        pair = self.pairs[index]
+        counts = {}
+        for side, run in (("numba", pair.numba), ("CUDA C", pair.cuda_c)):
+            for r in request_widths(run):
+                key = (r["space"], r["kind"], r["bytes per lane"])
+                counts.setdefault(key, {})[side] = r["requests"]
+        head = "".join(f"<th style='padding:2px 8px'>{h}</th>" for h in
+                       ("space", "access", "bytes per lane", "numba requests", "CUDA C requests"))
+        body = "".join(
+            "<tr>" + "".join(f"<td style='padding:2px 8px;{NO_WRAP}'>{c}</td>" for c in
+                             (*key, _number(v.get("numba", 0)), _number(v.get("CUDA C", 0)))) + "</tr>"
+            for key, v in sorted(counts.items()))
+        return HTML(f"<div style='color:{TEXT}'><b>{html.escape(pair.kernel)}</b>: warp requests"
+                    f"<table style='border-collapse:collapse'><tr style='background:{RAISED}'>"
+                    f"{head}</tr>{body}</table></div>")
+
     def ptx_view(self, index: int, max_instructions: int | None = 400):
         """Launch ``index``'s CUDA C source beside its PTX, with each instruction's warps and
         active lanes (``simtlab.plots.ptx_source``), as HTML for a notebook."""
