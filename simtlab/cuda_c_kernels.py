@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompileError",
-           "PTX_OPTIONS", "INSTALL_HINT", "course_kernel", "emulate_launches", "emulate_version"]
+           "PTX_OPTIONS", "INSTALL_HINT", "kernel_only_source", "course_kernel", "emulate_launches",
+           "emulate_version"]
 
 #: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
 PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
@@ -159,11 +160,16 @@ class _SourceCode:
         return lines[self.co_firstlineno - 1:last], self.co_firstlineno
 
 
+#: what may stand between ``__global__`` and a kernel's name: its type and qualifiers, and
+#: ``__launch_bounds__(...)`` (one level of parentheses)
+_DECLARATION_HEAD = r"__global__(?:[^;{()]|\([^()]*\))*?"
+
+
 def kernel_line_span(source: str, name: str) -> tuple[int, int]:
     """``(first, last)`` 1-based lines of the ``__global__`` function ``name`` in ``source``:
     from the line of its declaration to the line of its closing brace (braces counted outside
     comments and strings); the whole file when the declaration cannot be found."""
-    m = re.search(r"__global__[^;{(]*?\b" + re.escape(name) + r"\s*\(", source)
+    m = re.search(_DECLARATION_HEAD + r"\b" + re.escape(name) + r"\s*\(", source)
     if m is None:
         return 1, source.count("\n") + 1
     start = source.rfind("\n", 0, m.start()) + 1
@@ -181,6 +187,40 @@ def kernel_line_span(source: str, name: str) -> tuple[int, int]:
     return source.count("\n", 0, start) + 1, source.count("\n") + 1
 
 
+_EXPORTED_KERNEL = re.compile(r'^[ \t]*extern "C" ' + _DECLARATION_HEAD
+                              + r"\b(?!__launch_bounds__\b)(\w+)\s*\(", re.M)
+_KERNEL_MACRO = re.compile(r"^#define[ \t]+(\w+)\((?:[^\n]*\\\n)*?[^\n]*__global__", re.M)
+
+
+def _blank(lines: list[str], first: int, last: int) -> None:
+    for i in range(first - 1, last):
+        lines[i] = "\n" if lines[i].endswith("\n") else ""
+
+
+def kernel_only_source(source: str, name: str) -> str:
+    """The part of ``source`` NVRTC needs for the kernel ``name``: every other ``extern "C"
+    __global__`` kernel and every instantiation of a macro that defines kernels blanked to an
+    empty line, so the file keeps its line numbers (the PTX's ``.loc`` lines) and its shared
+    preamble (defines, ``__device__`` helpers, ``__constant__`` variables). NVRTC's time grows
+    with the kernels it compiles: kernels/conv.cu's template instantiations take half a minute,
+    one plain kernel of it a second. The whole source where ``name`` is not written out as an
+    ``extern "C"`` kernel (a macro's instantiation)."""
+    kernels = [m.group(1) for m in _EXPORTED_KERNEL.finditer(source)
+               if not source[m.start():source.find("\n", m.start())].rstrip().endswith("\\")]
+    if name not in kernels:
+        return source
+    lines = source.splitlines(keepends=True)
+    for other in kernels:
+        if other != name:
+            _blank(lines, *kernel_line_span(source, other))
+    macros = {m.group(1) for m in _KERNEL_MACRO.finditer(source)}
+    for i, line in enumerate(lines):
+        call = re.match(r"(\w+)\s*\(", line)
+        if call and call.group(1) in macros:
+            _blank(lines, i + 1, i + 1)
+    return "".join(lines)
+
+
 class CudaCKernel:
     """One ``__global__`` kernel of a CUDA C source, compiled to PTX and parsed.
 
@@ -190,7 +230,9 @@ class CudaCKernel:
 
     is_cuda_c = True             # what emulate() looks for
 
-    def __init__(self, source: str, name: str, filename: str):
+    def __init__(self, source: str, name: str, filename: str, compile_source: str | None = None):
+        """``compile_source``: what NVRTC compiles when not the whole ``source`` (the same
+        lines with the kernels not asked for blanked: ``kernel_only_source``)."""
         try:
             from .emulator.ptx.parser import parse_module
         except ImportError as exc:                  # lark: part of the same extra
@@ -200,7 +242,7 @@ class CudaCKernel:
         self.source = source
         self.name = name
         self.filename = filename
-        self.ptx = compile_ptx(source, filename)
+        self.ptx = compile_ptx(compile_source or source, filename)
         self.module = parse_module(self.ptx)
         if name not in self.module.entries:
             known = ", ".join(self.module.entries) or "none"
@@ -269,8 +311,14 @@ def cuda_c(source_or_path, name: str) -> CudaCKernel:
 
 @functools.lru_cache(maxsize=None)
 def course_kernel(topic: str, name: str) -> CudaCKernel:
-    """``kernels/<topic>.cu``'s kernel ``name``, compiled and parsed once per session."""
-    return cuda_c(topic, name)
+    """``kernels/<topic>.cu``'s kernel ``name``, compiled and parsed once per session; NVRTC
+    compiles that kernel alone with the file's preamble (``kernel_only_source``), so a chapter
+    that runs three kernels of a file does not wait for all of them."""
+    from .cuda_source import cu_path
+
+    path = cu_path(topic).resolve()
+    source = path.read_text()
+    return CudaCKernel(source, name, str(path), compile_source=kernel_only_source(source, name))
 
 
 def emulate_launches(topic: str, launches, **options) -> list:

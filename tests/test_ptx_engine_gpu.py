@@ -61,7 +61,7 @@ def test_float4_copy_equals_the_gpus():
 
 # --- every kernel of the course: the PTX the engine ran, on the GPU -----------------------------------
 # tests/cuda_c_cases.py's cases at their GPU size: the engine runs the launches on this machine's
-# CPU, the GPU runs the same PTX text (CC.compile_ptx's, which the engine parsed), loaded with
+# CPU, the GPU runs the same PTX text (each kernel's course_kernel(...).ptx, which the engine parsed), loaded with
 # cuModuleLoad through cupy.RawModule(path=...), with the same inputs, grids and constants.
 # Same PTX, same arithmetic: every output must have the same bits, except
 #  - float atomics (case.atomic_bounds): the GPU adds in its own order; the two results are
@@ -83,16 +83,15 @@ def _ptx_versions(version: str):
 
 
 @functools.lru_cache(maxsize=None)
-def _ptx_module(topic: str):
-    """kernels/<topic>.cu's PTX, exactly as the engine parsed it, loaded on the GPU:
-    ``(cupy.RawModule, the .version it loaded with)``."""
+def _ptx_module(topic: str, kernel: str):
+    """The PTX the engine parsed for ``kernel`` of kernels/<topic>.cu (``course_kernel`` compiles
+    a kernel alone with the file's preamble), loaded on the GPU: ``(cupy.RawModule, the
+    .version it loaded with)``."""
     import cupy
 
     from simtlab import cuda_c_kernels as CC
-    from simtlab.cuda_source import cu_path
 
-    path = cu_path(topic).resolve()
-    ptx = CC.compile_ptx(path.read_text(), str(path))          # what CC.cuda_c(topic, ...) parses
+    ptx = CC.course_kernel(topic, kernel).ptx
     own = re.search(r"^\.version (\d+\.\d+)", ptx, re.M).group(1)
     entry = re.search(r"\.entry (\w+)\(", ptx).group(1)
     folder = Path(tempfile.mkdtemp(prefix="simtlab-ptx-"))
@@ -114,9 +113,9 @@ def _ptx_module(topic: str):
 def _run_on_gpu(case, inputs) -> dict:
     import cupy
 
-    module, _ = _ptx_module(case.topic)
     launches, outputs = case.plan(cupy, *[cupy.asarray(a) for a in inputs])
     for step in launches:
+        module, _ = _ptx_module(case.topic, step.kernel)
         for a in step.zero:
             a.fill(0)
         for name, values in step.constants.items():              # cudaMemcpyToSymbol
