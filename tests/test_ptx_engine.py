@@ -611,3 +611,14 @@ def test_interleaved_instructions_of_a_line_give_one_line_row():
         mine = rows.line[rows.thread == thread].tolist()
         assert mine.count(4) == 1 and mine.count(5) == 1, mine
         assert mine.count(2) == 2, mine
+
+
+def test_blocks_past_the_traced_sample_still_run():
+    # trace_blocks cuts a chunk at the sample's end: the blocks after it run untraced, all of them
+    fill = simtlab.cuda_c('extern "C" __global__ void fill(float* out, int n) {\n'
+                          '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+                          '    if (i < n) out[i] = 1.0f;\n}\n', "fill")
+    out = np.zeros(7 * 64, np.float32)
+    run = simtlab.emulate(fill, 7, 64, out, np.int32(out.size), trace_blocks=3)
+    assert out.reshape(7, 64).sum(axis=1).tolist() == [64.0] * 7
+    assert sorted(set(run.accesses("out", "write")["index"].tolist())) == list(range(3 * 64))

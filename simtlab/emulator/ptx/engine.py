@@ -229,10 +229,11 @@ class PtxEngine:
         per_chunk = 1 if self.talks else max(1, CHUNK_LANES // launch.threads_per_block)
         nblocks = launch.num_blocks
         with np.errstate(all="ignore"):
-            for b0 in range(0, nblocks, per_chunk):
-                b1 = min(nblocks, b0 + per_chunk)
+            b1 = 0
+            while b1 < nblocks:
+                b0, b1 = b1, min(nblocks, b1 + per_chunk)
                 if launch.trace_blocks is not None and b0 < launch.trace_blocks < b1:
-                    b1 = launch.trace_blocks
+                    b1 = launch.trace_blocks       # the traced sample ends here; the rest untraced
                 traced = launch.trace and (launch.trace_blocks is None or b0 < launch.trace_blocks)
                 chunk = Chunk(self, b0, b1, traced)
                 try:
