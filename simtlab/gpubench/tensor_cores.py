@@ -17,9 +17,7 @@ version in its own ``try``: one that fails is reported and the rest still run.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -218,12 +216,15 @@ def torch_runner(precision: str, a, b, c):
     and BF16 write a 16-bit C (torch's own), so their C is a separate array, not ``c``."""
     import torch
 
-    ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
-    if precision in ("fp16", "bf16"):
+    import cupy
+
+    if precision in ("fp16", "bf16"):                     # DLPack has no uint16 in older torch: int16, then a view
         dtype = torch.float16 if precision == "fp16" else torch.bfloat16
-        ta, tb = ta.view(dtype), tb.view(dtype)
+        ta = torch.from_dlpack(a.view(cupy.int16)).view(dtype)
+        tb = torch.from_dlpack(b.view(cupy.int16)).view(dtype)
         out = torch.empty((a.shape[0], b.shape[1]), dtype=dtype, device=ta.device)
     else:
+        ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
         out = torch.from_dlpack(c)
     tf32 = precision == "tf32"
 
