@@ -1,0 +1,752 @@
+// Chapter 9: C = A @ B on the tensor cores. A is M x K, B is K x N, both row-major, in TF32
+// (float arrays; the tensor core reads the top 19 bits of each float), FP16 or BF16 (arrays of
+// unsigned short holding the 16-bit pattern); products are exact and summed in FP32; C is
+// float32, M x N, row-major.
+//
+// The CPU reference is kernels/tensor_cores.py: gemm_reference (float64 product of the very
+// inputs the kernel reads, so the only error left is the tensor core's), and round_inputs, which
+// shows what TF32 / FP16 / BF16 do to an FP32 input.
+//
+// This file needs no CUDA header: the WMMA API (mma.h) is three PTX instructions (wmma.load,
+// wmma.mma, wmma.store), and mma.sync, ldmatrix, cp.async and wgmma are PTX too, so every one of
+// them is written here as the inline PTX it compiles to. NVRTC compiles it for compute_90 (v7's
+// body is empty there) and for sm_90a (v7 is Hopper's wgmma: only sm_90a has it).
+//
+// Size requirements (the launcher in kernels/tensor_cores.py checks them before a launch):
+//   v1, v2 (fragments straight from global memory): M, N multiples of 16, K of the MMA's k
+//   (8 for TF32, 16 for FP16/BF16); v3-v6: M, N, K multiples of the block tile (BM, BN, BK
+//   below); v7: M % 128, N % 256, K % 64.
+//
+// Napkin math: 2*M*N*K FLOPs. Bytes: each matrix once, (M*K + K*N) * input bytes + 4*M*N.
+// At 4096^3 in FP16: 137 GFLOP against 101 MB: 1365 FLOP/byte; the H100 SXM's dense peaks are
+// 989 TFLOP/s FP16/BF16 and 495 TF32 against 3.35 TB/s: ridge points of 295 and 148 FLOP/byte,
+// so every version here is bound by how fast it feeds the tensor cores, not by HBM.
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+// ============================================================================================
+// numba: the warp-level MMA that kernels/tensor_cores.py links into a numba kernel
+// (cuda.declare_device with link=: this section, from here to "end numba", is compiled alone)
+// ============================================================================================
+
+// one m16n8k16 (FP16 / BF16) or m16n8k8 (TF32) MMA of a warp: d += a * b. Who holds what
+// (g = lane / 4, t = lane % 4; 16-bit pairs packed low half first):
+//   a[0]: A[g][2t, 2t+1]  a[1]: A[g+8][2t, 2t+1]  a[2]: A[g][2t+8, 2t+9]  a[3]: A[g+8][2t+8, 2t+9]
+//   b[0]: B[2t, 2t+1][g]  b[1]: B[2t+8, 2t+9][g]
+//   d[0], d[1]: C[g][2t, 2t+1]   d[2], d[3]: C[g+8][2t, 2t+1]
+//   (TF32 m16n8k8, one float per register: a: A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4];
+//    b: B[t][g], B[t+4][g])
+__device__ __forceinline__ void mma_f16_m16n8k16(float* d, const u32* a, const u32* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma_bf16_m16n8k16(float* d, const u32* a, const u32* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void mma_tf32_m16n8k8(float* d, const u32* a, const u32* b)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// numba's calling convention: int status, then a pointer to the return value (4 floats here)
+struct TcFloat4 { float v[4]; };
+
+extern "C" __device__ int tc_mma_f16_m16n8k16(TcFloat4* out, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1,
+                                              float c0, float c1, float c2, float c3)
+{
+    const u32 a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    float d[4] = {c0, c1, c2, c3};
+    mma_f16_m16n8k16(d, a, b);
+    for (int i = 0; i < 4; ++i) out->v[i] = d[i];
+    return 0;
+}
+
+extern "C" __device__ int tc_mma_bf16_m16n8k16(TcFloat4* out, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1,
+                                               float c0, float c1, float c2, float c3)
+{
+    const u32 a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    float d[4] = {c0, c1, c2, c3};
+    mma_bf16_m16n8k16(d, a, b);
+    for (int i = 0; i < 4; ++i) out->v[i] = d[i];
+    return 0;
+}
+// ==================================== end numba =============================================
+
+// ---- the three precisions: the storage type, the k of one mma.sync, and that mma ----------
+struct Tf32 {
+    typedef float T;
+    static constexpr int MMA_K = 8;
+    static constexpr bool IS_BF16 = false;
+    static __device__ __forceinline__ void mma(float* d, const u32* a, const u32* b) { mma_tf32_m16n8k8(d, a, b); }
+};
+struct F16 {
+    typedef u16 T;
+    static constexpr int MMA_K = 16;
+    static constexpr bool IS_BF16 = false;
+    static __device__ __forceinline__ void mma(float* d, const u32* a, const u32* b) { mma_f16_m16n8k16(d, a, b); }
+};
+struct Bf16 {
+    typedef u16 T;
+    static constexpr int MMA_K = 16;
+    static constexpr bool IS_BF16 = true;
+    static __device__ __forceinline__ void mma(float* d, const u32* a, const u32* b) { mma_bf16_m16n8k16(d, a, b); }
+};
+
+// ---- WMMA (nvcuda::wmma in mma.h) as the PTX it compiles to; generic addresses, so the same
+// wrappers read global memory (v1, v2) and shared memory (v3). ldm is in elements.
+__device__ __forceinline__ u32 tf32_round(u32 x)      // wmma::__float_to_tf32
+{
+    u32 r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+    return r;
+}
+
+__device__ __forceinline__ void wmma_load_a(u32 (&a)[4], const float* p, int ldm)    // TF32: 4 registers
+{
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k8.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "l"(p), "r"(ldm));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = tf32_round(a[i]);
+}
+__device__ __forceinline__ void wmma_load_b(u32 (&b)[4], const float* p, int ldm)
+{
+    asm volatile("wmma.load.b.sync.aligned.row.m16n16k8.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "l"(p), "r"(ldm));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) b[i] = tf32_round(b[i]);
+}
+
+// FP16: 8 registers per fragment (16 halves); BF16: 4 (8 bf16)
+template <class P> struct WmmaFrag { u32 r[8]; };
+template <> struct WmmaFrag<Bf16> { u32 r[4]; };
+
+template <class P>
+__device__ __forceinline__ void wmma_load_a16(WmmaFrag<P>& a, const u16* p, int ldm)
+{
+    if constexpr (!P::IS_BF16) {
+        asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;\n"
+                     : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]),
+                       "=r"(a.r[4]), "=r"(a.r[5]), "=r"(a.r[6]), "=r"(a.r[7]) : "l"(p), "r"(ldm));
+    } else {
+        asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+                     : "=r"(a.r[0]), "=r"(a.r[1]), "=r"(a.r[2]), "=r"(a.r[3]) : "l"(p), "r"(ldm));
+    }
+}
+template <class P>
+__device__ __forceinline__ void wmma_load_b16(WmmaFrag<P>& b, const u16* p, int ldm)
+{
+    if constexpr (!P::IS_BF16) {
+        asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;\n"
+                     : "=r"(b.r[0]), "=r"(b.r[1]), "=r"(b.r[2]), "=r"(b.r[3]),
+                       "=r"(b.r[4]), "=r"(b.r[5]), "=r"(b.r[6]), "=r"(b.r[7]) : "l"(p), "r"(ldm));
+    } else {
+        asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+                     : "=r"(b.r[0]), "=r"(b.r[1]), "=r"(b.r[2]), "=r"(b.r[3]) : "l"(p), "r"(ldm));
+    }
+}
+
+#define WMMA_C8 "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]), "+f"(c[4]), "+f"(c[5]), "+f"(c[6]), "+f"(c[7])
+
+__device__ __forceinline__ void wmma_mma(float (&c)[8], const u32 (&a)[4], const u32 (&b)[4])      // TF32
+{
+    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7};\n"
+                 : WMMA_C8 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
+}
+template <class P>
+__device__ __forceinline__ void wmma_mma16(float (&c)[8], const WmmaFrag<P>& a, const WmmaFrag<P>& b)
+{
+    if constexpr (!P::IS_BF16) {
+        asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11, %12, %13, %14, %15}, "
+                     "{%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};\n"
+                     : WMMA_C8
+                     : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(a.r[4]), "r"(a.r[5]), "r"(a.r[6]), "r"(a.r[7]),
+                       "r"(b.r[0]), "r"(b.r[1]), "r"(b.r[2]), "r"(b.r[3]), "r"(b.r[4]), "r"(b.r[5]), "r"(b.r[6]), "r"(b.r[7]));
+    } else {
+        asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7}, {%8, %9, %10, %11}, {%12, %13, %14, %15}, "
+                     "{%0, %1, %2, %3, %4, %5, %6, %7};\n"
+                     : WMMA_C8 : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]),
+                                 "r"(b.r[0]), "r"(b.r[1]), "r"(b.r[2]), "r"(b.r[3]));
+    }
+}
+
+template <int MMA_K>
+__device__ __forceinline__ void wmma_store(float* p, const float (&c)[8], int ldm)
+{
+    if constexpr (MMA_K == 8) {
+        asm volatile("wmma.store.d.sync.aligned.row.m16n16k8.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;\n"
+                     :: "l"(p), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]), "f"(c[4]), "f"(c[5]), "f"(c[6]), "f"(c[7]),
+                        "r"(ldm) : "memory");
+    } else {
+        asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;\n"
+                     :: "l"(p), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]), "f"(c[4]), "f"(c[5]), "f"(c[6]), "f"(c[7]),
+                        "r"(ldm) : "memory");
+    }
+}
+
+// ---- v1: WMMA TF32 m16n16k8, one warp per 16 x 16 tile of C, fragments loaded straight from global memory: the FP32 FMA loop of chapter 6 becomes one tensor-core instruction per 16x16x8 block (4096 FMAs)
+#define V1_WARPS 4
+extern "C" __global__ void __launch_bounds__(V1_WARPS * 32)
+tc_v1_wmma_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    const int tile_n = blockIdx.x * V1_WARPS + threadIdx.x / 32;   // the warp's 16 columns of C
+    const int tile_m = blockIdx.y;                                 // and its 16 rows
+    if (tile_n * 16 >= N) return;                                  // whole warps only: wmma is warp-wide
+    float c[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    u32 a[4], b[4];
+    for (int k = 0; k < K; k += 8) {
+        wmma_load_a(a, A + (size_t)tile_m * 16 * K + k, K);
+        wmma_load_b(b, B + (size_t)k * N + tile_n * 16, N);
+        wmma_mma(c, a, b);
+    }
+    wmma_store<8>(C + (size_t)tile_m * 16 * N + tile_n * 16, c, N);
+}
+
+// v2's body: one warp per 16 x 16 tile of C, FP16 or BF16 fragments from global memory
+template <class P>
+__device__ __forceinline__ void wmma_naive16(const u16* __restrict__ A, const u16* __restrict__ B,
+                                             float* __restrict__ C, int M, int N, int K)
+{
+    const int tile_n = blockIdx.x * V1_WARPS + threadIdx.x / 32;
+    const int tile_m = blockIdx.y;
+    if (tile_n * 16 >= N) return;
+    float c[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    WmmaFrag<P> a, b;
+    for (int k = 0; k < K; k += 16) {
+        wmma_load_a16(a, A + (size_t)tile_m * 16 * K + k, K);
+        wmma_load_b16(b, B + (size_t)k * N + tile_n * 16, N);
+        wmma_mma16(c, a, b);
+    }
+    wmma_store<16>(C + (size_t)tile_m * 16 * N + tile_n * 16, c, N);
+}
+
+// ---- v2: WMMA FP16 / BF16 m16n16k16: half the bytes per element and twice the k per instruction; the tensor cores run 16-bit inputs at twice TF32's rate
+extern "C" __global__ void __launch_bounds__(V1_WARPS * 32)
+tc_v2_wmma_f16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wmma_naive16<F16>(A, B, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(V1_WARPS * 32)
+tc_v2_wmma_bf16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wmma_naive16<Bf16>(A, B, C, M, N, K);
+}
+
+// ---- helpers of the tiled versions ----------------------------------------------------------
+__device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void st_shared_v4(u32 addr, uint4 v)
+{
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
+}
+__device__ __forceinline__ u32 ld_shared_b32(u32 addr)
+{
+    u32 v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+    return v;
+}
+// ldmatrix: the warp reads four 8 x 8 matrices of 16-bit elements; lanes 8i .. 8i+7 give the
+// addresses of matrix i's rows, and lane l receives row l/4, elements 2(l%4) and 2(l%4)+1 of each
+// (.trans: column l/4, rows 2(l%4) and 2(l%4)+1). One instruction fills an mma's A fragment.
+__device__ __forceinline__ void ldmatrix_x4(u32* r, u32 addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(u32* r, u32 addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+// cp.async: 16 bytes from global to shared memory without passing through registers; the
+// copies of one commit group are waited for together (wait_group N: all but the N newest done)
+__device__ __forceinline__ void cp_async_16(u32 dst, const void* src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// Consecutive blocks walk down GROUP block rows before moving right: the blocks resident at
+// one time share tiles of A and B in L2 (chapter 6's v7 does the same).
+template <int GROUP>
+__device__ __forceinline__ void grouped_block(int& bm, int& bn)
+{
+    const int bid = blockIdx.y * gridDim.x + blockIdx.x;
+    const int first = bid / (GROUP * gridDim.x) * GROUP;
+    const int rows = min((int)gridDim.y - first, GROUP);
+    const int in_group = bid % (GROUP * gridDim.x);
+    bm = first + in_group % rows;
+    bn = in_group / rows;
+}
+
+// ---- v3: WMMA through shared memory: a 128 x 128 block tile (8 warps, 64 x 32 each: 4 x 2 fragments) is staged in padded shared memory, so each element of A and B is read from global memory once per block instead of once per warp tile
+#define V3_BM 128
+#define V3_BN 128
+#define V3_BK 32
+#define V3_THREADS 256
+template <class P>
+__device__ __forceinline__ void wmma_tiled(const typename P::T* __restrict__ A, const typename P::T* __restrict__ B,
+                                          float* __restrict__ C, int M, int N, int K)
+{
+    typedef typename P::T T;
+    constexpr int EPC = 16 / sizeof(T);                        // elements per 16-byte chunk
+    constexpr int PAD = EPC;                                   // 16 bytes: rows stay 16-byte aligned, banks shift
+    constexpr int LDA = V3_BK + PAD, LDB = V3_BN + PAD;
+    __shared__ __align__(128) T sa[V3_BM * LDA];
+    __shared__ __align__(128) T sb[V3_BK * LDB];
+    const int t = threadIdx.x, warp = t / 32;
+    const int wm = warp / 4, wn = warp % 4;                    // 2 x 4 warps, 64 x 32 outputs each
+    int bm, bn;
+    grouped_block<8>(bm, bn);
+    const int m0 = bm * V3_BM, n0 = bn * V3_BN;
+    float c[4][2][8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 8; ++e) c[i][j][e] = 0.f;
+    for (int k0 = 0; k0 < K; k0 += V3_BK) {
+        __syncthreads();                                       // the previous tile is no longer read
+#pragma unroll
+        for (int p = 0; p < V3_BM * V3_BK / EPC / V3_THREADS; ++p) {
+            const int i = t + p * V3_THREADS, r = i / (V3_BK / EPC), q = i % (V3_BK / EPC) * EPC;
+            *reinterpret_cast<uint4*>(&sa[r * LDA + q]) =
+                *reinterpret_cast<const uint4*>(A + (size_t)(m0 + r) * K + k0 + q);
+        }
+#pragma unroll
+        for (int p = 0; p < V3_BK * V3_BN / EPC / V3_THREADS; ++p) {
+            const int i = t + p * V3_THREADS, r = i / (V3_BN / EPC), q = i % (V3_BN / EPC) * EPC;
+            *reinterpret_cast<uint4*>(&sb[r * LDB + q]) =
+                *reinterpret_cast<const uint4*>(B + (size_t)(k0 + r) * N + n0 + q);
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < V3_BK; kk += P::MMA_K) {
+            if constexpr (P::MMA_K == 8) {
+                u32 a[4][4], b[2][4];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) wmma_load_a(a[i], &sa[(wm * 64 + i * 16) * LDA + kk], LDA);
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma_load_b(b[j], &sb[kk * LDB + wn * 32 + j * 16], LDB);
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) wmma_mma(c[i][j], a[i], b[j]);
+            } else {
+                WmmaFrag<P> a[4], b[2];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) wmma_load_a16(a[i], &sa[(wm * 64 + i * 16) * LDA + kk], LDA);
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma_load_b16(b[j], &sb[kk * LDB + wn * 32 + j * 16], LDB);
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) wmma_mma16(c[i][j], a[i], b[j]);
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+            wmma_store<P::MMA_K>(C + (size_t)(m0 + wm * 64 + i * 16) * N + n0 + wn * 32 + j * 16, c[i][j], N);
+}
+
+extern "C" __global__ void __launch_bounds__(V3_THREADS)
+tc_v3_wmma_tiled_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wmma_tiled<Tf32>(A, B, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(V3_THREADS)
+tc_v3_wmma_tiled_f16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wmma_tiled<F16>(A, B, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(V3_THREADS)
+tc_v3_wmma_tiled_bf16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wmma_tiled<Bf16>(A, B, C, M, N, K);
+}
+
+// ============================================================================================
+// v4-v6: mma.sync with fragments from shared memory. One body, three switches: SWIZZLE (v5),
+// STAGES (1: load, sync, compute; >= 2: a cp.async ring of STAGES tiles, v6), the precision.
+// Shared tiles are row-major, in 16-byte chunks: A is BM rows of BK elements, B is BK rows of BN.
+// ============================================================================================
+
+// Where chunk `chunk` of row `row` of A lives. ldmatrix reads 8 rows x 16 bytes at once; without
+// a swizzle, rows 128 bytes apart (TF32: every row; FP16: every second row) fall into the same 4
+// banks: an 8-way (4-way) conflict. XOR-ing the chunk index with the row spreads the 8 rows over
+// all 32 banks, and keeps each row's chunks a permutation of themselves (cp.async writes stay whole).
+template <int ROW_CHUNKS, bool SWIZZLE>
+__device__ __forceinline__ int swizzle_a(int row, int chunk)
+{
+    static_assert(ROW_CHUNKS >= 4, "A's rows must be at least 64 bytes");
+    if (!SWIZZLE) return chunk;
+    if (ROW_CHUNKS >= 8) return chunk ^ (row & 7);            // 128-byte rows: the row's low 3 bits
+    return chunk ^ ((row >> 1) & 3);                          // 64-byte rows: two rows share 128 bytes
+}
+// B: FP16 reads 8 consecutive k-rows of one chunk with ldmatrix.trans (XOR with k & 7); TF32 reads
+// single words, rows k .. k+3 and 8 consecutive columns (two chunks): XOR with 2 * (k & 3) puts the
+// 4 rows' chunk pairs on 8 different 16-byte bank groups
+template <bool TF32, bool SWIZZLE>
+__device__ __forceinline__ int swizzle_b(int row, int chunk)
+{
+    if (!SWIZZLE) return chunk;
+    return TF32 ? chunk ^ ((row & 3) << 1) : chunk ^ (row & 7);
+}
+
+template <class P, int BM, int BN, int BK, int WM, int WN, int STAGES, bool SWIZZLE>
+struct MmaTile {
+    typedef typename P::T T;
+    static constexpr bool TF32 = P::MMA_K == 8;
+    static constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
+    static constexpr int EPC = 16 / sizeof(T);                  // elements per 16-byte chunk
+    static constexpr int A_CHUNKS = BK / EPC, B_CHUNKS = BN / EPC;   // chunks per row
+    static constexpr int A_BYTES = BM * BK * sizeof(T), B_BYTES = BK * BN * sizeof(T);
+    static constexpr int BUFFERS = STAGES > 1 ? STAGES : 1;
+    static constexpr int SMEM = BUFFERS * (A_BYTES + B_BYTES);
+    static constexpr int MT = WM / 16, NT = WN / 8;             // mma tiles per warp (m16 x n8)
+    static_assert(BM * A_CHUNKS % THREADS == 0 && BK * B_CHUNKS % THREADS == 0, "tile loads must split evenly");
+    static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 16 == 0 && B_CHUNKS >= 8, "tile shape");
+
+    // one BM x BK tile of A and one BK x BN tile of B into buffer (sa, sb): cp.async or load + store
+    static __device__ __forceinline__ void load(const T* __restrict__ A, const T* __restrict__ B, u32 sa, u32 sb,
+                                                int m0, int n0, int k0, int N, int K)
+    {
+        const int t = threadIdx.x;
+#pragma unroll
+        for (int p = 0; p < BM * A_CHUNKS / THREADS; ++p) {
+            const int i = t + p * THREADS, r = i / A_CHUNKS, c = i % A_CHUNKS;
+            const T* src = A + (size_t)(m0 + r) * K + k0 + c * EPC;
+            const u32 dst = sa + (r * A_CHUNKS + swizzle_a<A_CHUNKS, SWIZZLE>(r, c)) * 16;
+            if (STAGES > 1) cp_async_16(dst, src);
+            else st_shared_v4(dst, *reinterpret_cast<const uint4*>(src));
+        }
+#pragma unroll
+        for (int p = 0; p < BK * B_CHUNKS / THREADS; ++p) {
+            const int i = t + p * THREADS, r = i / B_CHUNKS, c = i % B_CHUNKS;
+            const T* src = B + (size_t)(k0 + r) * N + n0 + c * EPC;
+            const u32 dst = sb + (r * B_CHUNKS + swizzle_b<TF32, SWIZZLE>(r, c)) * 16;
+            if (STAGES > 1) cp_async_16(dst, src);
+            else st_shared_v4(dst, *reinterpret_cast<const uint4*>(src));
+        }
+    }
+
+    // the warp's WM x WN outputs += its rows of the A tile times its columns of the B tile
+    static __device__ __forceinline__ void compute(float (&acc)[MT][NT][4], u32 sa, u32 sb, int wm, int wn)
+    {
+        const int lane = threadIdx.x % 32;
+#pragma unroll
+        for (int kk = 0; kk < BK / P::MMA_K; ++kk) {
+            u32 a[MT][4], b[NT][2];
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                // lanes 0-15: rows 0-15 at k 0 (matrices 0, 1); lanes 16-31: the same rows 16 bytes on
+                // (matrices 2, 3): a[0..3] = (g, k lo), (g+8, k lo), (g, k hi), (g+8, k hi) as mma wants
+                const int row = wm * WM + i * 16 + (lane & 15), c = kk * 2 + (lane >> 4);
+                ldmatrix_x4(a[i], sa + (row * A_CHUNKS + swizzle_a<A_CHUNKS, SWIZZLE>(row, c)) * 16);
+            }
+            if constexpr (!TF32) {
+#pragma unroll
+                for (int j = 0; j < NT / 2; ++j) {
+                    // matrices: k 0-7 / 8-15 of columns n..n+7, then of n+8..n+15; .trans gives each
+                    // lane two consecutive k of one column: b[0], b[1] of two n8 tiles
+                    const int mat = lane >> 3;
+                    const int k = kk * 16 + (mat & 1) * 8 + (lane & 7), n = wn * WN + j * 16 + (mat >> 1) * 8;
+                    u32 r[4];
+                    ldmatrix_x4_trans(r, sb + (k * B_CHUNKS + swizzle_b<TF32, SWIZZLE>(k, n / 8)) * 16);
+                    b[2 * j][0] = r[0]; b[2 * j][1] = r[1]; b[2 * j + 1][0] = r[2]; b[2 * j + 1][1] = r[3];
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    // 32-bit elements: ldmatrix.trans would split them, so each lane reads B[t][g], B[t+4][g]
+                    const int n = wn * WN + j * 8 + (lane >> 2), k = kk * 8 + (lane & 3);
+                    b[j][0] = ld_shared_b32(sb + (k * B_CHUNKS + swizzle_b<TF32, SWIZZLE>(k, n / 4)) * 16 + (n % 4) * 4);
+                    b[j][1] = ld_shared_b32(sb + ((k + 4) * B_CHUNKS + swizzle_b<TF32, SWIZZLE>(k + 4, n / 4)) * 16 + (n % 4) * 4);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) P::mma(acc[i][j], a[i], b[j]);
+        }
+    }
+
+    static __device__ __forceinline__ void run(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C,
+                                               int M, int N, int K)
+    {
+        extern __shared__ __align__(128) unsigned char smem[];
+        const u32 base = smem_u32(smem);
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int wm = warp / (BN / WN), wn = warp % (BN / WN);
+        int bm, bn;
+        grouped_block<8>(bm, bn);
+        const int m0 = bm * BM, n0 = bn * BN;
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        const int tiles = K / BK;
+        auto sa = [&](int s) { return base + s * (A_BYTES + B_BYTES); };
+        auto sb = [&](int s) { return base + s * (A_BYTES + B_BYTES) + A_BYTES; };
+        if constexpr (STAGES == 1) {
+            for (int kt = 0; kt < tiles; ++kt) {
+                __syncthreads();                              // everyone is done reading the last tile
+                load(A, B, sa(0), sb(0), m0, n0, kt * BK, N, K);
+                __syncthreads();
+                compute(acc, sa(0), sb(0), wm, wn);
+            }
+        } else {
+            // the ring: tiles kt+1 .. kt+STAGES-1 are in flight while tile kt is multiplied
+#pragma unroll
+            for (int s = 0; s < STAGES - 1; ++s) {
+                if (s < tiles) load(A, B, sa(s), sb(s), m0, n0, s * BK, N, K);
+                cp_async_commit();                            // always: the group count stays uniform
+            }
+            for (int kt = 0; kt < tiles; ++kt) {
+                cp_async_wait<STAGES - 2>();                  // this thread's copies of tile kt have landed
+                __syncthreads();                              // everyone's have, and tile kt-1's slot is free
+                const int next = kt + STAGES - 1;
+                if (next < tiles) load(A, B, sa(next % STAGES), sb(next % STAGES), m0, n0, next * BK, N, K);
+                cp_async_commit();
+                compute(acc, sa(kt % STAGES), sb(kt % STAGES), wm, wn);
+            }
+            cp_async_wait<0>();
+        }
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const int row = m0 + wm * WM + i * 16 + (lane >> 2), col = n0 + wn * WN + j * 8 + (lane & 3) * 2;
+                *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[i][j][0], acc[i][j][1]);
+                *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(acc[i][j][2], acc[i][j][3]);
+            }
+    }
+};
+
+// Block tiles (kernels/tensor_cores.py: TILES has the same numbers for the launcher):
+//   TF32:      128 x 128 x 32, 8 warps of 64 x 32 (64 accumulators a thread), 32 KB a stage
+//   FP16/BF16: 128 x 256 x 32, 8 warps of 64 x 64 (128 accumulators a thread), 24 KB a stage
+#define TF32_TILE 128, 128, 32, 64, 32
+#define H16_TILE 128, 256, 32, 64, 64
+#define MMA_KERNEL(name, P, TILE, STAGES, SWIZZLE, T)                                                    \
+    extern "C" __global__ void __launch_bounds__(256, 1)                                                  \
+    name(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C, int M, int N, int K)    \
+    {                                                                                                     \
+        MmaTile<P, TILE, STAGES, SWIZZLE>::run(A, B, C, M, N, K);                                         \
+    }
+
+// ---- v4: mma.sync (m16n8k8 TF32, m16n8k16 FP16/BF16) with ldmatrix: a block tile of 128 x 128 (TF32) or 128 x 256 and warp tiles of 64 x 32 / 64 x 64, so each fragment read from shared memory feeds 4-8 MMAs; ldmatrix fills a whole A fragment in one instruction
+MMA_KERNEL(tc_v4_mma_tf32, Tf32, TF32_TILE, 1, false, float)
+MMA_KERNEL(tc_v4_mma_f16, F16, H16_TILE, 1, false, u16)
+MMA_KERNEL(tc_v4_mma_bf16, Bf16, H16_TILE, 1, false, u16)
+
+// ---- v5: v4 with an XOR-swizzled shared layout: the 8 rows an ldmatrix phase reads land on 8 different bank groups, no more 4-8-way conflicts
+MMA_KERNEL(tc_v5_mma_swizzle_tf32, Tf32, TF32_TILE, 1, true, float)
+MMA_KERNEL(tc_v5_mma_swizzle_f16, F16, H16_TILE, 1, true, u16)
+MMA_KERNEL(tc_v5_mma_swizzle_bf16, Bf16, H16_TILE, 1, true, u16)
+
+// ---- v6: v5 fed by a cp.async ring of STAGES tiles: global loads go straight to shared memory, STAGES-1 tiles ahead, so the tensor cores never wait for a load and no registers hold tiles in transit
+MMA_KERNEL(tc_v6_pipeline_tf32, Tf32, TF32_TILE, 3, true, float)
+MMA_KERNEL(tc_v6_pipeline_f16, F16, H16_TILE, 4, true, u16)
+MMA_KERNEL(tc_v6_pipeline_bf16, Bf16, H16_TILE, 4, true, u16)
+MMA_KERNEL(tc_v6_pipeline_f16_2stages, F16, H16_TILE, 2, true, u16)    // the stage count, swept
+MMA_KERNEL(tc_v6_pipeline_f16_3stages, F16, H16_TILE, 3, true, u16)
+
+// ============================================================================================
+// v7 (Hopper only, sm_90a): wgmma. A warpgroup (4 warps) issues one asynchronous MMA of
+// 64 x 256 x 16 whose A and B come straight from shared memory, described by a 64-bit descriptor;
+// the tiles are in the 128-byte swizzled layout wgmma reads. Loads are cp.async (not TMA: a tensor
+// map built on the host is the next step), 4 stages. Block tile 128 x 256 x 64, 2 warpgroups.
+// FP16 / BF16 only: wgmma's TF32 needs B K-major (column-major), and B here is row-major.
+// ============================================================================================
+#define V7_BM 128
+#define V7_BN 256
+#define V7_BK 64
+#define V7_STAGES 4
+#define V7_THREADS 256
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// descriptor of a shared-memory matrix: start address, leading and stride byte offsets (all >> 4),
+// swizzle mode 1 (128 bytes) in bits 62-63
+__device__ __forceinline__ unsigned long long wgmma_desc(u32 addr, u32 leading, u32 stride)
+{
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((leading & 0x3FFFF) >> 4) << 16) |
+           ((unsigned long long)((stride & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// keeps the compiler from moving accumulator reads or writes across an asynchronous wgmma
+__device__ __forceinline__ void fence_accumulators(float (&d)[128])
+{
+#pragma unroll
+    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+#define WGMMA_D128                                                                                      \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),          \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),    \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),  \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),  \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),  \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),  \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),  \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),  \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),  \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+#define WGMMA_D128_TEXT                                                                                 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                           \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                   \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                   \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                   \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                   \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                   \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "       \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+
+// d (64 x 256 of the warpgroup, FP32) += A (64 x 16, K-major) * B (16 x 256, N-major: transposed)
+template <class P>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], unsigned long long da, unsigned long long db)
+{
+    if constexpr (!P::IS_BF16) {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " WGMMA_D128_TEXT
+                     ", %128, %129, p, 1, 1, 0, 1;\n}\n"
+                     : WGMMA_D128 : "l"(da), "l"(db), "r"(1));
+    } else {
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " WGMMA_D128_TEXT
+                     ", %128, %129, p, 1, 1, 0, 1;\n}\n"
+                     : WGMMA_D128 : "l"(da), "l"(db), "r"(1));
+    }
+}
+
+// Shared layouts, 128-byte swizzle (16-byte chunk index XOR address bits 7-9), tiles 1024-byte aligned:
+//   A tile: row m (64 elements = 128 bytes) at m * 128, chunk c (k / 8) at (c ^ (m & 7)) * 16
+//   B tile: 4 column blocks of 64 (n / 64) at 8 KB each; in a block, row k at k * 128, chunk
+//   c ((n % 64) / 8) at (c ^ (k & 7)) * 16.  Descriptors: A (K-major): stride 1024 (8 rows);
+//   B (N-major): leading 8192 (the next 64 columns), stride 1024 (the next 8 rows of k)
+template <class P>
+__device__ __forceinline__ void wgmma_load_tile(const u16* __restrict__ A, const u16* __restrict__ B, u32 sa, u32 sb,
+                                                int m0, int n0, int k0, int N, int K)
+{
+    const int t = threadIdx.x;
+#pragma unroll
+    for (int p = 0; p < V7_BM * 8 / V7_THREADS; ++p) {
+        const int i = t + p * V7_THREADS, r = i / 8, c = i % 8;
+        cp_async_16(sa + r * 128 + ((c ^ (r & 7)) << 4), A + (size_t)(m0 + r) * K + k0 + c * 8);
+    }
+#pragma unroll
+    for (int p = 0; p < V7_BK * (V7_BN / 8) / V7_THREADS; ++p) {
+        const int i = t + p * V7_THREADS, k = i / (V7_BN / 8), cn = i % (V7_BN / 8);
+        const int block = cn / 8, c = cn % 8;
+        cp_async_16(sb + block * (V7_BK * 128) + k * 128 + ((c ^ (k & 7)) << 4), B + (size_t)(k0 + k) * N + n0 + cn * 8);
+    }
+}
+#endif
+
+template <class P>
+__device__ __forceinline__ void wgmma_gemm(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C,
+                                           int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int A_BYTES = V7_BM * V7_BK * 2, B_BYTES = V7_BK * V7_BN * 2, STAGE = A_BYTES + B_BYTES;
+    extern __shared__ __align__(128) unsigned char smem[];   // aligned to 1024 below
+    const u32 base = (smem_u32(smem) + 1023) & ~1023u;       // the swizzle pattern repeats every 1024 bytes
+    const int warpgroup = threadIdx.x / 128, wlane = threadIdx.x % 128;
+    int bm, bn;
+    grouped_block<8>(bm, bn);
+    const int m0 = bm * V7_BM, n0 = bn * V7_BN;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    const int tiles = K / V7_BK;
+    // ring of V7_STAGES: tile kt is multiplied while tiles up to kt + STAGES-2 load; the wgmma of
+    // tile kt-1 may still run (one group in flight), so its slot is refilled only at kt+1
+#pragma unroll
+    for (int s = 0; s < V7_STAGES - 2; ++s) {
+        if (s < tiles) wgmma_load_tile<P>(A, B, base + s * STAGE, base + s * STAGE + A_BYTES, m0, n0, s * V7_BK, N, K);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < tiles; ++kt) {
+        cp_async_wait<V7_STAGES - 3>();                       // this thread's copies of tile kt have landed
+        fence_proxy_async();                                  // ... and are visible to wgmma (the async proxy)
+        __syncthreads();                                      // everyone's; every wgmma of tile kt-2 is done
+        const int next = kt + V7_STAGES - 2;
+        if (next < tiles) {
+            const u32 s = base + (next % V7_STAGES) * STAGE;
+            wgmma_load_tile<P>(A, B, s, s + A_BYTES, m0, n0, next * V7_BK, N, K);
+        }
+        cp_async_commit();
+        const u32 sa = base + (kt % V7_STAGES) * STAGE + warpgroup * 64 * 128, sb = base + (kt % V7_STAGES) * STAGE + A_BYTES;
+        fence_accumulators(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < V7_BK / 16; ++kk)              // k16 steps: A 32 bytes along its row, B 16 rows down
+            wgmma_m64n256k16<P>(d, wgmma_desc(sa + kk * 32, 16, 1024), wgmma_desc(sb + kk * 16 * 128, V7_BK * 128, 1024));
+        wgmma_commit();
+        fence_accumulators(d);
+        wgmma_wait<1>();                                      // tile kt-1's wgmma is done
+        fence_accumulators(d);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(d);
+    cp_async_wait<0>();
+    // accumulator layout: warp w of the warpgroup holds rows 16w .. 16w+15; per n8 block i, like mma.sync's C
+    const int warp = wlane / 32, lane = wlane % 32;
+    const int row = m0 + warpgroup * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < V7_BN / 8; ++i) {
+        const int col = n0 + i * 8 + (lane & 3) * 2;
+        *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(d[4 * i], d[4 * i + 1]);
+        *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(d[4 * i + 2], d[4 * i + 3]);
+    }
+#endif
+}
+
+// ---- v7: Hopper's wgmma: a warpgroup multiplies 64 x 256 x 16 per instruction straight from swizzled shared memory, asynchronously, with no fragments in registers; the next tile's MMAs are issued while the last ones finish (sm_90a only)
+extern "C" __global__ void __launch_bounds__(V7_THREADS, 1)
+tc_v7_wgmma_f16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wgmma_gemm<F16>(A, B, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(V7_THREADS, 1)
+tc_v7_wgmma_bf16(const u16* __restrict__ A, const u16* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wgmma_gemm<Bf16>(A, B, C, M, N, K);
+}

@@ -1,0 +1,351 @@
+"""Chapter 9: C = A @ B on the tensor cores (TF32, FP16, BF16 inputs; FP32 accumulate and output).
+
+The kernels are CUDA C (``kernels/tensor_cores.cu``): numba-cuda has no tensor-core API. This
+module holds what the CUDA C versions are checked and launched with:
+
+- the CPU reference: :func:`gemm_reference` (the float64 product of the values the kernel reads),
+  :func:`round_to` (what TF32 / FP16 / BF16 make of a float32), :func:`encode` / :func:`decode`
+  (FP16 and BF16 travel as their 16-bit patterns in uint16 arrays: NumPy has no bfloat16);
+- the error bound each precision allows, derived in :func:`tolerance`;
+- the table of versions, :data:`VERSIONS` (kernel, precision, block tile, threads, shared memory,
+  what the sizes must be multiples of), and :func:`launch_config`, which refuses sizes a version
+  cannot take with a message that says why;
+- the numba path (:func:`numba_mma_kernel`): a numba kernel that stages tiles in shared memory,
+  builds each lane's fragments itself and calls one ``mma.sync`` written in CUDA C
+  (``cuda.declare_device`` + ``link=``), the honest way to reach the tensor cores from numba.
+
+Napkin math: 2*M*N*K FLOPs (:func:`gemm_flops`); at least (M*K + K*N) * input bytes + 4*M*N
+bytes of DRAM traffic (:func:`gemm_bytes`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CU_PATH = Path(__file__).with_suffix(".cu")
+
+#: bits of mantissa each input precision keeps (FP32 has 23)
+MANTISSA_BITS = {"fp32": 23, "tf32": 10, "fp16": 10, "bf16": 7}
+#: bytes of one input element in memory (TF32 is stored as FP32: the kernel reads floats)
+INPUT_BYTES = {"tf32": 4, "fp16": 2, "bf16": 2}
+PRECISIONS = ("tf32", "fp16", "bf16")
+
+
+# ------------------------------------------------------------------------------------------
+# CPU reference
+# ------------------------------------------------------------------------------------------
+def _bf16_bits(x32: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns, rounded to nearest even (NaN stays NaN)."""
+    bits = np.ascontiguousarray(x32, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = np.isnan(x32)
+    out = rounded.astype(np.uint16)
+    out[nan] = 0x7FC0
+    return out
+
+
+def encode(x, precision: str) -> np.ndarray:
+    """The array a kernel of ``precision`` reads: float32 for TF32 (the tensor core drops the low
+    bits itself), the 16-bit patterns (uint16) for FP16 and BF16, rounded to nearest even."""
+    x32 = np.asarray(x, np.float32)
+    if precision == "tf32":
+        return x32.copy()
+    if precision == "fp16":
+        return x32.astype(np.float16).view(np.uint16)
+    if precision == "bf16":
+        return _bf16_bits(x32)
+    raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+
+
+def decode(x, precision: str) -> np.ndarray:
+    """The values (float64) an encoded input stands for (for TF32: the float32 values given)."""
+    x = np.asarray(x)
+    if precision == "tf32":
+        return x.astype(np.float64)
+    if precision == "fp16":
+        return x.view(np.float16).astype(np.float64)
+    if precision == "bf16":
+        return (x.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+
+
+def round_to(x, precision: str, *, tf32: str = "nearest") -> np.ndarray:
+    """What ``precision`` makes of float32 values, as float64: FP16 and BF16 round to nearest even;
+    TF32 keeps 10 mantissa bits, rounded to nearest (``cvt.rna``, what WMMA's __float_to_tf32 does)
+    or truncated (``tf32="truncate"``: mma.sync and wgmma read the top 19 bits of the register)."""
+    x32 = np.asarray(x, np.float32)
+    if precision != "tf32":
+        return decode(encode(x32, precision), precision)
+    bits = x32.view(np.uint32).astype(np.uint64)
+    if tf32 == "nearest":
+        bits = bits + 0x1000                       # half of the dropped 13 bits: ties away, as cvt.rna
+    elif tf32 != "truncate":
+        raise ValueError(f"tf32 must be 'nearest' or 'truncate', not {tf32!r}")
+    kept = (bits & 0xFFFFE000).astype(np.uint32)
+    return kept.view(np.float32).astype(np.float64)
+
+
+def gemm_reference(a, b, precision: str) -> np.ndarray:
+    """A @ B in float64 of the values the kernel reads (encoded inputs decoded): the only error
+    left between this and a kernel's output is the tensor core's (and TF32's own rounding)."""
+    return decode(a, precision) @ decode(b, precision)
+
+
+def relative_error(c, want, a, b, precision: str) -> float:
+    """max |c - want| / (|A| @ |B|), element by element: the error in units of the sum of the
+    magnitudes that went into each output, the measure the bounds of :func:`tolerance` are in."""
+    scale = np.abs(decode(a, precision)) @ np.abs(decode(b, precision))
+    scale[scale == 0] = 1.0
+    return float(np.max(np.abs(np.asarray(c, np.float64) - want) / scale))
+
+
+def tolerance(precision: str, k: int) -> float:
+    """The largest relative error (:func:`relative_error`, against :func:`gemm_reference`) a
+    correct kernel can make, for a sum over ``k`` products.
+
+    Each output is sum_k a_k b_k. The products are exact on the tensor cores (an 11-bit by 11-bit
+    mantissa product fits FP32's 24 bits). What can go wrong:
+
+    - input rounding (TF32 only: FP16 and BF16 inputs are already exact in memory): each factor
+      loses up to 2^-10 of itself when truncated to TF32's 10 mantissa bits (2^-11 when rounded),
+      so a product up to 2 * 2^-10 (+ 2^-20): 2^-9 + 2^-20 relative to sum |a||b|;
+    - accumulation in FP32: each of the k additions into the running sum loses less than one
+      ulp of a number no larger than sum |a||b| (2^-23 relative: the tensor core's adder
+      truncates instead of rounding, so a whole ulp, not half); k additions: k * 2^-23.
+
+    The bound is the worst case; random inputs land near sqrt(k) * 2^-24 for the sum. A wrong
+    fragment layout gives errors of order 1, and a skipped k-tile of BK elements BK/k of the
+    sum (with positive inputs), above this bound for k up to 4096 and BK = 32.
+    """
+    if precision not in MANTISSA_BITS:
+        raise ValueError(f"precision must be one of fp32, {', '.join(PRECISIONS)}, not {precision!r}")
+    inputs = 2.0 ** -9 + 2.0 ** -20 if precision == "tf32" else 0.0      # fp32 (SGEMM): exact inputs
+    return inputs + k * 2.0 ** -23
+
+
+def source_tolerance(precision: str, k: int) -> float:
+    """The same bound against the float64 product of the float32 values *before* they were
+    rounded to ``precision``: each factor loses up to 2^-(mantissa bits + 1) when rounded to
+    nearest (TF32: truncated, 2^-10), twice that per product, plus the accumulation."""
+    if precision == "fp32":
+        return tolerance("fp32", k)
+    u = 2.0 ** -MANTISSA_BITS[precision] if precision == "tf32" else 2.0 ** -(MANTISSA_BITS[precision] + 1)
+    return 2 * u + u * u + k * 2.0 ** -23
+
+
+def gemm_flops(m: int, n: int, k: int) -> int:
+    return 2 * m * n * k
+
+
+def gemm_bytes(m: int, n: int, k: int, precision: str) -> int:
+    return (m * k + k * n) * INPUT_BYTES[precision] + 4 * m * n
+
+
+def inputs(m: int, n: int, k: int, precision: str, seed: int = 0, *, positive: bool = False):
+    """``(a_fp32, b_fp32, a, b)``: random float32 sources and the encoded arrays a kernel reads.
+    ``positive``: values in [0.5, 1.5) (a skipped tile shows in the error), else in [-1, 1)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = (0.5, 1.5) if positive else (-1.0, 1.0)
+    a32 = rng.uniform(lo, hi, (m, k)).astype(np.float32)
+    b32 = rng.uniform(lo, hi, (k, n)).astype(np.float32)
+    return a32, b32, encode(a32, precision), encode(b32, precision)
+
+
+# ------------------------------------------------------------------------------------------
+# The versions (kernels/tensor_cores.cu) and their launches
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TcVersion:
+    label: str                     # "v6 cp.async pipeline"
+    precision: str                 # tf32, fp16, bf16
+    kernel: str                    # extern "C" name in tensor_cores.cu
+    tile: tuple                    # (BM, BN) of one block; v1/v2: (16, 16 * warps)
+    multiple: tuple                # M, N, K must be multiples of these
+    threads: int
+    dynamic_smem: int = 0          # bytes
+    sm90a: bool = False            # wgmma: needs a CUBIN for sm_90a
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.label} {self.precision.upper()}"
+
+
+def _tile_bytes(bm, bn, bk, precision, stages):
+    return stages * (bm * bk + bk * bn) * INPUT_BYTES[precision]
+
+
+#: block tiles of the mma.sync versions, as in tensor_cores.cu (TF32_TILE, H16_TILE): BM, BN, BK
+MMA_TILE = {"tf32": (128, 128, 32), "fp16": (128, 256, 32), "bf16": (128, 256, 32)}
+V3_TILE = (128, 128, 32)
+V7_TILE = (128, 256, 64)
+V7_STAGES = 4
+V6_STAGES = {"tf32": 3, "fp16": 4, "bf16": 4}
+
+
+def _versions() -> tuple:
+    suffix = {"tf32": "tf32", "fp16": "f16", "bf16": "bf16"}
+    out = [TcVersion("v1 WMMA naive", "tf32", "tc_v1_wmma_tf32", (16, 64), (16, 16, 8), 128)]
+    for p in ("fp16", "bf16"):
+        out.append(TcVersion("v2 WMMA naive", p, f"tc_v2_wmma_{suffix[p]}", (16, 64), (16, 16, 16), 128))
+    for p in PRECISIONS:
+        out.append(TcVersion("v3 WMMA tiled", p, f"tc_v3_wmma_tiled_{suffix[p]}", V3_TILE[:2], V3_TILE, 256))
+    for label, kernel, stages in (("v4 mma.sync + ldmatrix", "tc_v4_mma", 1), ("v5 + swizzle", "tc_v5_mma_swizzle", 1),
+                                  ("v6 + cp.async pipeline", "tc_v6_pipeline", None)):
+        for p in PRECISIONS:
+            s = V6_STAGES[p] if stages is None else stages
+            bm, bn, bk = MMA_TILE[p]
+            out.append(TcVersion(label, p, f"{kernel}_{suffix[p]}", (bm, bn), (bm, bn, bk), 256,
+                                 _tile_bytes(bm, bn, bk, p, s), note=f"{s} stage{'s' if s > 1 else ''}"))
+    bm, bn, bk = MMA_TILE["fp16"]
+    for s in (2, 3):
+        out.append(TcVersion(f"v6 + cp.async pipeline, {s} stages", "fp16", f"tc_v6_pipeline_f16_{s}stages",
+                             (bm, bn), (bm, bn, bk), 256, _tile_bytes(bm, bn, bk, "fp16", s), note=f"{s} stages"))
+    for p in ("fp16", "bf16"):
+        bm, bn, bk = V7_TILE
+        out.append(TcVersion("v7 wgmma", p, f"tc_v7_wgmma_{suffix[p]}", (bm, bn), V7_TILE, 256,
+                             _tile_bytes(bm, bn, bk, p, V7_STAGES) + 1024, sm90a=True,
+                             note="cp.async + wgmma, 4 stages (1 KB extra: tiles aligned to 1024 bytes)"))
+    return tuple(out)
+
+
+VERSIONS = _versions()
+
+
+def find(label_or_kernel: str, precision: str | None = None) -> TcVersion:
+    for v in VERSIONS:
+        if v.kernel == label_or_kernel or (v.label == label_or_kernel and v.precision == precision) \
+                or v.name == label_or_kernel:
+            return v
+    raise KeyError(f"no tensor-core version {label_or_kernel!r}"
+                   + (f" in {precision}" if precision else "") + f"; known: {', '.join(v.name for v in VERSIONS)}")
+
+
+def launch_config(version: TcVersion, m: int, n: int, k: int) -> tuple:
+    """``(grid, block, dynamic shared bytes)`` of ``version`` for an M x K times K x N product;
+    ValueError, naming the requirement, when the sizes are not multiples of what it needs."""
+    mm, nm, km = version.multiple
+    bad = [f"{name} = {val} is not a multiple of {mult}"
+           for name, val, mult in (("M", m, mm), ("N", n, nm), ("K", k, km)) if val % mult or val <= 0]
+    if bad:
+        raise ValueError(f"{version.name} ({version.kernel}) needs M, N, K multiples of {mm}, {nm}, {km} "
+                         f"(its tiles are not bounds-checked): " + "; ".join(bad))
+    bm, bn = version.tile
+    if version.kernel.startswith(("tc_v1", "tc_v2")):
+        grid = (-(-(n // 16) // 4), m // 16)            # 4 warps a block, one 16 x 16 tile each
+    else:
+        grid = (n // bn, m // bm)
+    return grid, (version.threads,), version.dynamic_smem
+
+
+# ------------------------------------------------------------------------------------------
+# numba: the honest way to the tensor cores from Python (a CUDA C device function, linked)
+# ------------------------------------------------------------------------------------------
+NUMBA_BM, NUMBA_BN, NUMBA_BK = 64, 64, 16        # block tile; 4 warps of 32 x 32 (2 x 4 mma tiles)
+NUMBA_THREADS = 128
+NUMBA_MULTIPLE = (NUMBA_BM, NUMBA_BN, NUMBA_BK)
+
+
+def numba_device_source() -> str:
+    """The section of tensor_cores.cu that numba links: one mma.sync per call, nothing else."""
+    text = CU_PATH.read_text()
+    start = text.index("// one m16n8k16 (FP16 / BF16)")
+    end = text.index("// ==================================== end numba")
+    return "typedef unsigned int u32;\n" + text[start:end]
+
+
+@functools.lru_cache(maxsize=None)
+def numba_mma_kernel(precision: str):
+    """A numba kernel ``kernel(a, b, c)`` (uint16 patterns in, float32 out) whose inner product is
+    ``tc_mma_<precision>_m16n8k16`` from tensor_cores.cu, linked with ``cuda.declare_device``.
+
+    Each block stages a 64 x 16 tile of A and a 16 x 64 tile of B in shared memory; each lane of a
+    warp gathers its fragment elements by the layout written above the CUDA C function (lane l
+    holds A[l/4][2(l%4)], ...), packs two 16-bit values per 32-bit register and calls the MMA."""
+    from numba import cuda, types, uint16, uint32, float32
+
+    if precision not in ("fp16", "bf16"):
+        raise ValueError("the numba path links the FP16 and BF16 mma.sync (m16n8k16)")
+    name = f"tc_mma_{'f16' if precision == 'fp16' else 'bf16'}_m16n8k16"
+    try:
+        code = cuda.CUSource(numba_device_source())
+    except AttributeError:                                  # an older numba-cuda: a file on disk
+        import tempfile
+
+        path = Path(tempfile.gettempdir()) / "simtlab_tc_mma.cu"
+        path.write_text(numba_device_source())
+        code = str(path)
+    sig = types.UniTuple(types.float32, 4)(*([types.uint32] * 6 + [types.float32] * 4))
+    mma = cuda.declare_device(name, sig, link=[code])
+    BM, BN, BK = NUMBA_BM, NUMBA_BN, NUMBA_BK
+
+    @cuda.jit(device=True, inline=True)
+    def pack(lo, hi):
+        return uint32(lo) | (uint32(hi) << uint32(16))
+
+    @cuda.jit
+    def kernel(a, b, c):
+        sa = cuda.shared.array((BM, BK), uint16)
+        sb = cuda.shared.array((BK, BN), uint16)
+        acc = cuda.local.array((2, 4, 4), float32)
+        t = cuda.threadIdx.x
+        warp, lane = t // 32, t % 32
+        g, q = lane // 4, lane % 4                          # groupID and thread-in-group of the layout
+        wm, wn = warp // 2, warp % 2                        # 2 x 2 warps of 32 x 32 outputs
+        m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+        kk = a.shape[1]
+        for i in range(2):
+            for j in range(4):
+                for e in range(4):
+                    acc[i, j, e] = float32(0.0)
+        for k0 in range(0, kk, BK):
+            for e in range(t, BM * BK, NUMBA_THREADS):      # 8 elements of each tile per thread
+                sa[e // BK, e % BK] = a[m0 + e // BK, k0 + e % BK]
+                sb[e // BN, e % BN] = b[k0 + e // BN, n0 + e % BN]
+            cuda.syncthreads()
+            for j in range(4):
+                col = wn * 32 + j * 8 + g
+                b0 = pack(sb[2 * q, col], sb[2 * q + 1, col])
+                b1 = pack(sb[2 * q + 8, col], sb[2 * q + 9, col])
+                for i in range(2):
+                    row = wm * 32 + i * 16 + g
+                    a0 = pack(sa[row, 2 * q], sa[row, 2 * q + 1])
+                    a1 = pack(sa[row + 8, 2 * q], sa[row + 8, 2 * q + 1])
+                    a2 = pack(sa[row, 2 * q + 8], sa[row, 2 * q + 9])
+                    a3 = pack(sa[row + 8, 2 * q + 8], sa[row + 8, 2 * q + 9])
+                    d = mma(a0, a1, a2, a3, b0, b1, acc[i, j, 0], acc[i, j, 1], acc[i, j, 2], acc[i, j, 3])
+                    for e in range(4):
+                        acc[i, j, e] = d[e]
+            cuda.syncthreads()
+        for i in range(2):
+            for j in range(4):
+                row = m0 + wm * 32 + i * 16 + g
+                col = n0 + wn * 32 + j * 8 + 2 * q
+                c[row, col] = acc[i, j, 0]
+                c[row, col + 1] = acc[i, j, 1]
+                c[row + 8, col] = acc[i, j, 2]
+                c[row + 8, col + 1] = acc[i, j, 3]
+
+    return kernel
+
+
+def numba_launch_config(m: int, n: int, k: int) -> tuple:
+    """``(grid, block)`` of :func:`numba_mma_kernel`; ValueError unless M, N are multiples of 64, K of 16."""
+    bad = [f"{name} = {val} is not a multiple of {mult}"
+           for name, val, mult in (("M", m, NUMBA_BM), ("N", n, NUMBA_BN), ("K", k, NUMBA_BK)) if val % mult or val <= 0]
+    if bad:
+        raise ValueError("the numba tensor-core kernel needs M, N multiples of 64 and K of 16: " + "; ".join(bad))
+    return (n // NUMBA_BN, m // NUMBA_BM), NUMBA_THREADS
+
+
+def exported_kernels(source: str | None = None) -> list[str]:
+    """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
+    text = CU_PATH.read_text() if source is None else source
+    direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
+    macro = re.findall(r"^MMA_KERNEL\((tc_\w+),", text, flags=re.M)
+    return direct + macro

@@ -1,0 +1,393 @@
+"""Chapter 9 on the GPU: every tensor-core version against cuBLAS with the same precision.
+
+``kernels/tensor_cores.cu`` is compiled here to a CUBIN for ``sm_90a`` (wgmma exists only there;
+CuPy's own RawModule compiles for the plain ``sm_90``), with ptxas's resource report kept
+(:func:`compile_cubin`: NVRTC from cuda-bindings, else nvcc), and loaded with CuPy.
+
+The references are cuBLAS's GEMM with the same inputs and an FP32 output (``cublasGemmEx``
+through CuPy's binding: FP32 with ``CUBLAS_COMPUTE_32F``, TF32 with ``CUBLAS_COMPUTE_32F_FAST_TF32``,
+FP16 and BF16 inputs with FP32 compute and an FP32 C, exactly what the kernels do), and
+torch.matmul as a second opinion (its FP16/BF16 output is 16-bit).
+
+Each version is checked against a float64 product on the GPU with the bound of
+``kernels/tensor_cores.py: tolerance``, then timed with the course's timer
+(``harness.time_launches``: CUDA events, warm-up, median). :func:`run` does it all, every
+version in its own ``try``: one that fails is reported and the rest still run.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..kernels import tensor_cores as T
+from .harness import stamp, time_launches
+
+TOPIC = "tensor_cores"
+DEFAULT_SHAPE = (4096, 4096, 4096)
+#: not square, not a power of two, K of 3 tiles (fewer than v6's 4 stages) and of 6 for v7's BK = 64
+CHECK_SHAPES = ((384, 768, 96), (256, 512, 384))
+CUBIN_OPTIONS = ("--gpu-architecture=sm_90a", "-std=c++17", "--ptxas-options=-v")
+
+__all__ = ["compile_cubin", "module", "runner", "cublas_runner", "check_version", "run", "resource_usage",
+           "DEFAULT_SHAPE", "CHECK_SHAPES"]
+
+
+# ------------------------------------------------------------------------------------------
+# compile to a CUBIN for sm_90a, keep ptxas's report
+# ------------------------------------------------------------------------------------------
+def _nvrtc_cubin(source: str, name: str, options) -> tuple[bytes, str, str]:
+    from cuda.bindings import nvrtc
+
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    try:
+        opts = [o.encode() for o in options]
+        (status,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        log = b" " * size
+        nvrtc.nvrtcGetProgramLog(prog, log)
+        log_text = log.rstrip(b"\x00").decode(errors="replace")
+        if int(status) != 0:
+            raise RuntimeError(f"NVRTC could not compile {name}:\n{log_text}")
+        _, size = nvrtc.nvrtcGetCUBINSize(prog)
+        cubin = b" " * size
+        nvrtc.nvrtcGetCUBIN(prog, cubin)
+        _, major, minor = nvrtc.nvrtcVersion()
+        return cubin, log_text, f"NVRTC {major}.{minor} (cuda-bindings)"
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def _nvcc_cubin(path: Path) -> tuple[bytes, str, str]:
+    from ..cuda_source import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise RuntimeError("no nvcc")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "tc.cubin"
+        proc = subprocess.run([nvcc, "-arch=sm_90a", "-std=c++17", "-cubin", "-Xptxas", "-v", "-o", str(out), str(path)],
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"nvcc could not compile {path.name}:\n{proc.stderr}")
+        version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        return out.read_bytes(), proc.stdout + proc.stderr, f"nvcc ({version})"
+
+
+def compile_cubin(path: Path | str = T.CU_PATH) -> dict:
+    """``{"cubin", "log", "tool"}``: tensor_cores.cu as an sm_90a CUBIN, by NVRTC (cuda-bindings)
+    or, failing that, nvcc; ``log`` is ptxas's report (registers, spills, per kernel)."""
+    path = Path(path)
+    errors = []
+    for attempt in (lambda: _nvrtc_cubin(path.read_text(), path.name, CUBIN_OPTIONS), lambda: _nvcc_cubin(path)):
+        try:
+            cubin, log, tool = attempt()
+            return {"cubin": cubin, "log": log, "tool": tool}
+        except Exception as e:                              # the next compiler may be there
+            errors.append(f"{type(e).__name__}: {e}")
+    raise RuntimeError("cannot compile tensor_cores.cu for sm_90a:\n" + "\n".join(errors))
+
+
+def resource_usage(log: str) -> dict:
+    """ptxas's report per kernel: registers, spill stores/loads (bytes), stack frame, shared."""
+    out: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        m = re.search(r"Function properties for (\w+)", line)
+        if m:
+            current = out.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current["registers"] = int(m.group(1))
+            s = re.search(r"(\d+) bytes smem", line)
+            current["static_smem"] = int(s.group(1)) if s else 0
+    return out
+
+
+_MODULE = {}
+
+
+def module():
+    """The CuPy module of tensor_cores.cu for sm_90a (compiled once per process) and its compile report."""
+    if "module" not in _MODULE:
+        import cupy
+
+        built = compile_cubin()
+        tmp = Path(tempfile.mkdtemp(prefix="simtlab_tc_")) / "tensor_cores.cubin"
+        tmp.write_bytes(built["cubin"])
+        _MODULE["module"] = cupy.RawModule(path=str(tmp))
+        _MODULE["report"] = {"tool": built["tool"], "ptxas": resource_usage(built["log"]), "log": built["log"]}
+    return _MODULE["module"], _MODULE["report"]
+
+
+# ------------------------------------------------------------------------------------------
+# launches
+# ------------------------------------------------------------------------------------------
+def _check_operands(version_precision: str, a, b, c):
+    import cupy
+
+    want = cupy.float32 if version_precision == "tf32" else cupy.uint16
+    for name, x, dtype in (("a", a, want), ("b", b, want), ("c", c, cupy.float32)):
+        if x.dtype != dtype or x.ndim != 2 or not x.flags.c_contiguous:
+            raise ValueError(f"{name} must be a C-contiguous 2-D {np.dtype(dtype).name} CuPy array "
+                             f"(FP16/BF16 as uint16 bit patterns), got {x.dtype} {x.shape}")
+    if b.shape[0] != a.shape[1] or c.shape != (a.shape[0], b.shape[1]):
+        raise ValueError(f"shapes do not multiply: A {a.shape}, B {b.shape}, C {c.shape}")
+
+
+def runner(version: T.TcVersion, a, b, c):
+    """``run()`` enqueues C = A @ B with ``version`` on CuPy arrays, without synchronising."""
+    _check_operands(version.precision, a, b, c)
+    m, k = a.shape
+    n = b.shape[1]
+    grid, block, smem = T.launch_config(version, m, n, k)
+    mod, _ = module()
+    kernel = mod.get_function(version.kernel)
+    if smem > 48 * 1024:
+        kernel.max_dynamic_shared_size_bytes = smem
+    args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
+
+    def run():
+        kernel(grid, block, args, shared_mem=smem)
+    run.keep = (a, b, c)
+    return run
+
+
+def numba_runner(precision: str, a, b, c):
+    """``run()`` of the numba kernel (linked CUDA C mma.sync) on CuPy uint16 / float32 arrays."""
+    from numba import cuda
+
+    _check_operands(precision, a, b, c)
+    grid, block = T.numba_launch_config(a.shape[0], b.shape[1], a.shape[1])
+    kernel = T.numba_mma_kernel(precision)[grid, block]
+    views = [cuda.as_cuda_array(x, sync=False) for x in (a, b, c)]
+
+    def run():
+        kernel(*views)
+    run.keep = (a, b, c)
+    return run
+
+
+# cuBLAS data and compute types (cublas_api.h, library_types.h)
+_CUDA_R_32F, _CUDA_R_16F, _CUDA_R_16BF = 0, 2, 14
+_COMPUTE_32F, _COMPUTE_32F_FAST_TF32 = 68, 77
+_GEMM_DEFAULT = -1
+CUBLAS_REFERENCES = {
+    "fp32": ("cuBLAS SGEMM (FP32)", _CUDA_R_32F, _COMPUTE_32F),
+    "tf32": ("cuBLAS TF32", _CUDA_R_32F, _COMPUTE_32F_FAST_TF32),
+    "fp16": ("cuBLAS FP16 in, FP32 out", _CUDA_R_16F, _COMPUTE_32F),
+    "bf16": ("cuBLAS BF16 in, FP32 out", _CUDA_R_16BF, _COMPUTE_32F),
+}
+
+
+def cublas_runner(precision: str, a, b, c):
+    """``run()``: cublasGemmEx with ``precision``'s inputs (``fp32``: plain SGEMM), FP32 compute
+    and an FP32 C. Row-major C = A B is column-major C^T = B^T A^T: B is passed first."""
+    import cupy
+    from cupy_backends.cuda.libs import cublas
+
+    _name, dtype, compute = CUBLAS_REFERENCES[precision]
+    m, k = a.shape
+    n = b.shape[1]
+    handle = cupy.cuda.device.get_cublas_handle()
+    alpha, beta = np.ones(1, np.float32), np.zeros(1, np.float32)
+
+    def run():
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
+                      b.data.ptr, dtype, n, a.data.ptr, dtype, k, beta.ctypes.data,
+                      c.data.ptr, _CUDA_R_32F, n, compute, _GEMM_DEFAULT)
+    run.keep = (a, b, c, alpha, beta)
+    return run
+
+
+def torch_runner(precision: str, a, b, c):
+    """``run()`` of torch.matmul on the same memory (TF32 switched on or off for the call); FP16
+    and BF16 write a 16-bit C (torch's own), so their C is a separate array, not ``c``."""
+    import torch
+
+    import cupy
+
+    if precision in ("fp16", "bf16"):                     # DLPack has no uint16 in older torch: int16, then a view
+        dtype = torch.float16 if precision == "fp16" else torch.bfloat16
+        ta = torch.from_dlpack(a.view(cupy.int16)).view(dtype)
+        tb = torch.from_dlpack(b.view(cupy.int16)).view(dtype)
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=dtype, device=ta.device)
+    else:
+        ta, tb = torch.from_dlpack(a), torch.from_dlpack(b)
+        out = torch.from_dlpack(c)
+    tf32 = precision == "tf32"
+
+    def run():
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.matmul(ta, tb, out=out)
+    run.keep = (a, b, c, out)
+    if precision in ("fp16", "bf16"):
+        run.output = out
+    return run
+
+
+# ------------------------------------------------------------------------------------------
+# check and time
+# ------------------------------------------------------------------------------------------
+def _device_errors(c, a, b, a32, b32, precision: str) -> dict:
+    """Relative errors (kernels/tensor_cores.py: relative_error) computed on the GPU in float64:
+    against the inputs the kernel read (``vs_inputs``) and against the FP32 sources (``vs_fp32``)."""
+    import cupy
+
+    def values(x):
+        if precision in ("tf32", "fp32"):
+            return x.astype(cupy.float64)
+        if precision == "fp16":
+            return x.view(cupy.float16).astype(cupy.float64)
+        return (x.astype(cupy.uint32) << 16).view(cupy.float32).astype(cupy.float64)
+
+    c64 = c.astype(cupy.float64)
+    out = {}
+    for key, (x, y) in (("vs_inputs", (values(a), values(b))), ("vs_fp32", (a32.astype(cupy.float64), b32.astype(cupy.float64)))):
+        want = x @ y
+        scale = cupy.abs(x) @ cupy.abs(y)
+        out[key] = float(cupy.max(cupy.abs(c64 - want) / cupy.maximum(scale, 1e-300)))
+        out[key + "_rms"] = float(cupy.sqrt(cupy.mean(((c64 - want) / cupy.maximum(scale, 1e-300)) ** 2)))
+        del want, scale
+    out["finite"] = bool(cupy.isfinite(c).all())
+    return out
+
+
+def device_inputs(shape, precision: str, seed: int = 0, positive: bool = False):
+    """``(a32, b32, a, b)`` on the GPU: FP32 sources and what a ``precision`` kernel reads."""
+    import cupy
+
+    m, n, k = shape
+    host = T.inputs(m, n, k, "tf32" if precision == "fp32" else precision, seed, positive=positive)
+    return tuple(cupy.asarray(x) for x in host)
+
+
+def _output(run, c):
+    """What a run wrote: ``c``, or torch's 16-bit C (FP16/BF16 matmul) widened to float32."""
+    import cupy
+
+    out = getattr(run, "output", None)
+    return c if out is None else cupy.from_dlpack(out.float())
+
+
+def check_version(make_run, precision: str, shape, seed: int = 1) -> dict:
+    """Run ``make_run(a, b, c)`` once at ``shape`` on positive inputs and compare with float64;
+    AssertionError when the error against the inputs read exceeds the precision's bound."""
+    import cupy
+
+    a32, b32, a, b = device_inputs(shape, precision, seed, positive=True)
+    c = cupy.full((shape[0], shape[1]), cupy.nan, cupy.float32)      # an output never written stays NaN
+    run = make_run(a, b, c)
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    err = _device_errors(_output(run, c), a, b, a32, b32, precision)
+    bound = T.tolerance(precision, shape[2])
+    assert err["finite"], f"at {shape}: some outputs are not finite (never written?)"
+    assert err["vs_inputs"] <= bound, f"at {shape}: relative error {err['vs_inputs']:.3e} above the bound {bound:.3e}"
+    return {**err, "bound": bound}
+
+
+def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None):
+    """One table row: check at the odd shapes, time at ``shape``, errors at ``shape``."""
+    import cupy
+
+    row = {"name": name, "precision": precision, "impl": impl, "reference": ref_name}
+    t0 = time.perf_counter()
+    try:
+        row["checks"] = {"x".join(map(str, s)): check_version(make_run, precision, s) for s in CHECK_SHAPES}
+        a32, b32, a, b = device_inputs(shape, precision, seed=0)
+        c = cupy.zeros((shape[0], shape[1]), cupy.float32)
+        run = make_run(a, b, c)
+        t = time_launches(run, warmup=3, repeat=repeat, batch_ms=20.0)
+        row["errors"] = _device_errors(_output(run, c), a, b, a32, b32, precision)
+        m, n, k = shape
+        row.update(median_ms=t["median_ms"], min_ms=t["min_ms"], spread=t["spread"],
+                   tflops=T.gemm_flops(m, n, k) / (t["median_ms"] * 1e-3) / 1e12)
+        row["bound_vs_inputs"] = T.tolerance(precision, k)
+        del a32, b32, a, b, c, run
+    except Exception as e:                                  # one broken version must not stop the others
+        row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
+    finally:
+        cupy.get_default_memory_pool().free_all_blocks()
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    if "error" in row:
+        log(f"  {name:<48} FAILED: {row['error'].splitlines()[0]}")
+    else:
+        log(f"  {name:<48} {row['median_ms']:8.3f} ms {row['tflops']:7.1f} TFLOP/s  "
+            f"err {row['errors']['vs_inputs']:.2e} (bound {row['bound_vs_inputs']:.1e})  [{row['seconds']} s]")
+    return row
+
+
+def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, only=None, log=print) -> dict:
+    """Check and time every version and reference at ``shape``; JSON-ready results."""
+    import cupy
+
+    result = {**stamp(), "shape": list(shape), "rows": [], "compile": {}}
+    try:
+        t0 = time.perf_counter()
+        _, report = module()
+        result["compile"] = {"tool": report["tool"], "seconds": round(time.perf_counter() - t0, 1),
+                             "ptxas": report["ptxas"]}
+        log(f"compiled tensor_cores.cu for sm_90a with {report['tool']} in {result['compile']['seconds']} s")
+    except Exception as e:
+        result["compile"] = {"error": f"{type(e).__name__}: {e}"}
+        log(f"COMPILE FAILED: {e}")
+    rows = result["rows"]
+    for precision in ("fp32", "tf32", "fp16", "bf16"):
+        name = CUBLAS_REFERENCES[precision][0]
+        rows.append(_row(name, precision, "cublas", lambda a, b, c, p=precision: cublas_runner(p, a, b, c), shape, repeat, log))
+        rows.append(_row(f"torch.matmul {precision.upper()}" + (" (16-bit out)" if precision in ("fp16", "bf16") else ""),
+                         precision, "torch", lambda a, b, c, p=precision: torch_runner(p, a, b, c), shape, repeat, log))
+    for v in T.VERSIONS:
+        if only and not any(key in v.name or key in v.kernel for key in only):
+            continue
+        rows.append(_row(v.name, v.precision, "cuda-c", lambda a, b, c, v=v: runner(v, a, b, c), shape, repeat, log,
+                         ref_name=CUBLAS_REFERENCES[v.precision][0]))
+        rows[-1]["kernel"] = v.kernel
+        rows[-1]["note"] = v.note
+        if "ptxas" in result["compile"]:
+            rows[-1]["ptxas"] = result["compile"]["ptxas"].get(v.kernel)
+        try:
+            attrs = module()[0].get_function(v.kernel).attributes
+            rows[-1]["attributes"] = {k: attrs[k] for k in ("num_regs", "shared_size_bytes", "local_size_bytes",
+                                                            "max_threads_per_block") if k in attrs}
+        except Exception as e:
+            rows[-1]["attributes"] = {"error": str(e)}
+    if numba:
+        for precision in ("fp16", "bf16"):
+            rows.append(_row(f"numba + linked CUDA C mma.sync {precision.upper()}", precision, "numba",
+                             lambda a, b, c, p=precision: numba_runner(p, a, b, c), shape, repeat, log,
+                             ref_name=CUBLAS_REFERENCES[precision][0]))
+    by_name = {r["name"]: r for r in rows}
+    for r in rows:
+        ref = by_name.get(r.get("reference") or "")
+        if ref and "tflops" in r and "tflops" in ref:
+            r["vs_cublas"] = r["tflops"] / ref["tflops"]
+    cupy.get_default_memory_pool().free_all_blocks()
+    return result
+
+
+def table(result: dict) -> str:
+    """The results as text: TFLOP/s, % of cuBLAS with the same precision, errors vs FP64."""
+    lines = [f"{result.get('device')}  {result.get('date')}  shape {'x'.join(map(str, result['shape']))}",
+             f"{'version':<46} {'ms':>8} {'TFLOP/s':>8} {'% cuBLAS':>9} {'err vs in':>10} {'bound':>8} {'err vs fp32':>11} {'regs':>5}"]
+    for r in result["rows"]:
+        if "error" in r:
+            lines.append(f"{r['name']:<46} FAILED: {r['error'].splitlines()[0][:150]}")
+            continue
+        pct = f"{100 * r['vs_cublas']:8.1f}%" if "vs_cublas" in r else f"{'':>9}"
+        regs = (r.get("ptxas") or {}).get("registers", "")
+        lines.append(f"{r['name']:<46} {r['median_ms']:8.3f} {r['tflops']:8.1f} {pct} "
+                     f"{r['errors']['vs_inputs']:10.2e} {r['bound_vs_inputs']:8.1e} {r['errors']['vs_fp32']:11.2e} {regs!s:>5}")
+    return "\n".join(lines)

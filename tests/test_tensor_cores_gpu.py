@@ -1,0 +1,80 @@
+"""Chapter 9 on a GPU: every tensor-core version of kernels/tensor_cores.cu, the numba kernel
+with the linked CUDA C mma.sync, and the cuBLAS references agree with a float64 product of the
+inputs they read, within the bound their precision allows (kernels/tensor_cores.py: tolerance),
+at shapes that are multiples of each version's tile but not squares or powers of two."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_support import requires_gpu
+from simtlab.kernels import tensor_cores as T
+
+pytestmark = [pytest.mark.gpu, requires_gpu]
+
+#: multiples of every tile (128 x 256 x 64), K of 1 tile (v7), 3 tiles (fewer than v6's 4
+#: stages) and 17 (K = 1088 for BK = 64, 34 tiles of 32: the ring wraps many times)
+SHAPES = [(128, 256, 64), (384, 768, 96), (256, 512, 1088)]
+
+
+def _ids(shape):
+    return "x".join(map(str, shape))
+
+
+def _needs_sm90a(version):
+    import cupy
+
+    capability = cupy.cuda.Device().compute_capability          # "90" on an H100 / H200
+    if version.sm90a and capability != "90":
+        pytest.skip(f"{version.name} needs an sm_90 GPU (wgmma), this one is sm_{capability}")
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=_ids)
+@pytest.mark.parametrize("kernel", [v.kernel for v in T.VERSIONS])
+def test_version_matches_float64_within_its_precision(kernel, shape):
+    from simtlab.gpubench import tensor_cores as bench
+
+    version = T.find(kernel)
+    _needs_sm90a(version)
+    m, n, k = shape
+    k = k if k % version.multiple[2] == 0 else version.multiple[2] * 3
+    err = bench.check_version(lambda a, b, c: bench.runner(version, a, b, c), version.precision, (m, n, k))
+    assert err["vs_inputs"] <= err["bound"]
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_numba_with_linked_mma_matches_float64(precision):
+    from simtlab.gpubench import tensor_cores as bench
+
+    err = bench.check_version(lambda a, b, c: bench.numba_runner(precision, a, b, c), precision, (128, 192, 80))
+    assert err["vs_inputs"] <= err["bound"]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "tf32", "fp16", "bf16"])
+def test_cublas_reference_matches_float64(precision):
+    from simtlab.gpubench import tensor_cores as bench
+
+    err = bench.check_version(lambda a, b, c: bench.cublas_runner(precision, a, b, c), precision, (384, 768, 96))
+    assert err["vs_inputs"] <= err["bound"]
+
+
+def test_sizes_the_tiles_do_not_cover_are_refused():
+    import cupy
+
+    from simtlab.gpubench import tensor_cores as bench
+
+    version = T.find("tc_v6_pipeline_f16")
+    a = cupy.zeros((100, 64), cupy.uint16)
+    b = cupy.zeros((64, 256), cupy.uint16)
+    with pytest.raises(ValueError, match="M = 100 is not a multiple of 128"):
+        bench.runner(version, a, b, cupy.zeros((100, 256), cupy.float32))
+
+
+def test_sm90a_cubin_has_no_spills():
+    from simtlab.gpubench import tensor_cores as bench
+
+    _, report = bench.module()
+    usage = report["ptxas"]
+    assert set(usage) >= {v.kernel for v in T.VERSIONS}, report["log"][-2000:]
+    spilled = {k: u for k, u in usage.items() if u.get("spill_stores") or u.get("spill_loads")}
+    assert not spilled, spilled
