@@ -48,7 +48,19 @@ def _kernel_names(topic):
         return set(re.findall(r'extern "C" __global__ void(?:\s+__\w+__\([^)]*\))*\s+(\w+)\s*\(', source))
 
 
-@pytest.mark.parametrize("topic", [pytest.param(t, marks=[pytest.mark.slow] if t in SLOW_TOPICS else [])
+# chapter 9's kernels need wmma, mma.sync, ldmatrix and wgmma, which the PTX engine does not run yet
+NOT_YET = {"tensor_cores": "the PTX engine has no tensor-core instructions (wmma, mma.sync, ldmatrix, "
+                           "wgmma) yet"}
+
+
+def _topic_marks(t):
+    marks = [pytest.mark.slow] if t in SLOW_TOPICS else []
+    if t in NOT_YET:
+        marks.append(pytest.mark.xfail(strict=True, reason=NOT_YET[t]))
+    return marks
+
+
+@pytest.mark.parametrize("topic", [pytest.param(t, marks=_topic_marks(t))
                                    for t in sorted(p.stem for p in (ROOT / "kernels").glob("*.cu"))])
 def test_every_kernel_of_the_course_has_a_case(topic):
     assert topic in TOPICS
