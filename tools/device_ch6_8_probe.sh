@@ -16,6 +16,10 @@ if [ -n "$NCU" ]; then
       echo "==== ncu: conv $v (cuda-c), C1, batch 1000 ===="
       $NCU --kernel-name regex:conv_v --launch-skip 2 --launch-count 1 $SECTIONS python3 benchmarks/ncu_conv.py "$v" 2>&1 | grep -v "^==PROF=="
     done
+    echo "==== ncu: conv v5 tuned (cuda-c), C3, batch 1000 ===="
+    $NCU --kernel-name regex:conv_v --launch-skip 2 --launch-count 1 $SECTIONS python3 benchmarks/ncu_conv.py "v5 tuned" --layer C3 2>&1 | grep -v "^==PROF=="
+    echo "==== ncu: the course forward at batch 1, each kernel's GPU time (third pass) ===="
+    $NCU --launch-skip 10 --metrics gpu__time_duration.sum,sm__cycles_active.avg python3 benchmarks/ncu_cnn.py --batch 1 2>&1 | grep -v "^==PROF=="
     echo "==== ncu: cuBLAS SGEMM 4096^3 ===="
     $NCU --kernel-name regex:"gemm|xmma|cutlass" --launch-skip 2 --launch-count 1 $SECTIONS python3 benchmarks/ncu_gemm.py cublas 2>&1 | grep -v "^==PROF=="
     echo "==== ncu: gemm v3 shared tiles (cuda-c) 4096^3 ===="
