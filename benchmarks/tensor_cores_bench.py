@@ -3,7 +3,11 @@ against cuBLAS with the same precision, at 4096^3 by default.
 
     python benchmarks/tensor_cores_bench.py --out $OUT/tensor_cores_h100.json
 
-Each version is first checked at two small shapes against a float64 product (the bound of
+The v6 sweep (every tc_v6s_* configuration of tensor_cores.cu: block and warp tile, stages,
+__launch_bounds__ blocks per SM, L2 group, shared-memory epilogue) is timed as well, and the
+fastest correct v6 per precision is printed last (``best`` in the JSON): the version table's v6.
+
+Each version is first checked at two small shapes (rounded up to its tile) against a float64 product (the bound of
 kernels/tensor_cores.py: tolerance), then timed (CUDA events, warm-up, median of --repeat),
 and its error at the full shape is measured against float64 of the inputs it read and of the
 FP32 sources. One failing version is reported and the others still run. Also recorded: ptxas's
@@ -29,9 +33,13 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=10, help="timed batches per version (median)")
     parser.add_argument("--only", nargs="*", help="versions whose name or kernel contains one of these")
     parser.add_argument("--no-numba", action="store_true", help="skip the numba + linked CUDA C rows")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the v6 sweep (tc_v6s_* configurations)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds after which no further version is started (listed as skipped)")
     args = parser.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split(","))
-    result = bench.run(shape, repeat=args.repeat, numba=not args.no_numba, only=args.only)
+    result = bench.run(shape, repeat=args.repeat, numba=not args.no_numba, sweep=not args.no_sweep, only=args.only,
+                       budget_s=args.budget)
     result["command"] = "python benchmarks/tensor_cores_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -262,6 +262,16 @@ __device__ __forceinline__ u32 ld_shared_b32(u32 addr)
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
     return v;
 }
+__device__ __forceinline__ void st_shared_f2(u32 addr, float x, float y)
+{
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ float4 ld_shared_f4(u32 addr)
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(addr) : "memory");
+    return v;
+}
 // ldmatrix: the warp reads four 8 x 8 matrices of 16-bit elements; lanes 8i .. 8i+7 give the
 // addresses of matrix i's rows, and lane l receives row l/4, elements 2(l%4) and 2(l%4)+1 of each
 // (.trans: column l/4, rows 2(l%4) and 2(l%4)+1). One instruction fills an mma's A fragment.
@@ -514,29 +524,12 @@ struct MmaTile {
         const int tiles = K / BK;
         auto sa = [&](int s) { return base + s * (A_BYTES + B_BYTES); };
         auto sb = [&](int s) { return base + s * (A_BYTES + B_BYTES) + A_BYTES; };
-        if constexpr (STAGES == 1) {
-            for (int kt = 0; kt < tiles; ++kt) {
-                __syncthreads();                              // everyone is done reading the last tile
-                load(A, B, sa(0), sb(0), m0, n0, kt * BK, N, K);
-                __syncthreads();
-                compute(acc, sa(0), sb(0), wm, wn);
-            }
-        } else {
-            // the ring: tiles kt+1 .. kt+STAGES-1 are in flight while tile kt is multiplied
-#pragma unroll
-            for (int s = 0; s < STAGES - 1; ++s) {
-                if (s < tiles) load(A, B, sa(s), sb(s), m0, n0, s * BK, N, K);
-                cp_async_commit();                            // always: the group count stays uniform
-            }
-            for (int kt = 0; kt < tiles; ++kt) {
-                cp_async_wait<STAGES - 2>();                  // this thread's copies of tile kt have landed
-                __syncthreads();                              // everyone's have, and tile kt-1's slot is free
-                const int next = kt + STAGES - 1;
-                if (next < tiles) load(A, B, sa(next % STAGES), sb(next % STAGES), m0, n0, next * BK, N, K);
-                cp_async_commit();
-                compute(acc, sa(kt % STAGES), sb(kt % STAGES), wm, wn);
-            }
-            cp_async_wait<0>();
+        // v4 and v5: load, sync, compute (the pipelined v6 is MmaPipeline below, which reuses load())
+        for (int kt = 0; kt < tiles; ++kt) {
+            __syncthreads();                                  // everyone is done reading the last tile
+            load(A, B, sa(0), sb(0), m0, n0, kt * BK, N, K);
+            __syncthreads();
+            compute(acc, sa(0), sb(0), wm, wn);
         }
 #pragma unroll
         for (int i = 0; i < MT; ++i)
@@ -549,7 +542,7 @@ struct MmaTile {
     }
 };
 
-// Block tiles (kernels/tensor_cores.py: TILES has the same numbers for the launcher):
+// Block tiles (kernels/tensor_cores.py: MMA_TILE has the same numbers for the launcher):
 //   TF32:      128 x 128 x 32, 8 warps of 64 x 32 (64 accumulators a thread), 32 KB a stage
 //   FP16/BF16: 128 x 256 x 32, 8 warps of 64 x 64 (128 accumulators a thread), 24 KB a stage
 #define TF32_TILE 128, 128, 32, 64, 32
@@ -571,12 +564,279 @@ MMA_KERNEL(tc_v5_mma_swizzle_tf32, Tf32, TF32_TILE, 1, true, float)
 MMA_KERNEL(tc_v5_mma_swizzle_f16, F16, H16_TILE, 1, true, u16)
 MMA_KERNEL(tc_v5_mma_swizzle_bf16, Bf16, H16_TILE, 1, true, u16)
 
-// ---- v6: v5 fed by a cp.async ring of STAGES tiles: global loads go straight to shared memory, STAGES-1 tiles ahead, so the tensor cores never wait for a load and no registers hold tiles in transit
-MMA_KERNEL(tc_v6_pipeline_tf32, Tf32, TF32_TILE, 3, true, float)
-MMA_KERNEL(tc_v6_pipeline_f16, F16, H16_TILE, 4, true, u16)
-MMA_KERNEL(tc_v6_pipeline_bf16, Bf16, H16_TILE, 4, true, u16)
-MMA_KERNEL(tc_v6_pipeline_f16_2stages, F16, H16_TILE, 2, true, u16)    // the stage count, swept
-MMA_KERNEL(tc_v6_pipeline_f16_3stages, F16, H16_TILE, 3, true, u16)
+// ============================================================================================
+// v6: the cp.async pipeline, a template over its tuning knobs (the benchmark sweeps them):
+//   BM x BN x BK   block tile; WM x WN the warp tile ((BM/WM) * (BN/WN) warps)
+//   STAGES         tiles in the shared ring; STAGES-1 of them are in flight while one is multiplied
+//   MINB           __launch_bounds__' minimum blocks per SM: ptxas caps the registers at
+//                  65536 / (MINB * threads), so MINB = 2 lets two blocks share an SM (their
+//                  barriers and epilogues overlap the other block's MMAs) where shared memory allows
+//   GROUP          block rows walked before moving right (L2 reuse of A and B tiles)
+//   EPI_SMEM       the epilogue goes through shared memory: each warp's 16-row strips are
+//                  written there and read back as float4, so C is stored with 16-byte,
+//                  row-contiguous stores (512 bytes a warp instruction) instead of float2
+// Inside a k-tile the fragments are double-buffered in registers: the ldmatrix of k-step kk+1
+// are issued before the MMAs of kk, and the first k-step of the next tile is loaded right after
+// the barrier that makes it visible, so the tensor cores never wait on a shared-memory load.
+// One barrier per k-tile: at the last k-step it (1) publishes tile kt+1 (cp.async.wait_group
+// STAGES-2: the STAGES-2 newest groups may still fly) and (2) tells every warp that tile kt-1's
+// slot, which the next cp.async overwrites, is read by no one any more.
+// ============================================================================================
+template <class P, int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP, bool EPI_SMEM>
+struct MmaPipeline {
+    typedef MmaTile<P, BM, BN, BK, WM, WN, STAGES, true> Tile;   // tile loads and swizzles as v5
+    typedef typename P::T T;
+    static constexpr bool TF32 = Tile::TF32;
+    static constexpr int MT = Tile::MT, NT = Tile::NT, A_CHUNKS = Tile::A_CHUNKS, B_CHUNKS = Tile::B_CHUNKS;
+    static constexpr int KSTEPS = BK / P::MMA_K;
+    static constexpr int STAGE_BYTES = Tile::A_BYTES + Tile::B_BYTES;
+    static constexpr int WARPS = (BM / WM) * (BN / WN);
+    static constexpr int EPI_LD = WN + 8;                       // floats per staged row: +8 keeps float2 writes conflict-free
+    static constexpr int EPI_BYTES = EPI_SMEM ? WARPS * 16 * EPI_LD * 4 : 0;
+    static constexpr int SMEM = STAGES * STAGE_BYTES > EPI_BYTES ? STAGES * STAGE_BYTES : EPI_BYTES;
+    static_assert(STAGES >= 2, "a pipeline has at least 2 stages");
+    static_assert(KSTEPS % 2 == 0, "fragments alternate between two register sets: an even number of k-steps a tile");
+    static_assert(!TF32 || NT % 1 == 0, "");
+
+    // The tile copies: each thread moves the same chunk column of rows r0, r0 + ROWS, ... of A (and of
+    // B); ROWS is a multiple of the swizzle's period, so every pass has the thread's first swizzle
+    // and the shared offsets are one base plus a constant. Only two global pointers stay live,
+    // advanced by one tile per copy.
+    static constexpr int THREADS = WARPS * 32;
+    static constexpr int A_ROWS = THREADS / A_CHUNKS, B_ROWS = THREADS / B_CHUNKS;   // rows per pass
+    static_assert(THREADS % A_CHUNKS == 0 && THREADS % B_CHUNKS == 0 && BM % A_ROWS == 0 && BK % B_ROWS == 0,
+                  "tile copies must split evenly");
+    static_assert(A_ROWS % 8 == 0 && B_ROWS % (TF32 ? 4 : 8) == 0, "a pass must keep each thread's swizzle");
+    struct Copier {
+        const T* a;                                           // this thread's first A chunk of the next tile
+        const T* b;
+        u32 a_off, b_off;                                     // and where it lands in a stage
+        size_t a_pass, b_pass;                                // A_ROWS rows of A, B_ROWS rows of B, in elements
+    };
+    static __device__ __forceinline__ Copier copier(const T* A, const T* B, int m0, int n0, int N, int K)
+    {
+        const int t = threadIdx.x;
+        const int ar = t / A_CHUNKS, ac = t % A_CHUNKS, br = t / B_CHUNKS, bc = t % B_CHUNKS;
+        Copier c;
+        c.a = A + (size_t)(m0 + ar) * K + ac * Tile::EPC;
+        c.b = B + (size_t)br * N + n0 + bc * Tile::EPC;
+        c.a_off = (ar * A_CHUNKS + swizzle_a<A_CHUNKS, true>(ar, ac)) * 16;
+        c.b_off = (br * B_CHUNKS + swizzle_b<TF32, true>(br, bc)) * 16;
+        c.a_pass = (size_t)A_ROWS * K;
+        c.b_pass = (size_t)B_ROWS * N;
+        return c;
+    }
+    // the next k-tile into the stage at (sa, sb), then the pointers move one tile on
+    static __device__ __forceinline__ void copy_tile(Copier& c, u32 sa, u32 sb, int N)
+    {
+#pragma unroll
+        for (int p = 0; p < BM / A_ROWS; ++p) cp_async_16(sa + c.a_off + p * A_ROWS * A_CHUNKS * 16, c.a + p * c.a_pass);
+#pragma unroll
+        for (int p = 0; p < BK / B_ROWS; ++p) cp_async_16(sb + c.b_off + p * B_ROWS * B_CHUNKS * 16, c.b + p * c.b_pass);
+        c.a += BK;
+        c.b += (size_t)BK * N;
+    }
+
+    struct Frags { u32 a[MT][4]; u32 b[NT][2]; };
+
+    // Where this lane's ldmatrix / ld.shared of k-step 0, fragment 0 read, relative to a stage's
+    // A or B tile, computed once: the other k-steps and fragments follow by an XOR and an add
+    // (see fragment_offsets in kernels/tensor_cores.py, which checks this algebra against the
+    // direct swizzle for every configuration), so a handful of registers hold all the addresses.
+    //   A: chunk (2 kk + hi) ^ s(row) = (hi ^ s(row)) ^ 2 kk, since 2 kk has bit 0 clear and the
+    //      swizzle depends on row mod 8 (fragments i are 16 rows apart: the same swizzle): off0 ^ 32 kk + i * 16 rows
+    //   B (16-bit, .trans): chunk (c0 + 2 j + half) ^ (k & 7), k & 7 = lane & 7 for every kk: off0 ^ 32 (j & 3) + 128 (j >> 2) + kk * 16 rows
+    //   B (TF32): chunk (c0 + 2 j + (g >> 1)) ^ 2 t: off0 ^ 32 (j & 3) + 128 (j >> 2) + kk * 8 rows
+    struct Offsets { u32 a, b; };
+    static __device__ __forceinline__ Offsets fragment_offsets(int wm, int wn)
+    {
+        const int lane = threadIdx.x % 32;
+        Offsets o;
+        const int row = wm * WM + (lane & 15);
+        o.a = (row * A_CHUNKS + swizzle_a<A_CHUNKS, true>(row, lane >> 4)) * 16;
+        if constexpr (!TF32) {
+            const int mat = lane >> 3, k = (mat & 1) * 8 + (lane & 7), n = wn * WN + (mat >> 1) * 8;
+            o.b = (k * B_CHUNKS + swizzle_b<false, true>(k, n / 8)) * 16;
+        } else {
+            const int n = wn * WN + (lane >> 2), k = lane & 3;
+            o.b = (k * B_CHUNKS + swizzle_b<true, true>(k, n / 4)) * 16 + (n % 4) * 4;
+        }
+        return o;
+    }
+
+    // the warp's A and B fragments of k-step kk of the tile in (sa, sb): ldmatrix.x4 for A,
+    // ldmatrix.x4.trans for 16-bit B (two n8 tiles each), two 32-bit loads per n8 tile for TF32 B
+    static __device__ __forceinline__ void load_frags(Frags& f, u32 sa, u32 sb, Offsets o, int kk)
+    {
+        const u32 a_kk = sa + (o.a ^ (kk * 32));
+#pragma unroll
+        for (int i = 0; i < MT; ++i) ldmatrix_x4(f.a[i], a_kk + i * 16 * A_CHUNKS * 16);
+        if constexpr (!TF32) {
+#pragma unroll
+            for (int j = 0; j < NT / 2; ++j) {
+                u32 r[4];
+                ldmatrix_x4_trans(r, sb + (o.b ^ ((j & 3) * 32)) + (j >> 2) * 128 + kk * 16 * B_CHUNKS * 16);
+                f.b[2 * j][0] = r[0]; f.b[2 * j][1] = r[1]; f.b[2 * j + 1][0] = r[2]; f.b[2 * j + 1][1] = r[3];
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < NT; ++j) {
+                const u32 at = sb + (o.b ^ ((j & 3) * 32)) + (j >> 2) * 128 + kk * 8 * B_CHUNKS * 16;
+                f.b[j][0] = ld_shared_b32(at);
+                f.b[j][1] = ld_shared_b32(at + 4 * B_CHUNKS * 16);
+            }
+        }
+    }
+
+    static __device__ __forceinline__ void mma_all(float (&acc)[MT][NT][4], const Frags& f)
+    {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) P::mma(acc[i][j], f.a[i], f.b[j]);
+    }
+
+    // C from the accumulators: float2 stores straight from the fragments, or (EPI_SMEM) each
+    // 16 x WN strip through the warp's own piece of shared memory and out as float4 rows
+    static __device__ __forceinline__ void store(const float (&acc)[MT][NT][4], float* __restrict__ C, u32 base,
+                                                 int row0, int col0, int N)
+    {
+        const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+        if constexpr (!EPI_SMEM) {
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const int row = row0 + i * 16 + (lane >> 2), col = col0 + j * 8 + (lane & 3) * 2;
+                    *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[i][j][0], acc[i][j][1]);
+                    *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(acc[i][j][2], acc[i][j][3]);
+                }
+        } else {
+            const u32 strip = base + warp * 16 * EPI_LD * 4;
+            constexpr int ROW_F4 = WN / 4;                       // float4 per strip row
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+#pragma unroll
+                for (int j = 0; j < NT; ++j) {
+                    const int r = lane >> 2, c = j * 8 + (lane & 3) * 2;
+                    st_shared_f2(strip + (r * EPI_LD + c) * 4, acc[i][j][0], acc[i][j][1]);
+                    st_shared_f2(strip + ((r + 8) * EPI_LD + c) * 4, acc[i][j][2], acc[i][j][3]);
+                }
+                __syncwarp();
+#pragma unroll
+                for (int p = 0; p < 16 * ROW_F4 / 32; ++p) {
+                    const int e = lane + p * 32, r = e / ROW_F4, c4 = e % ROW_F4;
+                    const float4 v = ld_shared_f4(strip + (r * EPI_LD + c4 * 4) * 4);
+                    *reinterpret_cast<float4*>(&C[(size_t)(row0 + i * 16 + r) * N + col0 + c4 * 4]) = v;
+                }
+                __syncwarp();                                   // the strip is rewritten by the next i
+            }
+        }
+    }
+
+    static __device__ __forceinline__ void run(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C,
+                                               int M, int N, int K)
+    {
+        extern __shared__ __align__(128) unsigned char smem[];
+        const u32 base = smem_u32(smem);
+        const int warp = threadIdx.x / 32;
+        const int wm = warp / (BN / WN), wn = warp % (BN / WN);
+        int bm, bn;
+        grouped_block<GROUP>(bm, bn);
+        const int m0 = bm * BM, n0 = bn * BN;
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        const int tiles = K / BK;
+        Copier cp = copier(A, B, m0, n0, N, K);
+        // prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty ones too, so the
+        // group count, and what wait_group N means, is the same for every thread and every tile)
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < tiles) copy_tile(cp, base + s * STAGE_BYTES, base + s * STAGE_BYTES + Tile::A_BYTES, N);
+            cp_async_commit();
+        }
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        Frags f[2];
+        const Offsets offsets = fragment_offsets(wm, wn);
+        load_frags(f[0], base, base + Tile::A_BYTES, offsets, 0);
+        int read_slot = 0, write_slot = STAGES - 1;           // tile kt's slot, tile kt+STAGES-1's slot
+        for (int kt = 0; kt < tiles; ++kt) {
+            const u32 sa = base + read_slot * STAGE_BYTES, sb = sa + Tile::A_BYTES;
+            const int next_slot = read_slot + 1 == STAGES ? 0 : read_slot + 1;
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                if (kk == KSTEPS - 1) {
+                    cp_async_wait<STAGES - 2>();              // this thread's copies of tile kt+1 have landed
+                    __syncthreads();                          // everyone's; and no one reads tile kt-1 any more
+                    if (kt + 1 < tiles) {
+                        const u32 na = base + next_slot * STAGE_BYTES;
+                        load_frags(f[(kk + 1) & 1], na, na + Tile::A_BYTES, offsets, 0);
+                    }
+                } else {
+                    load_frags(f[(kk + 1) & 1], sa, sb, offsets, kk + 1);
+                }
+                if (kk == 0) {                                // tile kt+STAGES-1 into the slot tile kt-1 left
+                    const int next = kt + STAGES - 1;
+                    if (next < tiles) {
+                        const u32 wa = base + write_slot * STAGE_BYTES;
+                        copy_tile(cp, wa, wa + Tile::A_BYTES, N);
+                    }
+                    cp_async_commit();
+                }
+                mma_all(acc, f[kk & 1]);
+            }
+            read_slot = next_slot;
+            write_slot = write_slot + 1 == STAGES ? 0 : write_slot + 1;
+        }
+        cp_async_wait<0>();
+        if constexpr (EPI_SMEM) __syncthreads();              // the ring's memory becomes the epilogue's
+        store(acc, C, base, m0 + wm * WM, n0 + wn * WN, N);
+    }
+};
+
+// One v6 configuration: (name, precision, storage type, BM, BN, BK, WM, WN, STAGES, MINB, GROUP, EPI_SMEM).
+// kernels/tensor_cores.py reads these lines (and the comment after each) into its sweep table.
+#define V6_KERNEL(name, P, T, BM, BN, BK, WM, WN, STAGES, MINB, GROUP, EPI)                                    \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                              \
+    name(const T* __restrict__ A, const T* __restrict__ B, float* __restrict__ C, int M, int N, int K)          \
+    {                                                                                                           \
+        MmaPipeline<P, BM, BN, BK, WM, WN, STAGES, GROUP, EPI>::run(A, B, C, M, N, K);                          \
+    }
+
+// ---- v6: v5 fed by a cp.async ring of STAGES tiles (global loads go straight to shared memory, STAGES-1 tiles ahead, so the tensor cores never wait for a load and no registers hold tiles in transit), fragments double-buffered in registers across k-steps
+V6_KERNEL(tc_v6_pipeline_tf32, Tf32, float, 128, 128, 32, 64, 32, 3, 1, 8, false)    // chapter 9's v6 TF32 (the first H100 run's tile)
+V6_KERNEL(tc_v6_pipeline_f16, F16, u16, 128, 256, 32, 64, 64, 4, 1, 8, false)        // chapter 9's v6 FP16
+V6_KERNEL(tc_v6_pipeline_bf16, Bf16, u16, 128, 256, 32, 64, 64, 4, 1, 8, false)      // chapter 9's v6 BF16
+V6_KERNEL(tc_v6_pipeline_f16_2stages, F16, u16, 128, 256, 32, 64, 64, 2, 1, 8, false)   // the stage count, swept
+V6_KERNEL(tc_v6_pipeline_f16_3stages, F16, u16, 128, 256, 32, 64, 64, 3, 1, 8, false)
+
+// ---- the v6 sweep: candidates the benchmark times at 4096^3 (the best per precision is reported)
+// FP16: BK = 64 halves the barriers per MMA and makes A's rows 128 bytes (the full 8-row swizzle)
+V6_KERNEL(tc_v6s_f16_128x256x64_w64x64_s3_b1, F16, u16, 128, 256, 64, 64, 64, 3, 1, 8, false)    // CUTLASS's sm80 default shape: 48 KB a stage, 144 KB
+V6_KERNEL(tc_v6s_f16_128x256x64_w64x64_s4_b1, F16, u16, 128, 256, 64, 64, 64, 4, 1, 8, false)    // one more tile in flight (192 KB)
+V6_KERNEL(tc_v6s_f16_128x256x64_w64x64_s3_b1_epi, F16, u16, 128, 256, 64, 64, 64, 3, 1, 8, true) // + 16-byte C stores through shared memory
+V6_KERNEL(tc_v6s_f16_256x128x64_w64x64_s3_b1, F16, u16, 256, 128, 64, 64, 64, 3, 1, 8, false)    // tall tile: more ldmatrix (non-trans) A per B
+V6_KERNEL(tc_v6s_f16_128x256x32_w64x64_s4_b1_epi, F16, u16, 128, 256, 32, 64, 64, 4, 1, 8, true) // today's v6 tile, smem epilogue
+V6_KERNEL(tc_v6s_f16_128x128x64_w64x64_s3_b2, F16, u16, 128, 128, 64, 64, 64, 3, 2, 8, false)    // 4 warps, 96 KB: 2 blocks an SM hide each other's barriers
+V6_KERNEL(tc_v6s_f16_128x128x32_w64x64_s4_b2, F16, u16, 128, 128, 32, 64, 64, 4, 2, 8, false)    // 4 warps, 64 KB, 2 blocks an SM, BK 32
+V6_KERNEL(tc_v6s_f16_128x128x64_w64x64_s3_b2_epi, F16, u16, 128, 128, 64, 64, 64, 3, 2, 8, true) // 2 blocks an SM + 16-byte C stores
+V6_KERNEL(tc_v6s_f16_128x256x64_w64x64_s3_b1_g16, F16, u16, 128, 256, 64, 64, 64, 3, 1, 16, false) // wider L2 group
+V6_KERNEL(tc_v6s_bf16_128x256x64_w64x64_s3_b1, Bf16, u16, 128, 256, 64, 64, 64, 3, 1, 8, false)  // BF16 twins of the likeliest FP16 winners
+V6_KERNEL(tc_v6s_bf16_128x128x64_w64x64_s3_b2, Bf16, u16, 128, 128, 64, 64, 64, 3, 2, 8, false)  // BF16 twin: 2 blocks an SM
+V6_KERNEL(tc_v6s_bf16_128x256x64_w64x64_s4_b1, Bf16, u16, 128, 256, 64, 64, 64, 4, 1, 8, false)  // BF16 twin: 4 stages
+// TF32 (m16n8k8: half the FP16 rate per instruction, B read as 32-bit words)
+V6_KERNEL(tc_v6s_tf32_128x128x32_w64x64_s3_b2, Tf32, float, 128, 128, 32, 64, 64, 3, 2, 8, false)   // 4 warps, 96 KB: 2 blocks an SM
+V6_KERNEL(tc_v6s_tf32_128x256x32_w64x64_s4_b1, Tf32, float, 128, 256, 32, 64, 64, 4, 1, 8, false)   // 8 warps of 64 x 64, one more stage (192 KB)
+V6_KERNEL(tc_v6s_tf32_128x256x32_w64x64_s3_b1, Tf32, float, 128, 256, 32, 64, 64, 3, 1, 8, false)   // 8 warps of 64 x 64: twice the MMAs per fragment byte
+V6_KERNEL(tc_v6s_tf32_256x128x32_w64x64_s3_b1, Tf32, float, 256, 128, 32, 64, 64, 3, 1, 8, false)   // tall: A through ldmatrix, fewer scalar B loads per MMA
+V6_KERNEL(tc_v6s_tf32_128x128x32_w64x32_s4_b1, Tf32, float, 128, 128, 32, 64, 32, 4, 1, 8, false)   // today's tile, one more stage (128 KB)
+V6_KERNEL(tc_v6s_tf32_128x128x32_w64x64_s3_b2_epi, Tf32, float, 128, 128, 32, 64, 64, 3, 2, 8, true) // 2 blocks + smem epilogue
 
 // ============================================================================================
 // v7 (Hopper only, sm_90a): wgmma. A warpgroup (4 warps) issues one asynchronous MMA of

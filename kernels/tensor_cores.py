@@ -104,7 +104,11 @@ def relative_error(c, want, a, b, precision: str) -> float:
     return float(np.max(np.abs(np.asarray(c, np.float64) - want) / scale))
 
 
-def tolerance(precision: str, k: int) -> float:
+#: relative rounding of a 16-bit output (torch.matmul's FP16 / BF16 C): half an ulp, 2^-11 and 2^-8
+OUTPUT_ROUNDING = {"fp16": 2.0 ** -11, "bf16": 2.0 ** -8}
+
+
+def tolerance(precision: str, k: int, output: str | None = None) -> float:
     """The largest relative error (:func:`relative_error`, against :func:`gemm_reference`) a
     correct kernel can make, for a sum over ``k`` products.
 
@@ -121,11 +125,17 @@ def tolerance(precision: str, k: int) -> float:
     The bound is the worst case; random inputs land near sqrt(k) * 2^-24 for the sum. A wrong
     fragment layout gives errors of order 1, and a skipped k-tile of BK elements BK/k of the
     sum (with positive inputs), above this bound for k up to 4096 and BK = 32.
+
+    ``output``: the precision C is stored in when it is not FP32 (torch.matmul of FP16 / BF16
+    writes FP16 / BF16): rounding the result to nearest adds half an ulp of |c| <= sum |a||b|,
+    2^-11 (FP16) or 2^-8 (BF16) relative, on top of the FP32 accumulation.
     """
     if precision not in MANTISSA_BITS:
         raise ValueError(f"precision must be one of fp32, {', '.join(PRECISIONS)}, not {precision!r}")
     inputs = 2.0 ** -9 + 2.0 ** -20 if precision == "tf32" else 0.0      # fp32 (SGEMM): exact inputs
-    return inputs + k * 2.0 ** -23
+    if output is not None and output not in OUTPUT_ROUNDING:
+        raise ValueError(f"a 16-bit output is fp16 or bf16, not {output!r}")
+    return inputs + k * 2.0 ** -23 + (OUTPUT_ROUNDING[output] if output else 0.0)
 
 
 def source_tolerance(precision: str, k: int) -> float:
@@ -185,7 +195,72 @@ MMA_TILE = {"tf32": (128, 128, 32), "fp16": (128, 256, 32), "bf16": (128, 256, 3
 V3_TILE = (128, 128, 32)
 V7_TILE = (128, 256, 64)
 V7_STAGES = 4
-V6_STAGES = {"tf32": 3, "fp16": 4, "bf16": 4}
+
+
+_PRECISION_OF = {"Tf32": "tf32", "F16": "fp16", "Bf16": "bf16"}
+_V6_LINE = re.compile(r"^V6_KERNEL\((tc_\w+), (\w+), \w+, (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), "
+                      r"(true|false)\)\s*(?://\s*(.*))?$", re.M)
+
+
+@dataclass(frozen=True)
+class V6Config:
+    """One instantiation of tensor_cores.cu's MmaPipeline template (a ``V6_KERNEL(...)`` line)."""
+    kernel: str
+    precision: str
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    stages: int
+    min_blocks: int                # __launch_bounds__' second argument
+    group: int                     # block rows walked before moving right
+    epilogue_smem: bool            # C through shared memory, 16-byte stores
+    reason: str = ""
+
+    @property
+    def sweep(self) -> bool:
+        return self.kernel.startswith("tc_v6s_")
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def smem(self) -> int:
+        ring = _tile_bytes(self.bm, self.bn, self.bk, self.precision, self.stages)
+        staged_c = (self.threads // 32) * 16 * (self.wn + 8) * 4 if self.epilogue_smem else 0
+        return max(ring, staged_c)
+
+    @property
+    def describe(self) -> str:
+        return (f"{self.bm}x{self.bn}x{self.bk}, warps {self.wm}x{self.wn} ({self.threads // 32}), {self.stages} stages, "
+                f"min {self.min_blocks} block{'s' if self.min_blocks > 1 else ''}/SM, group {self.group}"
+                + (", C via smem" if self.epilogue_smem else ""))
+
+    @property
+    def version(self) -> "TcVersion":
+        label = "v6 sweep " + self.kernel[len("tc_v6s_"):] if self.sweep else "v6 + cp.async pipeline"
+        if self.kernel.endswith("stages"):
+            label += f", {self.stages} stages"
+        note = self.describe + (f": {self.reason}" if self.reason else "")
+        return TcVersion(label, self.precision, self.kernel, (self.bm, self.bn), (self.bm, self.bn, self.bk),
+                         self.threads, self.smem, note=note)
+
+
+def _v6_configs(source: str | None = None) -> tuple:
+    text = CU_PATH.read_text() if source is None else source
+    out = []
+    for m in _V6_LINE.finditer(text):
+        name, prec = m.group(1), _PRECISION_OF[m.group(2)]
+        bm, bn, bk, wm, wn, stages, minb, group = (int(m.group(i)) for i in range(3, 11))
+        out.append(V6Config(name, prec, bm, bn, bk, wm, wn, stages, minb, group, m.group(11) == "true",
+                            (m.group(12) or "").strip()))
+    return tuple(out)
+
+
+#: every V6_KERNEL line of tensor_cores.cu: the chapter's v6 rows and the sweep's candidates
+V6_CONFIGS = _v6_configs()
 
 
 def _versions() -> tuple:
@@ -195,17 +270,12 @@ def _versions() -> tuple:
         out.append(TcVersion("v2 WMMA naive", p, f"tc_v2_wmma_{suffix[p]}", (16, 64), (16, 16, 16), 128))
     for p in PRECISIONS:
         out.append(TcVersion("v3 WMMA tiled", p, f"tc_v3_wmma_tiled_{suffix[p]}", V3_TILE[:2], V3_TILE, 256))
-    for label, kernel, stages in (("v4 mma.sync + ldmatrix", "tc_v4_mma", 1), ("v5 + swizzle", "tc_v5_mma_swizzle", 1),
-                                  ("v6 + cp.async pipeline", "tc_v6_pipeline", None)):
+    for label, kernel in (("v4 mma.sync + ldmatrix", "tc_v4_mma"), ("v5 + swizzle", "tc_v5_mma_swizzle")):
         for p in PRECISIONS:
-            s = V6_STAGES[p] if stages is None else stages
             bm, bn, bk = MMA_TILE[p]
             out.append(TcVersion(label, p, f"{kernel}_{suffix[p]}", (bm, bn), (bm, bn, bk), 256,
-                                 _tile_bytes(bm, bn, bk, p, s), note=f"{s} stage{'s' if s > 1 else ''}"))
-    bm, bn, bk = MMA_TILE["fp16"]
-    for s in (2, 3):
-        out.append(TcVersion(f"v6 + cp.async pipeline, {s} stages", "fp16", f"tc_v6_pipeline_f16_{s}stages",
-                             (bm, bn), (bm, bn, bk), 256, _tile_bytes(bm, bn, bk, "fp16", s), note=f"{s} stages"))
+                                 _tile_bytes(bm, bn, bk, p, 1), note="1 stage"))
+    out.extend(c.version for c in V6_CONFIGS if not c.sweep)
     for p in ("fp16", "bf16"):
         bm, bn, bk = V7_TILE
         out.append(TcVersion("v7 wgmma", p, f"tc_v7_wgmma_{suffix[p]}", (bm, bn), V7_TILE, 256,
@@ -215,15 +285,24 @@ def _versions() -> tuple:
 
 
 VERSIONS = _versions()
+#: the v6 sweep (tc_v6s_*): timed by the benchmark, which reports the best per precision
+SWEEP_CONFIGS = tuple(c for c in V6_CONFIGS if c.sweep)
+SWEEP = tuple(c.version for c in SWEEP_CONFIGS)
 
 
 def find(label_or_kernel: str, precision: str | None = None) -> TcVersion:
-    for v in VERSIONS:
+    for v in VERSIONS + SWEEP:
         if v.kernel == label_or_kernel or (v.label == label_or_kernel and v.precision == precision) \
                 or v.name == label_or_kernel:
             return v
     raise KeyError(f"no tensor-core version {label_or_kernel!r}"
                    + (f" in {precision}" if precision else "") + f"; known: {', '.join(v.name for v in VERSIONS)}")
+
+
+def legal_shape(version: TcVersion, shape) -> tuple:
+    """``shape`` (M, N, K) with each size rounded up to what ``version`` needs: a check shape that
+    every version can take (K = 96 becomes 128 for a BK of 64, M = 384 stays 384 for BM = 128)."""
+    return tuple(-(-size // mult) * mult for size, mult in zip(shape, version.multiple))
 
 
 def launch_config(version: TcVersion, m: int, n: int, k: int) -> tuple:
@@ -347,5 +426,65 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^MMA_KERNEL\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL)\((tc_\w+),", text, flags=re.M)
     return direct + macro
+
+
+# ------------------------------------------------------------------------------------------
+# the v6 shared layout on the CPU: the byte offsets MmaPipeline computes, written as in the .cu
+# ------------------------------------------------------------------------------------------
+def swizzle_a(row: int, chunk: int, row_chunks: int) -> int:
+    """tensor_cores.cu swizzle_a: A's 16-byte chunk ``chunk`` of ``row`` (rows of ``row_chunks`` chunks)."""
+    return chunk ^ (row & 7) if row_chunks >= 8 else chunk ^ ((row >> 1) & 3)
+
+
+def swizzle_b(row: int, chunk: int, tf32: bool) -> int:
+    """tensor_cores.cu swizzle_b: B's chunk of k-row ``row`` (TF32: XOR 2 (k & 3), 16-bit: XOR k & 7)."""
+    return chunk ^ ((row & 3) << 1) if tf32 else chunk ^ (row & 7)
+
+
+def _epc(precision: str) -> int:
+    return 16 // INPUT_BYTES[precision]
+
+
+def copy_offsets(cfg: V6Config, thread: int) -> dict:
+    """MmaPipeline::copier / copy_tile: for one thread, ``{"a": [(row, chunk, byte offset)], "b": [...]}``,
+    the global chunk each cp.async reads and where in the stage's A / B tile it writes."""
+    epc = _epc(cfg.precision)
+    a_chunks, b_chunks = cfg.bk // epc, cfg.bn // epc
+    tf32 = cfg.precision == "tf32"
+    a_rows, b_rows = cfg.threads // a_chunks, cfg.threads // b_chunks
+    ar, ac, br, bc = thread // a_chunks, thread % a_chunks, thread // b_chunks, thread % b_chunks
+    a_off = (ar * a_chunks + swizzle_a(ar, ac, a_chunks)) * 16
+    b_off = (br * b_chunks + swizzle_b(br, bc, tf32)) * 16
+    return {"a": [(ar + p * a_rows, ac, a_off + p * a_rows * a_chunks * 16) for p in range(cfg.bm // a_rows)],
+            "b": [(br + p * b_rows, bc, b_off + p * b_rows * b_chunks * 16) for p in range(cfg.bk // b_rows)]}
+
+
+def fragment_offsets(cfg: V6Config, lane: int, wm: int, wn: int) -> dict:
+    """MmaPipeline::fragment_offsets + load_frags: the byte offset (in the stage's A or B tile) each
+    ldmatrix / ld.shared of the lane reads, by the XOR-and-add algebra of the .cu:
+    ``{("a", kk, i): off, ("b", kk, j): off}`` (16-bit B: one ldmatrix.x4.trans per pair of n8
+    tiles, j = pair; TF32 B: the first of the two 32-bit loads of n8 tile j, the second is 4 rows on)."""
+    epc = _epc(cfg.precision)
+    a_chunks, b_chunks = cfg.bk // epc, cfg.bn // epc
+    tf32 = cfg.precision == "tf32"
+    mma_k = 8 if tf32 else 16
+    mt, nt = cfg.wm // 16, cfg.wn // 8
+    row = wm * cfg.wm + (lane & 15)
+    oa = (row * a_chunks + swizzle_a(row, lane >> 4, a_chunks)) * 16
+    if not tf32:
+        mat = lane >> 3
+        k, n = (mat & 1) * 8 + (lane & 7), wn * cfg.wn + (mat >> 1) * 8
+        ob = (k * b_chunks + swizzle_b(k, n // 8, False)) * 16
+    else:
+        n, k = wn * cfg.wn + (lane >> 2), lane & 3
+        ob = (k * b_chunks + swizzle_b(k, n // 4, True)) * 16 + (n % 4) * 4
+    out = {}
+    for kk in range(cfg.bk // mma_k):
+        for i in range(mt):
+            out[("a", kk, i)] = (oa ^ (kk * 32)) + i * 16 * a_chunks * 16
+        for j in range(nt if tf32 else nt // 2):
+            rows = kk * (8 if tf32 else 16) * b_chunks * 16
+            out[("b", kk, j)] = (ob ^ ((j & 3) * 32)) + (j >> 2) * 128 + rows
+    return out

@@ -27,9 +27,9 @@ def test_compiles_to_ptx_for_compute_90_with_every_kernel_of_the_table():
     CC = _nvrtc_or_skip()
     ptx = CC.compile_ptx(T.CU_PATH.read_text(), str(T.CU_PATH))
     entries = set(re.findall(r"\.visible \.entry (\w+)\(", ptx))
-    assert entries == {v.kernel for v in T.VERSIONS}
+    assert entries == {v.kernel for v in T.VERSIONS + T.SWEEP}
     assert set(T.exported_kernels()) == entries
-    for v in T.VERSIONS:                                   # __launch_bounds__ = the launcher's threads
+    for v in T.VERSIONS + T.SWEEP:                                   # __launch_bounds__ = the launcher's threads
         body = ptx[ptx.index(f".entry {v.kernel}("):]
         assert re.search(r"\.maxntid (\d+), 1, 1", body).group(1) == str(v.threads), v.kernel
     # compute_90 has no wgmma: v7's body is compiled only for sm_90a
@@ -45,7 +45,7 @@ def _entry(ptx: str, name: str) -> str:
 def test_each_version_uses_the_instructions_it_claims():
     CC = _nvrtc_or_skip()
     ptx = CC.compile_ptx(T.CU_PATH.read_text(), str(T.CU_PATH), ("--gpu-architecture=sm_90a", "-std=c++17"))
-    for v in T.VERSIONS:
+    for v in T.VERSIONS + T.SWEEP:
         body = _entry(ptx, v.kernel)
         label = v.label.split()[0]
         want = {"v1": ["wmma.mma"], "v2": ["wmma.mma"], "v3": ["wmma.mma", "bar.sync"],
@@ -67,7 +67,7 @@ def test_sm90a_cubin_has_no_spills_and_ptxas_says_nothing_else():
 
     built = bench.compile_cubin()
     usage = bench.resource_usage(built["log"])
-    assert set(usage) == {v.kernel for v in T.VERSIONS}
+    assert set(usage) == {v.kernel for v in T.VERSIONS + T.SWEEP}
     for kernel, u in usage.items():
         assert u["spill_stores"] == 0 and u["spill_loads"] == 0, (kernel, u)
         assert u["registers"] <= 255, (kernel, u)
@@ -95,7 +95,11 @@ def test_launch_config_refuses_sizes_off_the_tile_and_says_which():
 
 def test_dynamic_shared_memory_fits_an_h100_block():
     limit = 227 * 1024          # the H100's opt-in maximum per block (cudaFuncSetAttribute)
-    assert all(v.dynamic_smem <= limit for v in T.VERSIONS), [(v.kernel, v.dynamic_smem) for v in T.VERSIONS]
+    assert all(v.dynamic_smem <= limit for v in T.VERSIONS + T.SWEEP), \
+        [(v.kernel, v.dynamic_smem) for v in T.VERSIONS + T.SWEEP]
+    # MINB = 2 promises two blocks an SM: their shared memory must fit the SM's 228 KB together
+    for c in T.V6_CONFIGS:
+        assert c.min_blocks * (c.smem + 1024) <= 228 * 1024, c     # 1 KB per block is the driver's own
 
 
 # --- references and encodings -------------------------------------------------------------------
@@ -173,3 +177,122 @@ def test_tolerance_grows_with_k_and_orders_the_precisions():
     assert T.source_tolerance("bf16", 64) > T.source_tolerance("fp16", 64)
     with pytest.raises(ValueError, match="precision"):
         T.tolerance("fp8", 16)
+
+
+def test_a_16_bit_output_widens_the_bound_by_its_rounding():
+    # torch.matmul's FP16 / BF16 C is the FP32 result rounded to 16 bits: on a sum of positive
+    # products (|c| = sum |a||b|) that costs up to half an ulp relative, which the plain bound lacks
+    k = 96
+    for precision in ("fp16", "bf16"):
+        _, _, a, b = T.inputs(16, 16, k, precision, seed=5, positive=True)
+        want = T.gemm_reference(a, b, precision)
+        stored = T.round_to(want.astype(np.float32), precision)        # the 16-bit C, exact sum rounded
+        err = T.relative_error(stored, want, a, b, precision)
+        assert err > T.tolerance(precision, k)
+        assert err <= T.tolerance(precision, k, output=precision)
+    assert T.tolerance("bf16", k, output="bf16") - T.tolerance("bf16", k) == 2.0 ** -8
+
+
+def test_check_shapes_are_made_legal_for_every_version():
+    from simtlab.gpubench import tensor_cores as bench
+
+    v7 = T.find("tc_v7_wgmma_f16")
+    assert T.legal_shape(v7, (384, 768, 96)) == (384, 768, 128)      # K = 96 is one and a half of v7's BK
+    for v in T.VERSIONS + T.SWEEP:
+        for shape in bench.CHECK_SHAPES:
+            legal = T.legal_shape(v, shape)
+            T.launch_config(v, *legal)                                  # raises if not
+            assert all(0 <= big - small < mult for big, small, mult in zip(legal, shape, v.multiple))
+
+
+# --- the v6 shared layout, lane by lane (the CPU model of MmaPipeline's addressing) ------------
+def _stage(cfg, operand):
+    """One stage's A or B tile as MmaPipeline's cp.async copies lay it out, filled with element ids
+    (row * width + column), plus the tile of ids itself."""
+    ebytes = T.INPUT_BYTES[cfg.precision]
+    rows, cols = (cfg.bm, cfg.bk) if operand == "a" else (cfg.bk, cfg.bn)
+    ids = np.arange(rows * cols, dtype=np.uint32 if ebytes == 4 else np.uint16).reshape(rows, cols)
+    epc = 16 // ebytes
+    smem = np.zeros(rows * cols * ebytes, np.uint8)
+    written = np.zeros(rows * cols * ebytes // 16, int)
+    for thread in range(cfg.threads):
+        for row, chunk, off in T.copy_offsets(cfg, thread)[operand]:
+            smem[off:off + 16] = ids[row, chunk * epc:(chunk + 1) * epc].view(np.uint8)
+            written[off // 16] += 1
+    assert (written == 1).all(), (cfg.kernel, operand, "a chunk written twice or never")
+    return smem, ids
+
+
+def _ldmatrix(smem, addrs, trans):
+    """ldmatrix.x4 (.trans) as the PTX ISA defines it: lanes 8q..8q+7 address matrix q's rows; lane l
+    gets row l/4, elements 2(l%4), 2(l%4)+1 (.trans: column l/4, rows 2(l%4), 2(l%4)+1), 16-bit each."""
+    regs = np.zeros((32, 4, 2), np.uint16)
+    for q in range(4):
+        mat = np.stack([smem[addrs[8 * q + r]:addrs[8 * q + r] + 16].view(np.uint16) for r in range(8)])
+        for lane in range(32):
+            g, t = lane // 4, lane % 4
+            regs[lane, q] = mat[2 * t:2 * t + 2, g] if trans else mat[g, 2 * t:2 * t + 2]
+    return regs
+
+
+def _no_conflicts(addrs):
+    """Each 8-lane phase of an ldmatrix reads 8 rows of 16 bytes: conflict-free when they sit in 8
+    different 16-byte bank groups (address mod 128)."""
+    return all(len({addrs[8 * q + r] % 128 // 16 for r in range(8)}) == 8 for q in range(4))
+
+
+@pytest.mark.parametrize("cfg", T.V6_CONFIGS, ids=lambda c: c.kernel)
+def test_v6_fragments_from_the_swizzled_stage_are_the_mma_layout(cfg):
+    """Every lane's ldmatrix / ld.shared address of MmaPipeline (the XOR-and-add algebra) reads exactly
+    the elements the mma.sync fragment layout assigns to that lane, with no bank conflicts."""
+    sa, a_ids = _stage(cfg, "a")
+    sb, b_ids = _stage(cfg, "b")
+    tf32 = cfg.precision == "tf32"
+    warps_n = cfg.bn // cfg.wn
+    for warp in range(cfg.threads // 32):
+        wm, wn = warp // warps_n, warp % warps_n
+        offs = [T.fragment_offsets(cfg, lane, wm, wn) for lane in range(32)]
+        for key in offs[0]:
+            operand, kk, idx = key
+            addrs = [o[key] for o in offs]
+            if operand == "a":
+                r0, k0 = wm * cfg.wm + idx * 16, kk * (8 if tf32 else 16)
+                got = _ldmatrix(sa, addrs, trans=False)
+                assert _no_conflicts(addrs), (cfg.kernel, key)
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    if tf32:        # one float per register: A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]
+                        want = [a_ids[r0 + g, k0 + t], a_ids[r0 + g + 8, k0 + t], a_ids[r0 + g, k0 + t + 4],
+                                a_ids[r0 + g + 8, k0 + t + 4]]
+                        assert list(got[lane].view(np.uint32).ravel()) == want, (cfg.kernel, key, lane)
+                    else:           # pairs: A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..]
+                        want = [a_ids[r0 + g, k0 + 2 * t:k0 + 2 * t + 2], a_ids[r0 + g + 8, k0 + 2 * t:k0 + 2 * t + 2],
+                                a_ids[r0 + g, k0 + 2 * t + 8:k0 + 2 * t + 10], a_ids[r0 + g + 8, k0 + 2 * t + 8:k0 + 2 * t + 10]]
+                        np.testing.assert_array_equal(got[lane], np.stack(want), err_msg=f"{cfg.kernel} {key} lane {lane}")
+            elif not tf32:          # ldmatrix.trans: n8 tiles 2j, 2j+1: b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g]
+                got = _ldmatrix(sb, addrs, trans=True)
+                assert _no_conflicts(addrs), (cfg.kernel, key)
+                k0 = kk * 16
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    want = []
+                    for tile in (2 * idx, 2 * idx + 1):
+                        n = wn * cfg.wn + tile * 8 + g
+                        want += [b_ids[k0 + 2 * t:k0 + 2 * t + 2, n], b_ids[k0 + 2 * t + 8:k0 + 2 * t + 10, n]]
+                    np.testing.assert_array_equal(got[lane], np.stack(want), err_msg=f"{cfg.kernel} {key} lane {lane}")
+            else:                   # TF32 B, 32-bit loads: B[t][g] and, 4 rows on, B[t+4][g]
+                second = 4 * (cfg.bn // 4) * 16
+                words = sb.view(np.uint32)
+                assert len({a % 128 // 4 for a in addrs}) == 32, (cfg.kernel, key, "bank conflict")
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    n, k = wn * cfg.wn + idx * 8 + g, kk * 8 + t
+                    assert (words[addrs[lane] // 4], words[(addrs[lane] + second) // 4]) == (b_ids[k, n], b_ids[k + 4, n])
+
+
+def test_v6_configs_are_the_cu_lines_and_each_says_why():
+    text = T.CU_PATH.read_text()
+    lines = [l for l in text.splitlines() if l.startswith("V6_KERNEL(")]
+    assert len(lines) == len(T.V6_CONFIGS) >= 20
+    assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
+    assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}

@@ -30,15 +30,15 @@ def _needs_sm90a(version):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=_ids)
-@pytest.mark.parametrize("kernel", [v.kernel for v in T.VERSIONS])
+@pytest.mark.parametrize("kernel", [v.kernel for v in T.VERSIONS + T.SWEEP])
 def test_version_matches_float64_within_its_precision(kernel, shape):
+    """Every chapter version and every v6 sweep configuration, at the shape rounded up to its tile."""
     from simtlab.gpubench import tensor_cores as bench
 
     version = T.find(kernel)
     _needs_sm90a(version)
-    m, n, k = shape
-    k = k if k % version.multiple[2] == 0 else version.multiple[2] * 3
-    err = bench.check_version(lambda a, b, c: bench.runner(version, a, b, c), version.precision, (m, n, k))
+    legal = T.legal_shape(version, shape)
+    err = bench.check_version(lambda a, b, c: bench.runner(version, a, b, c), version.precision, legal)
     assert err["vs_inputs"] <= err["bound"]
 
 
@@ -71,10 +71,23 @@ def test_sizes_the_tiles_do_not_cover_are_refused():
 
 
 def test_sm90a_cubin_has_no_spills():
+    """The driver's own word on each loaded kernel (local memory = spills here: no kernel has a
+    local array); the ptxas log is not always there on the device (its NVRTC gave none once)."""
     from simtlab.gpubench import tensor_cores as bench
 
     _, report = bench.module()
-    usage = report["ptxas"]
-    assert set(usage) >= {v.kernel for v in T.VERSIONS}, report["log"][-2000:]
-    spilled = {k: u for k, u in usage.items() if u.get("spill_stores") or u.get("spill_loads")}
-    assert not spilled, spilled
+    attrs = report["attributes"]
+    assert set(attrs) == {v.kernel for v in T.VERSIONS + T.SWEEP}
+    broken = {k: a for k, a in attrs.items() if "error" in a or a["local_size_bytes"] or a["num_regs"] > 255}
+    assert not broken, broken
+    spilled = {k: u for k, u in report["ptxas"].items() if u.get("spill_stores") or u.get("spill_loads")}
+    assert not spilled, (report["ptxas_source"], spilled)
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_torch_16_bit_output_is_within_the_bound_with_its_rounding(precision):
+    pytest.importorskip("torch")
+    from simtlab.gpubench import tensor_cores as bench
+
+    err = bench.check_version(lambda a, b, c: bench.torch_runner(precision, a, b, c), precision, (384, 768, 96))
+    assert err["bound"] == T.tolerance(precision, 96, output=precision)

@@ -126,9 +126,62 @@ def module():
         built = compile_cubin()
         tmp = Path(tempfile.mkdtemp(prefix="simtlab_tc_")) / "tensor_cores.cubin"
         tmp.write_bytes(built["cubin"])
-        _MODULE["module"] = cupy.RawModule(path=str(tmp))
-        _MODULE["report"] = {"tool": built["tool"], "ptxas": resource_usage(built["log"]), "log": built["log"]}
+        mod = cupy.RawModule(path=str(tmp))
+        ptxas = resource_usage(built["log"])
+        source = "ptxas -v"
+        if not ptxas:                                       # the device's NVRTC gave no -v log (first H100 run)
+            ptxas, source = cuobjdump_usage(tmp), "cuobjdump --dump-resource-usage"
+        _MODULE["module"] = mod
+        _MODULE["report"] = {"tool": built["tool"], "ptxas": ptxas, "ptxas_source": source, "log": built["log"],
+                             "attributes": kernel_attributes(mod, [v.kernel for v in T.VERSIONS + T.SWEEP])}
     return _MODULE["module"], _MODULE["report"]
+
+
+def kernel_attributes(mod, kernels) -> dict:
+    """What the driver says of each loaded kernel (cuFuncGetAttribute through CuPy): registers,
+    local memory (spills land there: these kernels have no local arrays, so any byte is a spill),
+    static shared memory. Always there, whatever the compiler printed."""
+    out = {}
+    for name in kernels:
+        try:
+            attrs = mod.get_function(name).attributes
+            out[name] = {k: attrs[k] for k in ("num_regs", "local_size_bytes", "shared_size_bytes",
+                                               "max_threads_per_block") if k in attrs}
+        except Exception as e:                              # a missing kernel is reported, not fatal
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def cuobjdump_usage(cubin: Path) -> dict:
+    """Registers, stack and local bytes per kernel from ``cuobjdump --dump-resource-usage`` (CUDA's
+    bin folder or PATH), in resource_usage's keys; {} when there is no cuobjdump."""
+    import shutil
+
+    tool = shutil.which("cuobjdump") or next((str(p) for p in (Path("/usr/local/cuda/bin/cuobjdump"),) if p.exists()), None)
+    if tool is None:
+        return {}
+    try:
+        text = subprocess.run([tool, "--dump-resource-usage", str(cubin)], capture_output=True, text=True, timeout=60).stdout
+    except Exception:
+        return {}
+    return parse_cuobjdump_usage(text)
+
+
+def parse_cuobjdump_usage(text: str) -> dict:
+    out, current = {}, None
+    for line in text.splitlines():
+        m = re.search(r"Function (\w+):", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.search(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)", line)
+        if m and current:
+            reg, stack, shared, local = (int(x) for x in m.groups())
+            # cuobjdump has no spill counts: local bytes stand for them (no kernel here has local arrays)
+            out[current] = {"registers": reg, "stack": stack, "static_smem": shared, "local": local,
+                            "spill_stores": local, "spill_loads": local}
+            current = None
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,6 +283,9 @@ def torch_runner(precision: str, a, b, c):
 
     def run():
         torch.backends.cuda.matmul.allow_tf32 = tf32
+        # FP32 sums only (split-K partial sums in 16 bits would leave the bound of tolerance())
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         torch.matmul(ta, tb, out=out)
     run.keep = (a, b, c, out)
     if precision in ("fp16", "bf16"):
@@ -281,6 +337,11 @@ def _output(run, c):
     return c if out is None else cupy.from_dlpack(out.float())
 
 
+def _output_precision(run, precision: str):
+    """The precision C is stored in when it is not FP32 (torch.matmul's 16-bit C), else None."""
+    return precision if getattr(run, "output", None) is not None else None
+
+
 def check_version(make_run, precision: str, shape, seed: int = 1) -> dict:
     """Run ``make_run(a, b, c)`` once at ``shape`` on positive inputs and compare with float64;
     AssertionError when the error against the inputs read exceeds the precision's bound."""
@@ -292,20 +353,20 @@ def check_version(make_run, precision: str, shape, seed: int = 1) -> dict:
     run()
     cupy.cuda.runtime.deviceSynchronize()
     err = _device_errors(_output(run, c), a, b, a32, b32, precision)
-    bound = T.tolerance(precision, shape[2])
+    bound = T.tolerance(precision, shape[2], output=_output_precision(run, precision))
     assert err["finite"], f"at {shape}: some outputs are not finite (never written?)"
     assert err["vs_inputs"] <= bound, f"at {shape}: relative error {err['vs_inputs']:.3e} above the bound {bound:.3e}"
     return {**err, "bound": bound}
 
 
-def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None):
+def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None, check_shapes=CHECK_SHAPES):
     """One table row: check at the odd shapes, time at ``shape``, errors at ``shape``."""
     import cupy
 
     row = {"name": name, "precision": precision, "impl": impl, "reference": ref_name}
     t0 = time.perf_counter()
     try:
-        row["checks"] = {"x".join(map(str, s)): check_version(make_run, precision, s) for s in CHECK_SHAPES}
+        row["checks"] = {"x".join(map(str, s)): check_version(make_run, precision, s) for s in check_shapes}
         a32, b32, a, b = device_inputs(shape, precision, seed=0)
         c = cupy.zeros((shape[0], shape[1]), cupy.float32)
         run = make_run(a, b, c)
@@ -314,7 +375,7 @@ def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None):
         m, n, k = shape
         row.update(median_ms=t["median_ms"], min_ms=t["min_ms"], spread=t["spread"],
                    tflops=T.gemm_flops(m, n, k) / (t["median_ms"] * 1e-3) / 1e12)
-        row["bound_vs_inputs"] = T.tolerance(precision, k)
+        row["bound_vs_inputs"] = T.tolerance(precision, k, output=_output_precision(run, precision))
         del a32, b32, a, b, c, run
     except Exception as e:                                  # one broken version must not stop the others
         row["error"] = f"{type(e).__name__}: {str(e)[:2000]}"
@@ -329,8 +390,13 @@ def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None):
     return row
 
 
-def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, only=None, log=print) -> dict:
-    """Check and time every version and reference at ``shape``; JSON-ready results."""
+def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: bool = True, only=None,
+        budget_s: float | None = None, log=print) -> dict:
+    """Check and time every version, the v6 sweep (``sweep``) and the references at ``shape``;
+    JSON-ready results, with ``best``: the fastest correct kernel per precision among the v6 rows
+    (the chapter's and the sweep's) and the cuBLAS figure it is measured against. Rows not started
+    within ``budget_s`` seconds are listed as skipped."""
+    deadline = None if budget_s is None else time.perf_counter() + budget_s
     import cupy
 
     result = {**stamp(), "shape": list(shape), "rows": [], "compile": {}}
@@ -338,7 +404,8 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, only=None,
         t0 = time.perf_counter()
         _, report = module()
         result["compile"] = {"tool": report["tool"], "seconds": round(time.perf_counter() - t0, 1),
-                             "ptxas": report["ptxas"]}
+                             "ptxas": report["ptxas"], "ptxas_source": report["ptxas_source"],
+                             "attributes": report["attributes"]}
         log(f"compiled tensor_cores.cu for sm_90a with {report['tool']} in {result['compile']['seconds']} s")
     except Exception as e:
         result["compile"] = {"error": f"{type(e).__name__}: {e}"}
@@ -349,21 +416,22 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, only=None,
         rows.append(_row(name, precision, "cublas", lambda a, b, c, p=precision: cublas_runner(p, a, b, c), shape, repeat, log))
         rows.append(_row(f"torch.matmul {precision.upper()}" + (" (16-bit out)" if precision in ("fp16", "bf16") else ""),
                          precision, "torch", lambda a, b, c, p=precision: torch_runner(p, a, b, c), shape, repeat, log))
-    for v in T.VERSIONS:
+    versions = T.VERSIONS + (T.SWEEP if sweep else ())
+    for v in versions:
         if only and not any(key in v.name or key in v.kernel for key in only):
             continue
+        if deadline is not None and time.perf_counter() > deadline:      # the device run's time is bounded
+            rows.append({"name": v.name, "precision": v.precision, "impl": "cuda-c", "kernel": v.kernel,
+                         "error": "skipped: the benchmark's time budget ran out"})
+            continue
         rows.append(_row(v.name, v.precision, "cuda-c", lambda a, b, c, v=v: runner(v, a, b, c), shape, repeat, log,
-                         ref_name=CUBLAS_REFERENCES[v.precision][0]))
+                         ref_name=CUBLAS_REFERENCES[v.precision][0],
+                         check_shapes=[T.legal_shape(v, s) for s in CHECK_SHAPES]))
         rows[-1]["kernel"] = v.kernel
         rows[-1]["note"] = v.note
         if "ptxas" in result["compile"]:
             rows[-1]["ptxas"] = result["compile"]["ptxas"].get(v.kernel)
-        try:
-            attrs = module()[0].get_function(v.kernel).attributes
-            rows[-1]["attributes"] = {k: attrs[k] for k in ("num_regs", "shared_size_bytes", "local_size_bytes",
-                                                            "max_threads_per_block") if k in attrs}
-        except Exception as e:
-            rows[-1]["attributes"] = {"error": str(e)}
+            rows[-1]["attributes"] = result["compile"].get("attributes", {}).get(v.kernel)
     if numba:
         for precision in ("fp16", "bf16"):
             rows.append(_row(f"numba + linked CUDA C mma.sync {precision.upper()}", precision, "numba",
@@ -374,8 +442,24 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, only=None,
         ref = by_name.get(r.get("reference") or "")
         if ref and "tflops" in r and "tflops" in ref:
             r["vs_cublas"] = r["tflops"] / ref["tflops"]
+    result["best"] = best_v6(rows)
+    for precision, b in result["best"].items():
+        log(f"best v6 {precision.upper()}: {b['kernel']} {b['tflops']:.1f} TFLOP/s"
+            + (f" ({100 * b['vs_cublas']:.1f}% of cuBLAS)" if "vs_cublas" in b else ""))
     cupy.get_default_memory_pool().free_all_blocks()
     return result
+
+
+def best_v6(rows) -> dict:
+    """Per precision, the fastest v6 row (chapter or sweep) that passed its checks: what the
+    chapter's version table names as v6."""
+    out = {}
+    for r in rows:
+        if r.get("impl") != "cuda-c" or "tflops" not in r or not str(r.get("kernel", "")).startswith("tc_v6"):
+            continue
+        if r["precision"] not in out or r["tflops"] > out[r["precision"]]["tflops"]:
+            out[r["precision"]] = {k: r[k] for k in ("kernel", "name", "tflops", "median_ms", "note", "vs_cublas") if k in r}
+    return out
 
 
 def table(result: dict) -> str:
@@ -387,7 +471,10 @@ def table(result: dict) -> str:
             lines.append(f"{r['name']:<46} FAILED: {r['error'].splitlines()[0][:150]}")
             continue
         pct = f"{100 * r['vs_cublas']:8.1f}%" if "vs_cublas" in r else f"{'':>9}"
-        regs = (r.get("ptxas") or {}).get("registers", "")
+        regs = (r.get("ptxas") or {}).get("registers", (r.get("attributes") or {}).get("num_regs", ""))
         lines.append(f"{r['name']:<46} {r['median_ms']:8.3f} {r['tflops']:8.1f} {pct} "
                      f"{r['errors']['vs_inputs']:10.2e} {r['bound_vs_inputs']:8.1e} {r['errors']['vs_fp32']:11.2e} {regs!s:>5}")
+    for precision, b in result.get("best", {}).items():
+        pct = f" = {100 * b['vs_cublas']:.1f}% of cuBLAS" if "vs_cublas" in b else ""
+        lines.append(f"best v6 {precision.upper()}: {b['kernel']}  {b['tflops']:.1f} TFLOP/s{pct}  ({b.get('note', '')})")
     return "\n".join(lines)
