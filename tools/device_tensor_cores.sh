@@ -42,7 +42,7 @@ tool = shutil.which("cuobjdump")
 print(subprocess.run([tool, "--dump-resource-usage", str(path)], capture_output=True, text=True).stdout if tool else "no cuobjdump")
 PY
 # 3. GPU tests, killed at 80 s
-timeout 80 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:randomly -o addopts="" tests/test_tensor_cores_gpu.py \
+PYTHONPATH=/tmp/site timeout 80 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:randomly -o addopts="" tests/test_tensor_cores_gpu.py \
     --junitxml="$OUT/tensor_cores_gpu_tests.xml" > "$OUT/tensor_cores_gpu_tests.log" 2>&1
 echo "gpu tests rc=$? after $((SECONDS - START)) s"
 tail -25 "$OUT/tensor_cores_gpu_tests.log"
