@@ -105,3 +105,44 @@ def fma_f64(a, b, c):
     """Exact fused multiply-add of float64, rounded once to nearest even."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
     return fma_lanes(a, b, c, np.dtype(np.float64))
+
+
+# --- half precision (.f16, .bf16): values travel as their 16 bits in .b16 registers ----------------
+F16_NAN = np.uint16(0x7FFF)          # the canonical NaN PTX gives for .f16 and .bf16 results
+F16_TINY = 2.0 ** -14                # smallest normal .f16
+
+
+def half_to_f64(bits, t: str):
+    """The exact float64 value of ``.f16``/``.bf16`` bits."""
+    bits = np.asarray(bits).astype(np.uint16)
+    if t == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+
+
+def f64_to_half(s, t: str, e=None):
+    """``s + e`` (an exact float64 pair; ``e`` None: 0) rounded once to nearest even as
+    ``.f16``/``.bf16`` bits; a NaN is the canonical 0x7FFF. Correct rounding from rounding to
+    odd: the pair rounded to odd in float64 (53 bits) and, for bf16, to odd in float32 (24
+    bits) keeps a sticky bit below the 11 or 8 bits kept (Boldo and Melquiond), so the final
+    round to nearest even is the one rounding of the exact value."""
+    s = np.asarray(s, np.float64)
+    x = s if e is None else round_to_odd(s, e)
+    if t == "f16":
+        out = x.astype(np.float16).view(np.uint16)
+    else:
+        y = to_f32(x, "rz")
+        inexact = np.isfinite(x) & (y.astype(np.float64) != x)
+        bits = y.view(np.uint32) | inexact.astype(np.uint32)
+        bits = bits.astype(np.uint64)
+        rounded = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) \
+            >> np.uint64(16)
+        out = rounded.astype(np.uint16)
+    return np.where(np.isnan(x), F16_NAN, out).astype(np.uint16)
+
+
+def ftz_half(x, t: str):
+    """``.ftz`` for ``.f16`` values (float64): subnormals to zeros of the same sign."""
+    if t != "f16":
+        return x
+    return np.where(np.abs(x) < F16_TINY, np.copysign(0.0, x), x)

@@ -376,6 +376,9 @@ class _ToModel(Transformer):
             return ("directive", "noreturn", ())
         return ("directive", str(items[0])[1:], tuple(_int(i) for i in items[1:]))
 
+    def explicit_cluster(self, items):
+        return ("directive", "explicitcluster", ())
+
     def function(self, items):
         kind, name, params, directives, statements = None, None, [], {}, None
         for item in items:
