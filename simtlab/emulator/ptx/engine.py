@@ -41,6 +41,9 @@ C_TYPES = {
     "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8, "uint8_t": np.uint8,
     "bool": np.bool_, "float2": np.float32, "float4": np.float32, "int2": np.int32,
     "int4": np.int32, "double2": np.float64, "uint2": np.uint32, "uint4": np.uint32,
+    "half": np.float16, "__half": np.float16,
+    # bfloat16 has no NumPy type: its bits as uint16
+    "__nv_bfloat16": np.uint16, "nv_bfloat16": np.uint16,
 }
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct)\b")
 

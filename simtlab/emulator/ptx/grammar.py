@@ -41,7 +41,8 @@ perf_directive: PERF_NAME INT ("," INT)*
               | ".explicitcluster"      -> explicit_cluster
 
 body: "{" _statement* "}"
-_statement: reg_decl | local_var | label | loc | instruction | pragma | body
+_statement: reg_decl | local_var | param_decl | label | loc | instruction | pragma | body
+param_decl: ".param" align? DATA_TYPE IDENT dims? ";"
 reg_decl: ".reg" VEC_TYPE? DATA_TYPE reg_name ("," reg_name)* ";"
 reg_name: (REG | IDENT) ("<" INT ">")?
 local_var: var_decl ";"
@@ -56,6 +57,7 @@ guard: "@" NOT? REG
         | immediate
         | "[" addr_expr "]"      -> memory
         | "{" operand ("," operand)* "}" -> vector
+        | "(" operand ("," operand)* ")" -> vector
 addr_expr: (REG | IDENT) ("+" INT)?
        | INT
 immediate: INT | FLOAT_HEX | DOUBLE_HEX

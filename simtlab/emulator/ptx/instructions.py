@@ -225,7 +225,7 @@ def _compile(ins, entry, layout) -> Step:
     op = parts[0]
     if parts[-1] in HALF and op not in ("ld", "st", "cvt", "mov"):
         return h_half(ins, parts[1:], entry, layout)
-    handler = _HANDLERS.get(op)
+    handler = _HANDLERS.get(op) or _REFUSED.get(op)
     if handler is None:
         raise UnsupportedInstruction(f"no rule for `{op}`")
     return handler(ins, parts[1:], entry, layout)
@@ -393,9 +393,14 @@ def h_div(ins, mods, entry, layout):
     flags, t = _mods_type(mods)
     dt = dtype_of(t)
     if dt.kind == "f":
+        if t == "f32" and flags & {"approx", "full"}:
+            _check_mods(flags, ("approx", "full", "ftz"), ins)
+            how = "approx" if "approx" in flags else "full"
+            return _binary(ins, mods, entry, layout,
+                           lambda x, y: fp.div_approx_f32(x, y, how, "ftz" in flags))
         _check_mods(flags, ("rn", "ftz"), ins)
         if "rn" not in flags:
-            raise UnsupportedInstruction("div.approx/div.full (only IEEE div.rn)")
+            raise UnsupportedInstruction("a division without .rn, .approx or .full")
         return _binary(ins, mods, entry, layout,
                        lambda x, y: _finish_float(np.divide(_ftz_in(x, flags, t),
                                                             _ftz_in(y, flags, t), dtype=dt),
@@ -697,28 +702,25 @@ def h_selp(ins, mods, entry, layout):
 
 # --- special functions (.approx) -------------------------------------------------------------------
 def h_approx(kind):
-    """``ex2``/``lg2``/``rsqrt``/``sin``/``cos``.approx and ``rcp``/``sqrt``: the approx forms
-    give the float64 value rounded to float32 (within 1 ulp of the exact value, inside the PTX
-    ISA's bounds, e.g. 2 ulp for ex2.approx.ftz.f32) -- not the GPU's own bits."""
-    exact = {"ex2": np.exp2, "lg2": np.log2, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-             "sin": np.sin, "cos": np.cos, "rcp": lambda x: 1.0 / x, "sqrt": np.sqrt}[kind]
+    """``ex2``/``lg2``/``rsqrt``/``sin``/``cos``/``tanh``.approx and ``rcp``/``sqrt`` (``.approx``
+    or ``.rn``): the approx forms are ``numerics.approx_f32`` (float64 rounded to float32, inside
+    the PTX ISA's error bounds, not the GPU's own bits); ``.rn`` is IEEE's operation."""
     def handler(ins, mods, entry, layout):
         flags, t = _mods_type(mods)
-        _check_mods(flags, ("approx", "ftz", "rn", "full"), ins)
+        _check_mods(flags, ("approx", "ftz", "rn"), ins)
         if t != "f32" and "approx" in flags:
             raise UnsupportedInstruction(f"{kind}.approx.{t}")
-        if "approx" not in flags and kind not in ("rcp", "sqrt"):
-            raise UnsupportedInstruction(f"{kind} without .approx")
-        if "approx" not in flags and "rn" not in flags:
-            raise UnsupportedInstruction(f"{kind} rounding")
+        if "approx" not in flags and (kind not in ("rcp", "sqrt") or "rn" not in flags):
+            raise UnsupportedInstruction(f"{kind} without .approx" if kind not in ("rcp", "sqrt")
+                                         else f"{kind} rounding")
         dt = dtype_of(t)
+        ftz = "ftz" in flags and t == "f32"
 
         def fn(x):
-            x = _ftz_in(x, flags, t)
-            if "rn" in flags:                       # correctly rounded: IEEE in NumPy
-                r = (np.divide(np.ones_like(x), x) if kind == "rcp" else np.sqrt(x)).astype(dt)
-            else:
-                r = exact(x.astype(np.float64)).astype(dt)
+            if "approx" in flags:
+                return fp.approx_f32(kind, x, ftz)
+            x = _ftz_in(x, flags, t)                 # correctly rounded: IEEE in NumPy
+            r = (np.divide(np.ones_like(x), x) if kind == "rcp" else np.sqrt(x)).astype(dt)
             return _finish_float(r, flags, t)
         return _unary(ins, mods, entry, layout, fn)
     return handler
@@ -915,7 +917,9 @@ def h_st(ins, mods, entry, layout):
     space, vec, t, unknown = _access_shape(mods)
     if unknown:
         raise UnsupportedInstruction(f"st with .{', .'.join(sorted(unknown))}")
-    if space in ("param", "const"):
+    if space == "param":                      # a call's argument: the call is what is refused
+        raise UnsupportedInstruction(_call_refusal(_next_call(entry, ins)))
+    if space == "const":
         raise UnsupportedInstruction(f"a store to .{space}")
     a, v = ins.operands
     srcs = list(v.items) if isinstance(v, Vector) else [v]
@@ -1286,11 +1290,21 @@ def h_cp(ins, mods, entry, layout):
 # --- calls of device functions (.func) ------------------------------------------------------------
 def h_call(ins, mods, entry, layout):
     """NVRTC inlines every device function it can; a ``.func`` stays only for ``__noinline__``
-    (or recursion), which the engine refuses by name."""
-    target = next((o.name for o in ins.operands if isinstance(o, Symbol)), "?")
-    raise UnsupportedInstruction(
-        f"a call of the device function {target} (a .func: __noinline__ or recursive); "
-        "the PTX engine runs inlined device functions only: drop __noinline__")
+    (or recursion), which the engine refuses by name (also at the ``st.param`` of its
+    arguments, which come first)."""
+    raise UnsupportedInstruction(_call_refusal(ins))
+
+
+def _next_call(entry, ins):
+    later = entry.instructions[entry.instructions.index(ins):]
+    return next((i for i in later if i.parts[0] == "call"), None)
+
+
+def _call_refusal(call) -> str:
+    target = "?" if call is None else \
+        next((o.name for o in call.operands if isinstance(o, Symbol)), "?")
+    return (f"a call of the device function {target} (a .func: __noinline__ or recursive); "
+            "the PTX engine runs inlined device functions only: drop __noinline__")
 
 
 def h_activemask(ins, mods, entry, layout):
@@ -1314,8 +1328,10 @@ _HANDLERS = {
     "vote": h_vote, "ld": h_ld, "st": h_st, "atom": h_atom, "red": h_red,
     "ex2": h_approx("ex2"), "lg2": h_approx("lg2"), "rsqrt": h_approx("rsqrt"),
     "sin": h_approx("sin"), "cos": h_approx("cos"), "rcp": h_approx("rcp"),
-    "sqrt": h_approx("sqrt"), "mapa": h_mapa, "cp": h_cp, "call": h_call,
+    "sqrt": h_approx("sqrt"), "tanh": h_approx("tanh"), "mapa": h_mapa, "cp": h_cp,
 }
+# opcodes refused with a message of their own (the error names why and what to change)
+_REFUSED = {"call": h_call}
 
 #: the opcodes (first part of the instruction) the engine compiles
 SUPPORTED_OPCODES = tuple(sorted(_HANDLERS))
