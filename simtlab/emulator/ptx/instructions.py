@@ -33,8 +33,11 @@ DTYPES = {"b8": np.uint8, "u8": np.uint8, "s8": np.int8, "b16": np.uint16, "u16"
           "s16": np.int16, "b32": np.uint32, "u32": np.uint32, "s32": np.int32,
           "b64": np.uint64, "u64": np.uint64, "s64": np.int64, "f32": np.float32,
           "f64": np.float64, "pred": np.bool_}
-DTYPES = {k: np.dtype(v) for k, v in DTYPES.items()}
 HALF = ("f16", "bf16")         # 16-bit floats: their bits in .b16 registers (numerics.half_*)
+# a .f16/.bf16 register, load, store or move holds the bits; every other instruction of these
+# types goes to h_half (_compile), never to an integer rule
+DTYPES.update({"f16": np.uint16, "bf16": np.uint16})
+DTYPES = {k: np.dtype(v) for k, v in DTYPES.items()}
 UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
             8: np.dtype(np.uint64)}
 SIGNED = {1: np.dtype(np.int8), 2: np.dtype(np.int16), 4: np.dtype(np.int32),

@@ -24,8 +24,9 @@ to float32 once (to nearest even), after flushing subnormal inputs with ``.ftz``
 flushing a subnormal result. Its error is thus at most 0.5 float32 ulp plus 2^-29 ulp (the
 float64 error): correctly rounded except where the exact value lies within 2^-29 ulp of a
 halfway point. The PTX ISA's bounds (9.7.3, "Floating Point Instructions"), all of which
-this meets, and which ``tests/test_ptx_features.py`` checks on many inputs against exact
-references (``fractions``/``mpmath``-free: float64 NumPy and math, whose error is 2^-29 float32 ulp):
+this meets, and which ``tests/test_ptx_features.py`` checks on many inputs against references
+computed with Python's ``decimal`` to 60 digits (``tests/test_ptx_engine_gpu.py`` checks the
+GPU's own results against the same bounds):
 
 =====================  =====================================================================
 ``ex2.approx.f32``     2 ulp over the full range (2^x; ``.ftz`` forms likewise)
