@@ -506,10 +506,7 @@ def _cooperation_cases():
     def check(outputs, x):
         assert np.isclose(outputs["out"].astype(np.float64).sum(), sum_cpu(x), rtol=1e-5)
 
-    return [Case("cooperation/reduce_cluster_pairs", "cooperation", ("reduce_cluster_pairs",), inputs, plan, check,
-                 xfail="kernels/cooperation.cu includes <cooperative_groups.h>, which the NVRTC wheel lacks, "
-                       "and runs thread-block clusters (cluster.sync, distributed shared memory), "
-                       "which the PTX engine does not have yet")]
+    return [Case("cooperation/reduce_cluster_pairs", "cooperation", ("reduce_cluster_pairs",), inputs, plan, check)]
 
 
 CASES = (_pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()

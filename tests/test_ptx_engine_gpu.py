@@ -177,3 +177,92 @@ def test_course_kernel_equals_the_gpu_bit_for_bit(case):
             where = np.argwhere(differ)
             assert not len(where), (f"{name}: {len(where)} of {a.size} elements differ; the first at "
                                     f"{tuple(where[0])}: engine {a[tuple(where[0])]!r}, GPU {b[tuple(where[0])]!r}")
+
+
+# --- the features of tests/test_ptx_features.py against the GPU -----------------------------------
+HALF_BITS = r'''
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void half_bits(const unsigned short* h, const unsigned short* b,
+                                     const float* f, float* fh, float* fb,
+                                     unsigned short* out) {
+    int t = threadIdx.x;
+    __half x = __ushort_as_half(h[t]);
+    __nv_bfloat16 y = __ushort_as_bfloat16(b[t]);
+    fh[t] = __half2float(x);
+    fb[t] = __bfloat162float(y);
+    out[6 * t + 0] = __half_as_ushort(__hadd(x, __ushort_as_half(h[(t + 1) % blockDim.x])));
+    out[6 * t + 1] = __half_as_ushort(__hmul(x, x));
+    out[6 * t + 2] = __bfloat16_as_ushort(__hadd(y, __ushort_as_bfloat16(b[(t + 1) % blockDim.x])));
+    out[6 * t + 3] = __bfloat16_as_ushort(__hmul(y, y));
+    out[6 * t + 4] = __half_as_ushort(__float2half(f[t]));
+    out[6 * t + 5] = __bfloat16_as_ushort(__float2bfloat16(f[t]));
+}
+'''
+
+
+def _half_inputs(n, rng):
+    """Random bits plus the edge cases: NaNs with payloads, infinities, zeros, subnormals."""
+    special = [0x7E00, 0x7C01, 0xFE55, 0x7C00, 0xFC00, 0x0000, 0x8000, 0x0001, 0x03FF, 0x3C00]
+    h = np.concatenate([np.uint16(special), rng.integers(0, 2**16, n - len(special))])
+    return h.astype(np.uint16)
+
+
+def test_half_precision_bits_equal_the_gpus():
+    """f16/bf16 add, mul and conversions, NaN results included: the engine writes the
+    canonical NaN 0x7FFF (and 0x7FFFFFFF for a widened NaN); the GPU's bits decide."""
+    rng = np.random.default_rng(21)
+    n = 256
+    h = _half_inputs(n, rng)
+    b = _half_inputs(n, rng)
+    f = np.concatenate([np.float32([np.nan, -np.nan, np.inf, 1e-40, 65520, 3.0e38]),
+                        (rng.standard_normal(n - 6) * 100).astype(np.float32)])
+    cpu, gpu = _both(HALF_BITS, "half_bits", 1, n, h, b, f, np.zeros(n, np.float32),
+                     np.zeros(n, np.float32), np.zeros(6 * n, np.uint16))
+    for k in (3, 4):
+        assert np.array_equal(cpu[k].view(np.uint32), gpu[k].view(np.uint32)), k
+    assert np.array_equal(cpu[5], gpu[5])
+
+
+def test_cp_async_kernels_equal_the_gpus():
+    from test_ptx_features import STAGED
+
+    rng = np.random.default_rng(8)
+    x = rng.random(256, dtype=np.float32)
+    d = rng.random(64)
+    cpu, gpu = _both(STAGED, "staged", 1, 64, x, d, np.zeros(64, np.float32), np.int32(40))
+    assert np.array_equal(cpu[2], gpu[2])
+
+
+def test_cluster_pairs_equal_the_gpus():
+    source = (Path(__file__).resolve().parents[1] / "kernels" / "cooperation.cu").read_text()
+    n = 8 * 256 * 3 + 77
+    x = np.random.default_rng(5).random(n, dtype=np.float32)
+    cpu, gpu = _both(source, "reduce_cluster_pairs", 8, 256, x, np.zeros(4, np.float32),
+                     np.int64(n))
+    assert np.array_equal(cpu[1], gpu[1])
+
+
+def test_stack_array_equals_the_gpus():
+    from test_ptx_features import STACK
+
+    idx = np.random.default_rng(3).integers(0, 1000, 100).astype(np.int32)
+    cpu, gpu = _both(STACK, "stack", 2, 64, idx, np.zeros(100, np.float32), np.int32(100))
+    assert np.array_equal(cpu[1], gpu[1])
+
+
+@pytest.mark.parametrize("kind", ["ex2", "lg2", "rsqrt", "sqrt_approx", "rcp", "sin_approx",
+                                  "cos_approx", "tanh_approx"])
+def test_gpu_approx_functions_are_within_the_bounds_the_engine_documents(kind):
+    """The bounds numerics.py cites from the PTX ISA, checked on the GPU's own results: the
+    engine (correctly rounded) is within them (test_ptx_features), and so must the GPU be."""
+    from decimal import Decimal
+
+    from test_ptx_features import APPROX, APPROX_CASES, _exact
+
+    _, inputs, within = next(c for c in APPROX_CASES if c[0] == kind)
+    x = np.asarray(inputs, np.float32)
+    _, gpu = _both(APPROX, f"k_{kind}", -(-len(x) // 128), 128, x, np.zeros(len(x), np.float32),
+                   np.int32(len(x)))
+    for xi, yi in zip(x.tolist(), gpu[1].tolist()):
+        assert within(xi, _exact(kind, xi), Decimal(yi)), (kind, xi, yi)

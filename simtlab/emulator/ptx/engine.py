@@ -41,6 +41,9 @@ C_TYPES = {
     "signed char": np.int8, "unsigned char": np.uint8, "int8_t": np.int8, "uint8_t": np.uint8,
     "bool": np.bool_, "float2": np.float32, "float4": np.float32, "int2": np.int32,
     "int4": np.int32, "double2": np.float64, "uint2": np.uint32, "uint4": np.uint32,
+    "half": np.float16, "__half": np.float16,
+    # bfloat16 has no NumPy type: its bits as uint16
+    "__nv_bfloat16": np.uint16, "nv_bfloat16": np.uint16,
 }
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct)\b")
 
@@ -92,12 +95,15 @@ class PtxEngine:
         self.params = self._bind_params(regions["global"])
         shared, self.shared_size = self._lay_out_shared(entry, regions["shared"])
         const = self._lay_out_const(regions["const"])
-        self.local_size = self._lay_out_local(entry, regions["local"])
+        local, self.local_size = self._lay_out_local(entry, regions["local"])
         self.tables = {space: RegionTable(rs) for space, rs in regions.items()}
         self.layout = Layout(shared=shared, const=const, globals_={},
                              params={p.name: p for p in entry.params},
-                             registers=entry.registers)
+                             registers=entry.registers, local=local)
+        self.cluster_size, self.explicit_cluster = self._cluster_shape(entry)
         self.steps = _compiled(kernel, self.layout)
+        self.cluster_barrier = np.array([s.kind == "bar" and s.scope == "cluster"
+                                         for s in self.steps] + [False])
         self.line_starts = _line_starts(entry)
         count = len(entry.instructions)
         self.profile = PtxProfile(kernel, np.zeros(count, np.int64), np.zeros(count, np.int64))
@@ -203,13 +209,36 @@ class PtxEngine:
         return offsets
 
     def _lay_out_local(self, entry, regions):
-        offset = 0
+        """Each thread's local space: NVRTC's ``__local_depot`` (stack arrays indexed at run
+        time) and any other ``.local`` variable, from address 0 (a thread's own copy)."""
+        offsets, offset = {}, 0
+        item = self._element_size(entry, "local")
         for v in entry.variables:
             if v.space != "local":
                 continue
-            raise LaunchError(f"the kernel uses local memory ({v.name}): the PTX engine does "
-                              "not run local arrays yet")
-        return offset
+            offset = -(-offset // v.align) * v.align
+            offsets[v.name] = offset
+            name = "local" if v.name.startswith("__local_depot") else _demangle(v.name)
+            info = self._register(name, "local", v.nbytes, f"u{item}", offset)
+            regions.append(Region(info.id, name, offset, v.nbytes, item, None))
+            offset += v.nbytes
+        return offsets, -(-offset // 16) * 16
+
+    def _cluster_shape(self, entry):
+        """``(blocks per cluster, explicit?)`` from ``__cluster_dims__`` (``.reqnctapercluster``):
+        clusters of (n, 1, 1) blocks along x, as many as fit the grid's x exactly (CUDA's rule)."""
+        dims = entry.directives.get("reqnctapercluster")
+        if not dims:
+            return 1, "explicitcluster" in entry.directives
+        dims = tuple(dims) + (1,) * (3 - len(dims))
+        if dims[1:] != (1, 1):
+            raise LaunchError(f"clusters of {dims} blocks: the PTX engine runs clusters along x "
+                              "only, (n, 1, 1)")
+        if self.launch.griddim[0] % dims[0]:
+            raise LaunchError(f"a grid of {self.launch.griddim} blocks is not a whole number of "
+                              f"clusters of {dims}", fix="make gridDim.x a multiple of the "
+                              "cluster's size")
+        return dims[0], True
 
     def describe_address(self, space, address):
         table = self.tables.get(space)
@@ -227,13 +256,17 @@ class PtxEngine:
         launch = self.launch
         self.t0 = time.perf_counter()
         per_chunk = 1 if self.talks else max(1, CHUNK_LANES // launch.threads_per_block)
+        size = self.cluster_size                 # a chunk holds whole clusters
+        per_chunk = max(size, per_chunk // size * size)
         nblocks = launch.num_blocks
         with np.errstate(all="ignore"):
             b1 = 0
             while b1 < nblocks:
                 b0, b1 = b1, min(nblocks, b1 + per_chunk)
                 if launch.trace_blocks is not None and b0 < launch.trace_blocks < b1:
-                    b1 = launch.trace_blocks       # the traced sample ends here; the rest untraced
+                    # the traced sample ends inside: the chunk ends with it (on a cluster's
+                    # edge), and the next starts there
+                    b1 = max(b0 + size, -(-launch.trace_blocks // size) * size)
                 traced = launch.trace and (launch.trace_blocks is None or b0 < launch.trace_blocks)
                 chunk = Chunk(self, b0, b1, traced)
                 try:
@@ -279,7 +312,8 @@ class PtxEngine:
 
 def _compiled(kernel, layout):
     """The kernel's steps, compiled once per kernel and layout of its variables."""
-    key = (tuple(sorted(layout.shared.items())), tuple(sorted(layout.const.items())))
+    key = (tuple(sorted(layout.shared.items())), tuple(sorted(layout.const.items())),
+           tuple(sorted((layout.local or {}).items())))
     cache = kernel.__dict__.setdefault("_steps", {})
     steps = cache.get(key)
     if steps is None:

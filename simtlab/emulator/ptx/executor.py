@@ -14,7 +14,19 @@ touches no per-lane PC vector at all.
 
 Barriers (``bar.sync``): a lane waits until every lane of its block waits or has exited;
 lanes of one block waiting at different barriers, or waiting while others have exited, is a
-divergent barrier (``BarrierError``), as in the other engines.
+divergent barrier (``BarrierError``), as in the other engines. A cluster barrier
+(``barrier.cluster.wait``) waits for every lane of the block's cluster; a chunk holds whole
+clusters.
+
+Runaway loops: every taken backward branch (a jump to an earlier instruction: one more pass
+through a loop) counts one for each lane that takes it; a lane past ``Launch.iteration_limit``
+stops the launch with ``RunawayKernelError.too_many_iterations``, the same count on every
+machine, traced or not. The chunk also counts its backward branches (an upper bound on every
+lane's count), so the per-lane maximum is looked at only once that bound passes the limit.
+
+Uninitialised shared memory (traced runs): one flag per shared byte of each block, set by
+every store, atomic and landed ``cp.async``; a load of a byte no thread of the block has
+written raises ``UninitializedReadError``, as the other engines do.
 """
 
 from __future__ import annotations
@@ -26,10 +38,10 @@ import numpy as np
 
 from ...simt import ATOMIC, READ, WARP_SIZE, WRITE, make_site
 from ..errors import (BarrierError, EmulationError, OutOfBoundsError, RunawayKernelError,
-                      WarpCollectiveError)
+                      UninitializedReadError, WarpCollectiveError)
 from .instructions import DTYPES, UnsupportedInstruction
-from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
-                     typed_view)
+from .memory import (CLUSTER_RANK_SHIFT, CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW,
+                     SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE, typed_view)
 
 _BIG = np.int64(1 << 62)
 
@@ -79,6 +91,14 @@ class Chunk:
         self.local = np.zeros(n * self.local_stride, np.uint8)
         self.step_ins = None
         self.warp_starts = np.flatnonzero(self.laneid == 0)   # first lane of each warp
+        self.cluster_size = engine.cluster_size
+        self.loops = np.zeros(n, np.int64)       # taken backward branches per lane
+        self.chunk_loops = 0                     # ... by any lane: a bound on every lane's
+        self.loop_limit = launch.iteration_limit
+        # one flag per shared byte: written in this launch (traced runs only)
+        self.written = np.zeros(len(self.shared), bool) if trace else None
+        self.async_groups = np.zeros(n, np.int64)   # cp.async groups each lane committed
+        self.async_pending = []                  # copies issued, not landed yet
 
     # --- the per-instruction profile (the PTX source view) -------------------------------------
     def count_instruction(self, p, m):
@@ -132,6 +152,8 @@ class Chunk:
             v = self.warp
         elif name == "%nwarpid":
             v = np.int64(launch.warps_per_block)
+        elif "cluster" in name:
+            v = self._cluster_special(name, block, axis)
         else:                                           # %lanemask_*
             kind = name.split("_")[1]
             lane = self.laneid
@@ -141,6 +163,25 @@ class Chunk:
                  "gt": ones & ~(np.left_shift(2, lane) - 1),
                  "ge": ones & ~(np.left_shift(1, lane) - 1)}[kind]
         return np.asarray(v).astype(np.uint32)
+
+    def _cluster_special(self, name, block, axis):
+        """Cluster registers for clusters of (size, 1, 1) blocks (what the engine runs)."""
+        size = self.cluster_size
+        gx = self.launch.griddim[0]
+        bx = block % gx
+        x_only = axis in (None, 0)
+        if name in ("%cluster_ctarank", "%cluster_ctaid.x"):
+            return bx % size
+        if name in ("%cluster_nctarank", "%cluster_nctaid.x"):
+            return np.int64(size)
+        if name == "%is_explicit_cluster":
+            return np.int64(self.engine.explicit_cluster)
+        if name.startswith("%clusterid."):
+            return bx // size if x_only else (block // gx) % self.launch.griddim[1] \
+                if axis == 1 else block // (gx * self.launch.griddim[1])
+        if name.startswith("%nclusterid."):
+            return np.int64(gx // size if x_only else self.launch.griddim[axis])
+        return np.int64(0 if name.startswith("%cluster_ctaid.") else 1)
 
     # --- errors ----------------------------------------------------------------------------------
     def where(self, lane: int):
@@ -188,6 +229,9 @@ class Chunk:
         alignment checked."""
         eng = self.engine
         table = eng.tables[space]
+        blocks = None
+        if space == "shared":
+            blocks, a = self._cluster_blocks(a, idx, ins), a & SHARED_OFFSET_MASK
         ri = table.find(a, width)
         if (ri < 0).any():
             bad = int(np.flatnonzero(ri < 0)[0])
@@ -197,12 +241,25 @@ class Chunk:
             raise self.error_at(idx[bad], f"misaligned {width}-byte access at address "
                                 f"{int(a[bad]):#x} in `{ins}`", ins, OutOfBoundsError)
         if space == "shared":
-            return self.shared, self.lblock[idx] * self.shared_stride + a, ri, table
+            return self.shared, blocks * self.shared_stride + a, ri, table, a
         if space == "local":
-            return self.local, idx * self.local_stride + a, ri, table
+            return self.local, idx * self.local_stride + a, ri, table, a
         if space == "const":
-            return eng.const_bytes, a, ri, table
-        return None, a, ri, table                    # global: per region
+            return eng.const_bytes, a, ri, table, a
+        return None, a, ri, table, a                 # global: per region
+
+    def _cluster_blocks(self, a, idx, ins):
+        """The chunk-local block whose shared memory each shared address names: the lane's
+        own, or (``mapa``'s addresses) block ``rank`` of its cluster."""
+        own = self.lblock[idx]
+        rank = a >> CLUSTER_RANK_SHIFT
+        if not rank.any():
+            return own
+        remote = rank > 0
+        if (rank > self.cluster_size).any():
+            bad = int(np.flatnonzero(rank > self.cluster_size)[0])
+            raise self._out_of_bounds(idx[bad], a[bad], "shared", ins)
+        return np.where(remote, own - own % self.cluster_size + rank - 1, own)
 
     def _out_of_bounds(self, lane, address, space, ins):
         near = self.engine.describe_address(space, int(address))
@@ -233,7 +290,9 @@ class Chunk:
         s = dtype.itemsize
         for sp, pos, a in self._spaces(space, addr, idx, ins):
             lanes = idx[pos]
-            data, bpos, ri, table = self._locate(sp, a, lanes, s * vec, ins)
+            data, bpos, ri, table, a = self._locate(sp, a, lanes, s * vec, ins)
+            if sp == "shared" and self.written is not None:
+                self._check_written(lanes, bpos, a, ri, table, s * vec, ins)
             for region, sel in self._each_region(sp, a, ri, table):
                 la = lanes[sel]
                 for k in range(vec):
@@ -252,7 +311,9 @@ class Chunk:
         vec = len(values)
         for sp, pos, a in self._spaces(space, addr, idx, ins):
             lanes = idx[pos]
-            data, bpos, ri, table = self._locate(sp, a, lanes, s * vec, ins)
+            data, bpos, ri, table, a = self._locate(sp, a, lanes, s * vec, ins)
+            if sp == "shared" and self.written is not None:
+                self._mark_written(bpos, s * vec)
             if sp == "const":
                 raise self.error_at(int(lanes[0]), f"a store to constant memory in `{ins}`", ins)
             for region, sel in self._each_region(sp, a, ri, table):
@@ -275,7 +336,9 @@ class Chunk:
         s = dtype.itemsize
         for sp, pos, a in self._spaces(space, addr, idx, ins):
             lanes = idx[pos]
-            data, bpos, ri, table = self._locate(sp, a, lanes, s, ins)
+            data, bpos, ri, table, a = self._locate(sp, a, lanes, s, ins)
+            if sp == "shared" and self.written is not None:
+                self._mark_written(bpos, s)
             if sp == "const":
                 raise self.error_at(int(lanes[0]), f"an atomic on constant memory in `{ins}`",
                                     ins)
@@ -297,6 +360,115 @@ class Chunk:
                     view[p] = update(o, b[j] if b is not None else None,
                                      c[j] if c is not None else None)
         return old
+
+    # --- uninitialised shared memory ------------------------------------------------------------
+    def _mark_written(self, bpos, width):
+        self.written[(np.asarray(bpos)[:, None] + np.arange(width)).ravel()] = True
+
+    def _check_written(self, lanes, bpos, a, ri, table, width, ins):
+        unwritten = ~self.written[np.asarray(bpos)[:, None] + np.arange(width)].all(axis=1)
+        if not unwritten.any():
+            return
+        j = int(np.flatnonzero(unwritten)[0])
+        region = table.regions[int(ri[j])]
+        index = int(a[j] - region.start) // region.itemsize
+        err = self.error_at(int(lanes[j]), f"reads {region.name}[{index}] of shared array "
+                            f"{region.name!r}, which no thread of this block has written yet "
+                            f"(`{ins}`)", ins, UninitializedReadError,
+                            fix="if another thread writes this element, put __syncthreads() "
+                                "between that write and this read; otherwise initialise the "
+                                "shared array first")
+        err.array, err.index = region.name, index
+        raise err
+
+    # --- cp.async: copies that land when their group is waited for -------------------------------
+    def async_copy(self, m, dst, src, nbytes, src_size, ins):
+        """Read each active lane's ``src_size`` source bytes now (zero fill to ``nbytes``) and
+        keep them, with the lane's open group, until a wait lands them in shared memory."""
+        lanes = self._active(m)
+        given = np.broadcast_to(np.asarray(src_size, np.int64), (self.n,))[lanes]
+        if ((given < 0) | (given > nbytes)).any():
+            bad = int(lanes[np.flatnonzero((given < 0) | (given > nbytes))[0]])
+            raise self.error_at(bad, f"`{ins}`: src-size {int(np.broadcast_to(src_size, (self.n,))[bad])} "
+                                f"is not between 0 and the copy's {nbytes} bytes", ins)
+        to = np.broadcast_to(np.asarray(dst, np.int64), (self.n,))[lanes]
+        self._locate("shared", to, lanes, nbytes, ins)            # bounds: at the copy's line
+        data = np.zeros((len(lanes), nbytes), np.uint8)
+        for k in np.unique(given[given > 0]).tolist():
+            sel = np.flatnonzero(given == k)
+            data[sel, :k] = self._read_bytes(src, lanes[sel], k, nbytes, ins)
+        self.async_pending.append((lanes, self.async_groups[lanes].copy(), to, data, ins))
+
+    def _read_bytes(self, src, lanes, k, align, ins):
+        """``k`` bytes from each lane's global address (aligned to the copy's size), traced."""
+        a = np.broadcast_to(np.asarray(src, np.int64), (self.n,))[lanes]
+        if (a % align).any():
+            bad = int(np.flatnonzero(a % align)[0])
+            raise self.error_at(int(lanes[bad]), f"misaligned {align}-byte copy from address "
+                                f"{int(a[bad]):#x} in `{ins}`", ins, OutOfBoundsError)
+        table = self.engine.tables["global"]
+        ri = table.find(a, k)
+        if (ri < 0).any():
+            bad = int(np.flatnonzero(ri < 0)[0])
+            raise self._out_of_bounds(lanes[bad], a[bad], "global", ins)
+        out = np.zeros((len(lanes), k), np.uint8)
+        for region, sel in self._each_region("global", a, ri, table):
+            out[sel] = region.data[(a[sel] - region.start)[:, None] + np.arange(k)]
+            if self.trace:
+                self.record(lanes[sel], region, a[sel], k, READ, ins)
+        return out
+
+    def async_commit(self, m):
+        if m is None:
+            self.async_groups += 1
+        else:
+            self.async_groups[m] += 1
+
+    def async_wait(self, m, keep):
+        """Land the copies of the active lanes' groups but the ``keep`` most recent ones."""
+        act = np.ones(self.n, bool) if m is None else m
+        still = []
+        for lanes, groups, to, data, ins in self.async_pending:
+            due = act[lanes] & (groups < self.async_groups[lanes] - keep)
+            if due.any():
+                self._land(lanes[due], to[due], data[due], ins)
+            if not due.all():
+                still.append((lanes[~due], groups[~due], to[~due], data[~due], ins))
+        self.async_pending = still
+
+    def _land(self, lanes, to, data, ins):
+        stored, bpos, ri, table, a = self._locate("shared", to, lanes, data.shape[1], ins)
+        stored[(bpos[:, None] + np.arange(data.shape[1])).ravel()] = data.ravel()
+        if self.written is not None:
+            self._mark_written(bpos, data.shape[1])
+        if self.trace:
+            for region, sel in self._each_region("shared", a, ri, table):
+                self.record(lanes[sel], region, a[sel], data.shape[1], WRITE, ins)
+
+    def land_all(self):
+        """A thread that exits with copies in flight: they still land (in issue order)."""
+        for lanes, _, to, data, ins in self.async_pending:
+            self._land(lanes, to, data, ins)
+        self.async_pending = []
+
+    # --- loops ---------------------------------------------------------------------------------
+    def loop_back(self, taken, step):
+        """Lanes ``taken`` (None: all) jump back: one more loop iteration each."""
+        if taken is None:
+            self.loops += 1
+        else:
+            self.loops[taken] += 1
+        self.chunk_loops += 1
+        if self.chunk_loops > self.loop_limit:
+            top = int(self.loops.max())
+            if top > self.loop_limit:
+                lane = int(np.argmax(self.loops))
+                block, thread = self.where(lane)
+                ins = step.ins
+                source = linecache.getline(self.engine.kernel.filename, ins.line).strip() or None
+                raise RunawayKernelError.too_many_iterations(
+                    self.loop_limit, block=block, thread=thread, line=ins.line or None,
+                    source=source, function=self.engine.kernel.name)
 
     def record(self, lanes, region, a, width, kind, ins):
         """One trace row per lane and access, as the GPU issues it: a ``.v4.f32`` access is one
@@ -396,9 +568,10 @@ class Chunk:
                 runnable = ~(done | waiting)
                 if not runnable.any():
                     if not waiting.any():
+                        self.land_all()
                         return
                     self._release(pc, done, waiting)
-                    runnable = ~done
+                    runnable = ~(done | waiting)
                 pcs = np.where(runnable, pc, _BIG)
                 p = int(pcs.min())
                 m = pcs == p
@@ -409,8 +582,7 @@ class Chunk:
                 p, m = uniform, live
             count += 1
             if count & 1023 == 0 and limit and time.perf_counter() - t0 > limit:
-                raise RunawayKernelError(f"the kernel ran past the time limit of {limit} s",
-                                         fix="look for a loop that never ends")
+                raise RunawayKernelError.out_of_time(limit, function=self.engine.kernel.name)
             if p >= nsteps:                              # fell off the end: as ret
                 step_kind, step = "exit", None
             else:
@@ -441,6 +613,8 @@ class Chunk:
                 if uniform is not None:
                     tc = np.count_nonzero(taken) if taken is not None else -1
                     total = n if live is None else np.count_nonzero(live)
+                    if step.target <= p and tc != 0:
+                        self.loop_back(live if taken is None or tc == total else taken, step)
                     if taken is None or tc == total:
                         uniform = step.target
                         if trace:
@@ -461,6 +635,8 @@ class Chunk:
                         uniform = live = None
                 else:
                     taken = m if taken is None else taken
+                    if step.target <= p:
+                        self.loop_back(taken, step)
                     pc[m] = p + 1
                     pc[taken] = step.target
                     if trace:
@@ -530,6 +706,29 @@ class Chunk:
                                 ins, BarrierError,
                                 fix="move __syncthreads() out of the branch so that all "
                                     "threads meet at one barrier")
-        pc[waiting] += 1
-        self.epoch[waiting] += 1
-        waiting[:] = False
+        released = np.repeat(self._passing_blocks(w, lo), tpb) & waiting
+        if not released.any():
+            b = int(np.flatnonzero(w.any(axis=1))[0])
+            lane = b * tpb + int(np.flatnonzero(w[b])[0])
+            ins = self.engine.steps[int(pc[lane])].ins
+            raise self.error_at(lane, f"threads of the block wait at the cluster barrier on line "
+                                f"{ins.line}, but not every thread of the cluster's "
+                                f"{self.cluster_size} blocks reaches it (some exited or wait at "
+                                "another barrier)", ins, BarrierError,
+                                fix="every thread of every block of the cluster must reach "
+                                    "each cluster.sync()")
+        pc[released] += 1
+        self.epoch[released] += 1
+        waiting[released] = False
+
+    def _passing_blocks(self, w, lo):
+        """Per block of the chunk: may its waiting lanes pass? A block barrier passes when the
+        block waits; a cluster barrier when every block of the cluster waits at it."""
+        at_cluster = self.engine.cluster_barrier[np.where(w.any(axis=1), lo, 0)] & w.any(axis=1)
+        passing = w.any(axis=1) & ~at_cluster
+        if at_cluster.any():
+            size = self.cluster_size
+            whole = at_cluster.reshape(-1, size).all(axis=1) & \
+                (lo.reshape(-1, size) == lo.reshape(-1, size)[:, :1]).all(axis=1)
+            passing |= np.repeat(whole, size)
+        return passing

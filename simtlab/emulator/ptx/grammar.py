@@ -38,9 +38,11 @@ param: ".param" DATA_TYPE param_attr* IDENT dims?
 param_attr: PTR_ATTR | STATE_SPACE | align
 perf_directive: PERF_NAME INT ("," INT)*
               | ".noreturn"
+              | ".explicitcluster"      -> explicit_cluster
 
 body: "{" _statement* "}"
-_statement: reg_decl | local_var | label | loc | instruction | pragma | body
+_statement: reg_decl | local_var | param_decl | label | loc | instruction | pragma | body
+param_decl: ".param" align? DATA_TYPE IDENT dims? ";"
 reg_decl: ".reg" VEC_TYPE? DATA_TYPE reg_name ("," reg_name)* ";"
 reg_name: (REG | IDENT) ("<" INT ">")?
 local_var: var_decl ";"
@@ -55,6 +57,7 @@ guard: "@" NOT? REG
         | immediate
         | "[" addr_expr "]"      -> memory
         | "{" operand ("," operand)* "}" -> vector
+        | "(" operand ("," operand)* ")" -> vector
 addr_expr: (REG | IDENT) ("+" INT)?
        | INT
 immediate: INT | FLOAT_HEX | DOUBLE_HEX
@@ -67,11 +70,11 @@ LINKAGE: ".visible" | ".extern" | ".weak" | ".common"
 STATE_SPACE: ".shared" | ".const" | ".global" | ".local"
 PTR_ATTR: ".ptr"
 PERF_NAME: ".maxntid" | ".reqntid" | ".minnctapersm" | ".maxnreg" | ".maxclusterrank"
-         | ".reqnctapercluster" | ".explicitcluster"
+         | ".reqnctapercluster"
 VEC_TYPE: ".v2" | ".v4" | ".v8"
 DATA_TYPE.2: /\.(b8|b16|b32|b64|b128|u8|u16|u32|u64|s8|s16|s32|s64|f16x2|f16|bf16x2|bf16|f32|f64|pred|e4m3x2|e5m2x2|tf32)\b/
 LABEL_DEF.3: /[A-Za-z_$][A-Za-z0-9_$]*:/
-OPCODE: /[a-z][a-z0-9_]*(\.[a-z0-9_]+)*/
+OPCODE: /[a-z][a-z0-9_]*(\.[a-z0-9_]+(::[a-z0-9_]+)*)*/
 REG: /%[A-Za-z_$][A-Za-z0-9_$]*(\.[xyz])?/
 IDENT: /[A-Za-z_$][A-Za-z0-9_$]*/
 FLOAT_HEX.2: /0[fF][0-9A-Fa-f]{8}/

@@ -20,7 +20,8 @@ import numpy as np
 
 from ...simt import ATOMIC, READ, WARP_SIZE, WRITE
 from . import numerics as fp
-from .memory import CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
+                     cluster_address)
 from .parser import Address, Imm, NotReg, Reg, RegPair, Symbol, Vector, type_size
 
 
@@ -32,6 +33,10 @@ DTYPES = {"b8": np.uint8, "u8": np.uint8, "s8": np.int8, "b16": np.uint16, "u16"
           "s16": np.int16, "b32": np.uint32, "u32": np.uint32, "s32": np.int32,
           "b64": np.uint64, "u64": np.uint64, "s64": np.int64, "f32": np.float32,
           "f64": np.float64, "pred": np.bool_}
+HALF = ("f16", "bf16")         # 16-bit floats: their bits in .b16 registers (numerics.half_*)
+# a .f16/.bf16 register, load, store or move holds the bits; every other instruction of these
+# types goes to h_half (_compile), never to an integer rule
+DTYPES.update({"f16": np.uint16, "bf16": np.uint16})
 DTYPES = {k: np.dtype(v) for k, v in DTYPES.items()}
 UNSIGNED = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
             8: np.dtype(np.uint64)}
@@ -54,6 +59,7 @@ class Step:
     ins: object                # the parsed Instruction
     target: int = -1           # bra: instruction index of the label
     talks: bool = False        # atomics, fences, acquire/release: blocks may talk
+    scope: str = "cta"         # bar: the threads it waits for ("cta": the block, "cluster")
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Layout:
     globals_: dict             # name -> device address of a module .global variable
     params: dict               # name -> (type, size)
     registers: dict            # register name -> type
+    local: dict = None         # name -> offset in each thread's local space (__local_depot)
 
 
 def dtype_of(t: str) -> np.dtype:
@@ -98,7 +105,10 @@ def as_type(arr, t: str):
 SPECIAL = {"%tid.x", "%tid.y", "%tid.z", "%ntid.x", "%ntid.y", "%ntid.z", "%ctaid.x",
            "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%laneid", "%warpid",
            "%nwarpid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt",
-           "%lanemask_ge"}
+           "%lanemask_ge", "%cluster_ctarank", "%cluster_nctarank", "%clusterid.x",
+           "%clusterid.y", "%clusterid.z", "%nclusterid.x", "%nclusterid.y", "%nclusterid.z",
+           "%cluster_ctaid.x", "%cluster_ctaid.y", "%cluster_ctaid.z", "%cluster_nctaid.x",
+           "%cluster_nctaid.y", "%cluster_nctaid.z", "%is_explicit_cluster"}
 
 
 def imm_value(op: Imm, t: str):
@@ -152,6 +162,8 @@ def symbol_address(name: str, layout: Layout) -> int:
         return layout.const[name]
     if name in layout.globals_:
         return layout.globals_[name]
+    if layout.local and name in layout.local:
+        return layout.local[name]
     raise UnsupportedInstruction(f"the symbol {name}")
 
 
@@ -214,7 +226,9 @@ def _guarded(run, pred, negated):
 def _compile(ins, entry, layout) -> Step:
     parts = ins.parts
     op = parts[0]
-    handler = _HANDLERS.get(op)
+    if parts[-1] in HALF and op not in ("ld", "st", "cvt", "mov"):
+        return h_half(ins, parts[1:], entry, layout)
+    handler = _HANDLERS.get(op) or _REFUSED.get(op)
     if handler is None:
         raise UnsupportedInstruction(f"no rule for `{op}`")
     return handler(ins, parts[1:], entry, layout)
@@ -382,9 +396,14 @@ def h_div(ins, mods, entry, layout):
     flags, t = _mods_type(mods)
     dt = dtype_of(t)
     if dt.kind == "f":
+        if t == "f32" and flags & {"approx", "full"}:
+            _check_mods(flags, ("approx", "full", "ftz"), ins)
+            how = "approx" if "approx" in flags else "full"
+            return _binary(ins, mods, entry, layout,
+                           lambda x, y: fp.div_approx_f32(x, y, how, "ftz" in flags))
         _check_mods(flags, ("rn", "ftz"), ins)
         if "rn" not in flags:
-            raise UnsupportedInstruction("div.approx/div.full (only IEEE div.rn)")
+            raise UnsupportedInstruction("a division without .rn, .approx or .full")
         return _binary(ins, mods, entry, layout,
                        lambda x, y: _finish_float(np.divide(_ftz_in(x, flags, t),
                                                             _ftz_in(y, flags, t), dtype=dt),
@@ -536,6 +555,8 @@ def _pack_unpack(ins, d, a, t, layout):
 def h_cvt(ins, mods, entry, layout):
     d, a = ins.operands
     flags = [x for x in mods if x not in DTYPES]
+    if any(x in HALF for x in mods):
+        return _half_cvt(ins, mods, layout)
     types = [x for x in mods if x in DTYPES]
     if len(types) != 2:
         raise UnsupportedInstruction("cvt with packed or unusual types")
@@ -684,28 +705,25 @@ def h_selp(ins, mods, entry, layout):
 
 # --- special functions (.approx) -------------------------------------------------------------------
 def h_approx(kind):
-    """``ex2``/``lg2``/``rsqrt``/``sin``/``cos``.approx and ``rcp``/``sqrt``: the approx forms
-    give the float64 value rounded to float32 (within 1 ulp of the exact value, inside the PTX
-    ISA's bounds, e.g. 2 ulp for ex2.approx.ftz.f32) -- not the GPU's own bits."""
-    exact = {"ex2": np.exp2, "lg2": np.log2, "rsqrt": lambda x: 1.0 / np.sqrt(x),
-             "sin": np.sin, "cos": np.cos, "rcp": lambda x: 1.0 / x, "sqrt": np.sqrt}[kind]
+    """``ex2``/``lg2``/``rsqrt``/``sin``/``cos``/``tanh``.approx and ``rcp``/``sqrt`` (``.approx``
+    or ``.rn``): the approx forms are ``numerics.approx_f32`` (float64 rounded to float32, inside
+    the PTX ISA's error bounds, not the GPU's own bits); ``.rn`` is IEEE's operation."""
     def handler(ins, mods, entry, layout):
         flags, t = _mods_type(mods)
-        _check_mods(flags, ("approx", "ftz", "rn", "full"), ins)
+        _check_mods(flags, ("approx", "ftz", "rn"), ins)
         if t != "f32" and "approx" in flags:
             raise UnsupportedInstruction(f"{kind}.approx.{t}")
-        if "approx" not in flags and kind not in ("rcp", "sqrt"):
-            raise UnsupportedInstruction(f"{kind} without .approx")
-        if "approx" not in flags and "rn" not in flags:
-            raise UnsupportedInstruction(f"{kind} rounding")
+        if "approx" not in flags and (kind not in ("rcp", "sqrt") or "rn" not in flags):
+            raise UnsupportedInstruction(f"{kind} without .approx" if kind not in ("rcp", "sqrt")
+                                         else f"{kind} rounding")
         dt = dtype_of(t)
+        ftz = "ftz" in flags and t == "f32"
 
         def fn(x):
-            x = _ftz_in(x, flags, t)
-            if "rn" in flags:                       # correctly rounded: IEEE in NumPy
-                r = (np.divide(np.ones_like(x), x) if kind == "rcp" else np.sqrt(x)).astype(dt)
-            else:
-                r = exact(x.astype(np.float64)).astype(dt)
+            if "approx" in flags:
+                return fp.approx_f32(kind, x, ftz)
+            x = _ftz_in(x, flags, t)                 # correctly rounded: IEEE in NumPy
+            r = (np.divide(np.ones_like(x), x) if kind == "rcp" else np.sqrt(x)).astype(dt)
             return _finish_float(r, flags, t)
         return _unary(ins, mods, entry, layout, fn)
     return handler
@@ -725,6 +743,8 @@ def h_exit(ins, mods, entry, layout):
 
 def h_bar(ins, mods, entry, layout):
     flags = set(mods)
+    if "cluster" in flags:
+        return _cluster_barrier(ins, flags)
     if "warp" in flags:                              # bar.warp.sync membermask
         rm = reader(ins.operands[0], "b32", layout)
         def warp_sync(c, m):
@@ -737,6 +757,19 @@ def h_bar(ins, mods, entry, layout):
     if len(ins.operands) > 1:
         raise UnsupportedInstruction("a barrier with a thread count")
     return Step("bar", None, ins)
+
+
+def _cluster_barrier(ins, flags):
+    """``barrier.cluster.arrive`` then ``.wait`` (what ``cluster.sync()`` compiles to): the
+    arrive is a no-op and the wait a barrier of every thread of the cluster (accesses are seen
+    at once here, so nothing between the two can tell the difference)."""
+    _check_mods(flags, ("cluster", "arrive", "wait", "aligned", "relaxed", "acquire",
+                        "release"), ins)
+    if "arrive" in flags:
+        return Step("op", lambda c, m: None, ins)
+    if "wait" not in flags:
+        raise UnsupportedInstruction("barrier.cluster without .arrive or .wait")
+    return Step("bar", None, ins, scope="cluster")
 
 
 def h_nothing(ins, mods, entry, layout):
@@ -818,12 +851,18 @@ def h_vote(ins, mods, entry, layout):
 
 
 # --- memory --------------------------------------------------------------------------------------
+# a block's own shared memory and any block's of its cluster: one space here, the address says
+# which block (memory.cluster_address)
+_CTA_SPACES = {"shared::cta": "shared", "shared::cluster": "shared"}
+
+
 def _access_shape(mods):
     flags, t = _mods_type(mods)
     vec = 1
     for f in flags:
         if f in ("v2", "v4", "v8"):
             vec = int(f[1:])
+    flags = {_CTA_SPACES.get(f, f) for f in flags}
     space = [f for f in flags if f in SPACES]
     unknown = flags - set(SPACES) - {"v2", "v4", "v8"} - NO_EFFECT
     return (space[0] if space else "generic"), vec, t, unknown
@@ -881,7 +920,9 @@ def h_st(ins, mods, entry, layout):
     space, vec, t, unknown = _access_shape(mods)
     if unknown:
         raise UnsupportedInstruction(f"st with .{', .'.join(sorted(unknown))}")
-    if space in ("param", "const"):
+    if space == "param":                      # a call's argument: the call is what is refused
+        raise UnsupportedInstruction(_call_refusal(_next_call(entry, ins)))
+    if space == "const":
         raise UnsupportedInstruction(f"a store to .{space}")
     a, v = ins.operands
     srcs = list(v.items) if isinstance(v, Vector) else [v]
@@ -915,6 +956,7 @@ def h_atom(ins, mods, entry, layout, reduction=False):
     if not ops:
         raise UnsupportedInstruction("an atomic operation")
     op = ops[0]
+    flags = {_CTA_SPACES.get(f, f) for f in flags}
     space = [f for f in flags if f in SPACES]
     space = space[0] if space else "generic"
     unknown = flags - set(SPACES) - set(_ATOMIC_OPS) - NO_EFFECT
@@ -1087,6 +1129,187 @@ def h_prmt(ins, mods, entry, layout):
     return _op(run)
 
 
+# --- half precision: .f16/.bf16 arithmetic and conversions (PTX ISA 9.7.4) ----------------------
+_HALF_MODS = ("rn", "ftz", "sat")
+
+
+def h_half(ins, mods, entry, layout):
+    """``add``/``sub``/``mul``/``fma``/``neg``/``abs`` of ``.f16``/``.bf16`` (scalar; the
+    ``x2`` packed forms are refused): the operands' exact values, the result rounded once to
+    nearest even (``numerics.f64_to_half``); NaN results are the canonical 0x7FFF."""
+    op = ins.parts[0]
+    flags, t = _mods_type(mods)
+    if op not in ("add", "sub", "mul", "fma", "neg", "abs"):
+        raise UnsupportedInstruction(f"{op}.{t}")
+    _check_mods(flags, _HALF_MODS if t == "f16" else ("rn",), ins)
+    d, *srcs = ins.operands
+    reads = [reader(x, "b16", layout) for x in srcs]
+    w = writer(d, "b16", layout)
+    sign = np.uint16(0x8000)
+
+    def value(r, c):
+        return fp.ftz_half(fp.half_to_f64(np.atleast_1d(r(c)), t), t) if "ftz" in flags else \
+            fp.half_to_f64(np.atleast_1d(r(c)), t)
+
+    def finish(bits):
+        if "ftz" in flags:
+            bits = fp.f64_to_half(fp.ftz_half(fp.half_to_f64(bits, t), t), t)
+        if "sat" in flags:
+            x = fp.half_to_f64(bits, t)
+            bits = fp.f64_to_half(np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0)), t)
+        return bits
+
+    def run(c, m):
+        if op == "neg":
+            r = np.atleast_1d(reads[0](c)).astype(np.uint16) ^ sign
+        elif op == "abs":
+            r = np.atleast_1d(reads[0](c)).astype(np.uint16) & np.uint16(0x7FFF)
+        else:
+            x = [value(rd, c) for rd in reads]
+            if op == "mul":
+                r = fp.f64_to_half(x[0] * x[1], t)             # exact: 11 x 11 bits
+            else:                                        # an exact pair, rounded once
+                total, err = fp.two_sum(x[0] * x[1], x[2]) if op == "fma" else \
+                    fp.two_sum(x[0], x[1] if op == "add" else -x[1])
+                r = fp.f64_to_half(total, t, err)
+            r = finish(r)
+        w(c, np.asarray(r, np.uint16), m)
+    return _op(run)
+
+
+def _half_cvt(ins, mods, layout):
+    """cvt to or from ``.f16``/``.bf16``: widening is exact; narrowing (``.rn`` only) rounds the
+    source's exact value once to nearest even; integers go through their exact float64 value
+    (32 bits at most) with the integer rules of ``_conversion``."""
+    d, a = ins.operands
+    flags = {x for x in mods if x not in DTYPES and x not in HALF}
+    dt_name, st_name = [x for x in mods if x in DTYPES or x in HALF]
+    _check_mods(flags, ("rn", "ftz", "sat") + INT_ROUNDING, ins)
+    if dt_name in HALF and st_name in HALF:
+        raise UnsupportedInstruction(f"cvt.{dt_name}.{st_name}")
+    if dt_name in HALF:                             # narrowing to a half
+        if flags - {"rn", "ftz", "sat"} or "rn" not in flags:
+            raise UnsupportedInstruction(f"cvt to .{dt_name} with another rounding than .rn")
+        st = dtype_of(st_name)
+        if st.kind in "iu" and st.itemsize == 8:
+            raise UnsupportedInstruction(f"cvt.rn.{dt_name}.{st_name}")
+        ra, w = reader(a, st_name, layout), writer(d, "b16", layout)
+
+        def narrow(c, m):
+            x = np.atleast_1d(ra(c)).astype(np.float64)  # exact for f32/f64 and 32-bit ints
+            if "ftz" in flags and st == np.float32:
+                x = fp.ftz32(x.astype(np.float32)).astype(np.float64)
+            if "sat" in flags:
+                x = np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0))
+            w(c, fp.f64_to_half(x, dt_name), m)
+        return _op(narrow)
+    dt = dtype_of(dt_name)                         # widening from a half: exact
+    ra, w = reader(a, "b16", layout), writer(d, dt_name, layout)
+    if dt.kind == "f":
+        if flags - {"ftz", "sat"}:
+            raise UnsupportedInstruction(f"cvt.{dt_name}.{st_name} with .{', .'.join(flags)}")
+        nan = np.array(0x7FFFFFFF, np.uint32).view(np.float32) if dt == np.float32 else \
+            np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
+
+        def widen(c, m):
+            x = fp.half_to_f64(np.atleast_1d(ra(c)), st_name)
+            r = np.where(np.isnan(x), nan, x.astype(dt)).astype(dt)
+            w(c, fp.saturate(r) if "sat" in flags else r, m)
+        return _op(widen)
+    to_int = _conversion(dt, np.dtype(np.float64), flags, ins)
+    return _op(lambda c, m: w(c, to_int(fp.half_to_f64(np.atleast_1d(ra(c)), st_name)), m))
+
+
+# --- thread-block clusters (PTX ISA 9.7.13.5: mapa, barrier.cluster) -----------------------------
+def h_mapa(ins, mods, entry, layout):
+    """``mapa.shared::cluster.u32 d, a, rank``: the address of the same variable in block
+    ``rank`` of the cluster (``memory.cluster_address``); the generic ``.u64`` form likewise
+    inside the shared window."""
+    flags, t = _mods_type(mods)
+    _check_mods(flags, ("shared::cluster",), ins)
+    d, a, rank = ins.operands
+    ra, rr, w = reader(a, t, layout), reader(rank, "u32", layout), writer(d, t, layout)
+    generic = "shared::cluster" not in flags
+
+    def run(c, m):
+        addr = np.atleast_1d(ra(c)).astype(np.int64)
+        ranks = np.broadcast_to(np.atleast_1d(rr(c)).astype(np.int64), (c.n,))
+        act = np.ones(c.n, bool) if m is None else m
+        bad = act & (ranks >= c.cluster_size)
+        if bad.any():
+            lane = int(np.flatnonzero(bad)[0])
+            raise c.error_at(lane, f"`{ins}` maps to block rank {int(ranks[lane])} of a cluster "
+                             f"of {c.cluster_size} blocks", ins)
+        base = SHARED_WINDOW if generic else 0
+        out = cluster_address(np.broadcast_to(addr, (c.n,)) - base, ranks) + base
+        w(c, out.astype(dtype_of(t)), m)
+    return _op(run)
+
+
+# --- asynchronous copies to shared memory (PTX ISA 9.7.9.25: cp.async) --------------------------
+def h_cp(ins, mods, entry, layout):
+    """``cp.async.{ca,cg}.shared.global [dst], [src], size{, src-size}``: the source is read
+    when the instruction runs (a global read in the trace, of ``src-size`` bytes; the rest of
+    ``size`` is zero fill) and lands in shared memory when the thread waits for its group
+    (``cp.async.wait_group N`` / ``wait_all``; the shared write rows carry the copy's line).
+    Until then the destination keeps its old bytes: a read there before the wait sees them,
+    and, traced, is reported as a read of uninitialised shared memory when nothing was
+    written there before (``Chunk.async_*``)."""
+    if not mods or mods[0] != "async":
+        raise UnsupportedInstruction("cp without .async")
+    rest = mods[1:]
+    if rest == ["commit_group"]:
+        return _op(lambda c, m: c.async_commit(m))
+    if rest == ["wait_all"]:
+        return _op(lambda c, m: (c.async_commit(m), c.async_wait(m, 0)))
+    if rest == ["wait_group"]:
+        n = ins.operands[0]
+        if not isinstance(n, Imm):
+            raise UnsupportedInstruction("cp.async.wait_group with a register count")
+        return _op(lambda c, m: c.async_wait(m, int(n.value)))
+    flags = set(rest)
+    hints = {f for f in flags if f.startswith("L2::")}
+    _check_mods(flags - hints, ("ca", "cg", "shared", "shared::cta", "global"), ins)
+    if "global" not in flags or not flags & {"shared", "shared::cta"}:
+        raise UnsupportedInstruction("cp.async other than shared <- global")
+    if len(ins.operands) not in (3, 4):
+        raise UnsupportedInstruction("cp.async with a cache policy or an ignore-src predicate")
+    dst, src, size = ins.operands[:3]
+    if not isinstance(size, Imm) or int(size.value) not in (4, 8, 16):
+        raise UnsupportedInstruction("cp.async of another size than 4, 8 or 16 bytes")
+    if "cg" in flags and int(size.value) != 16:
+        raise UnsupportedInstruction("cp.async.cg of another size than 16 bytes")
+    nbytes = int(size.value)
+    dst_addr, src_addr = _address_of(dst, layout, ins), _address_of(src, layout, ins)
+    src_size = reader(ins.operands[3], "u32", layout) if len(ins.operands) == 4 else None
+
+    def run(c, m):
+        given = nbytes if src_size is None else \
+            np.broadcast_to(np.atleast_1d(src_size(c)).astype(np.int64), (c.n,))
+        c.async_copy(m, dst_addr(c), src_addr(c), nbytes, given, ins)
+    return _op(run)
+
+
+# --- calls of device functions (.func) ------------------------------------------------------------
+def h_call(ins, mods, entry, layout):
+    """NVRTC inlines every device function it can; a ``.func`` stays only for ``__noinline__``
+    (or recursion), which the engine refuses by name (also at the ``st.param`` of its
+    arguments, which come first)."""
+    raise UnsupportedInstruction(_call_refusal(ins))
+
+
+def _next_call(entry, ins):
+    later = entry.instructions[entry.instructions.index(ins):]
+    return next((i for i in later if i.parts[0] == "call"), None)
+
+
+def _call_refusal(call) -> str:
+    target = "?" if call is None else \
+        next((o.name for o in call.operands if isinstance(o, Symbol)), "?")
+    return (f"a call of the device function {target} (a .func: __noinline__ or recursive); "
+            "the PTX engine runs inlined device functions only: drop __noinline__")
+
+
 def h_activemask(ins, mods, entry, layout):
     """The lanes of the warp executing this instruction together (min-PC: those at this PC)."""
     (d,) = ins.operands
@@ -1108,8 +1331,10 @@ _HANDLERS = {
     "vote": h_vote, "ld": h_ld, "st": h_st, "atom": h_atom, "red": h_red,
     "ex2": h_approx("ex2"), "lg2": h_approx("lg2"), "rsqrt": h_approx("rsqrt"),
     "sin": h_approx("sin"), "cos": h_approx("cos"), "rcp": h_approx("rcp"),
-    "sqrt": h_approx("sqrt"),
+    "sqrt": h_approx("sqrt"), "tanh": h_approx("tanh"), "mapa": h_mapa, "cp": h_cp,
 }
+# opcodes refused with a message of their own (the error names why and what to change)
+_REFUSED = {"call": h_call}
 
 #: the opcodes (first part of the instruction) the engine compiles
 SUPPORTED_OPCODES = tuple(sorted(_HANDLERS))

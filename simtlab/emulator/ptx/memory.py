@@ -7,7 +7,9 @@ column agree), and a pointer is a plain 64-bit integer: pointer arithmetic, cast
 flat element index) for the trace. Shared memory is a state space of its own, addresses from
 0 in each block (static variables first, then ``extern __shared__``), seen in the generic
 space through a window at ``SHARED_WINDOW``; local memory likewise per thread; ``__constant__``
-variables live in a const bank seen at ``CONST_WINDOW``.
+variables live in a const bank seen at ``CONST_WINDOW``; local variables (NVRTC's
+``__local_depot``: stack arrays) in each thread's own local space. A shared address may name
+another block of the thread's cluster (distributed shared memory): ``cluster_address``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,16 @@ SHARED_WINDOW = 1 << 36
 LOCAL_WINDOW = 1 << 35
 CONST_WINDOW = 1 << 34
 WINDOW_SIZE = 1 << 32
+# a shared address with bits above CLUSTER_RANK_SHIFT set is block (those bits - 1) of the
+# cluster's shared memory (what mapa gives); below, the executing block's own (shared::cta)
+CLUSTER_RANK_SHIFT = 24        # above the largest shared memory of a block (228 KiB)
+SHARED_OFFSET_MASK = (1 << CLUSTER_RANK_SHIFT) - 1
+
+
+def cluster_address(address, rank):
+    """The shared address of the same byte in block ``rank`` of the cluster."""
+    return ((np.asarray(rank, np.int64) + 1) << CLUSTER_RANK_SHIFT) | \
+        (np.asarray(address, np.int64) & SHARED_OFFSET_MASK)
 
 
 @dataclass

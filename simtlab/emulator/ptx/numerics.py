@@ -13,6 +13,37 @@
   ``cuda.fma`` and numba's contracted sums use too.
 - ``.ftz``: subnormal inputs and results become zeros of the same sign; ``.sat``: clamped to
   [0, 1], NaN to 0.
+- ``.f16``/``.bf16`` (``half_to_f64``, ``f64_to_half``): exact operands, one rounding to nearest
+  even of the exact result (through rounding to odd), NaN results the canonical 0x7FFF.
+
+The ``.approx`` functions (``approx_f32``) are not the GPU's bits: the GPU's MUFU unit computes
+its own approximations, which PTX does not specify beyond an error bound. The engine computes
+each with NumPy in float64 (``np.exp2``, ``np.log2``, ``np.sin``, ``np.cos``, ``np.tanh``,
+``1/np.sqrt``, ``1/x``, ``np.sqrt``: within 1 float64 ulp of the exact value) and rounds that
+to float32 once (to nearest even), after flushing subnormal inputs with ``.ftz`` and before
+flushing a subnormal result. Its error is thus at most 0.5 float32 ulp plus 2^-29 ulp (the
+float64 error): correctly rounded except where the exact value lies within 2^-29 ulp of a
+halfway point. The PTX ISA's bounds (9.7.3, "Floating Point Instructions"), all of which
+this meets, and which ``tests/test_ptx_features.py`` checks on many inputs against references
+computed with Python's ``decimal`` to 60 digits (``tests/test_ptx_engine_gpu.py`` checks the
+GPU's own results against the same bounds):
+
+=====================  =====================================================================
+``ex2.approx.f32``     2 ulp over the full range (2^x; ``.ftz`` forms likewise)
+``lg2.approx.f32``     absolute error 2^-22 for x in [0.5, 2], else relative 2^-22 (ISA:
+                       "2^-22.6 for mantissa")
+``rsqrt.approx.f32``   relative error 2^-22.9 over the full range
+``sqrt.approx.f32``    relative error 2^-23 over the full range
+``rcp.approx.f32``     1 ulp over the full range
+``sin/cos.approx``     absolute error 2^-20.5 over [-100 pi, 100 pi] (2^-20.9 over [-pi, pi])
+``tanh.approx.f32``    relative error 2^-11 (about; ISA: "2^-10.987")
+``div.full.f32``       2 ulp over the full range
+``div.approx.f32``     2 ulp for |b| in [2^-126, 2^126]; for |b| above 2^126 the ISA defines
+                       the result as 0 (NaN when a is infinite), which the engine gives too
+=====================  =====================================================================
+
+``rcp.rn``/``sqrt.rn``/``div.rn`` (float32 and float64) are IEEE operations, correctly rounded
+in NumPy as on the GPU: these are bit-exact.
 """
 
 from __future__ import annotations
@@ -105,3 +136,75 @@ def fma_f64(a, b, c):
     """Exact fused multiply-add of float64, rounded once to nearest even."""
     a, b, c = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (a, b, c)))
     return fma_lanes(a, b, c, np.dtype(np.float64))
+
+
+# --- half precision (.f16, .bf16): values travel as their 16 bits in .b16 registers ----------------
+F16_NAN = np.uint16(0x7FFF)          # the canonical NaN PTX gives for .f16 and .bf16 results
+F16_TINY = 2.0 ** -14                # smallest normal .f16
+
+
+def half_to_f64(bits, t: str):
+    """The exact float64 value of ``.f16``/``.bf16`` bits."""
+    bits = np.asarray(bits).astype(np.uint16)
+    if t == "f16":
+        return bits.view(np.float16).astype(np.float64)
+    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+
+
+def f64_to_half(s, t: str, e=None):
+    """``s + e`` (an exact float64 pair; ``e`` None: 0) rounded once to nearest even as
+    ``.f16``/``.bf16`` bits; a NaN is the canonical 0x7FFF. Correct rounding from rounding to
+    odd: the pair rounded to odd in float64 (53 bits) and, for bf16, to odd in float32 (24
+    bits) keeps a sticky bit below the 11 or 8 bits kept (Boldo and Melquiond), so the final
+    round to nearest even is the one rounding of the exact value."""
+    s = np.asarray(s, np.float64)
+    x = s if e is None else round_to_odd(s, e)
+    if t == "f16":
+        out = x.astype(np.float16).view(np.uint16)
+    else:
+        y = to_f32(x, "rz")
+        inexact = np.isfinite(x) & (y.astype(np.float64) != x)
+        bits = y.view(np.uint32) | inexact.astype(np.uint32)
+        bits = bits.astype(np.uint64)
+        rounded = (bits + np.uint64(0x7FFF) + ((bits >> np.uint64(16)) & np.uint64(1))) \
+            >> np.uint64(16)
+        out = rounded.astype(np.uint16)
+    return np.where(np.isnan(x), F16_NAN, out).astype(np.uint16)
+
+
+def ftz_half(x, t: str):
+    """``.ftz`` for ``.f16`` values (float64): subnormals to zeros of the same sign."""
+    if t != "f16":
+        return x
+    return np.where(np.abs(x) < F16_TINY, np.copysign(0.0, x), x)
+
+
+# the .approx functions: float64 NumPy, rounded once to float32 (see the module's docstring)
+APPROX = {"ex2": np.exp2, "lg2": np.log2, "rsqrt": lambda x: 1.0 / np.sqrt(x),
+          "sin": np.sin, "cos": np.cos, "rcp": lambda x: 1.0 / x, "sqrt": np.sqrt,
+          "tanh": np.tanh}
+
+
+def approx_f32(kind: str, x, ftz: bool = False):
+    """``kind.approx.f32`` (``.ftz``: subnormal input and result flushed): float64 value
+    rounded to float32."""
+    x = np.asarray(x, np.float32)
+    if ftz:
+        x = ftz32(x)
+    r = APPROX[kind](x.astype(np.float64)).astype(np.float32)
+    return ftz32(r) if ftz else r
+
+
+def div_approx_f32(a, b, kind: str = "approx", ftz: bool = False):
+    """``div.approx.f32`` / ``div.full.f32``: the quotient rounded once to float32 (IEEE's
+    division in float32); ``div.approx`` gives 0 (NaN for an infinite ``a``) when |b| is above
+    2^126, as the ISA defines it."""
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    if ftz:
+        a, b = ftz32(a), ftz32(b)
+    q = np.divide(a, b, dtype=np.float32)
+    if kind == "approx":
+        huge = np.abs(b) > np.float32(2.0 ** 126)
+        q = np.where(huge & np.isfinite(b), np.where(np.isinf(a), np.float32(np.nan),
+                                                     np.float32(0)), q).astype(np.float32)
+    return ftz32(q) if ftz else q

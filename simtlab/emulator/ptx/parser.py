@@ -182,6 +182,8 @@ class _ToModel(Transformer):
         super().__init__()
         self.loc_line = 0
         self.loc_file = 0
+        self.user_files: set = set()     # .file indices whose code runs un-inlined
+        self.origin: dict = {}           # (file, line) -> the user position it stands for
 
     # operands
     @v_args(inline=True)
@@ -243,8 +245,26 @@ class _ToModel(Transformer):
         # line 0 is DWARF's "no source line" (code the compiler made up, e.g. a loop's
         # shared exit): its instructions stay with the line before them
         if int(items[1]) != 0:
-            self.loc_file, self.loc_line = int(items[0]), int(items[1])
+            self.loc_file, self.loc_line = self._user_position(items)
         return None
+
+    def _user_position(self, items):
+        """``(file, line)`` an instruction is attributed to: its own, in a file whose code
+        runs un-inlined (the kernel's source: its device functions keep their own lines, as
+        the numba twins' traces have them); for code inlined from a header (cuda_fp16.h,
+        cooperative_groups.h), the kernel's line that called into it, followed through the
+        chain of ``inlined_at`` positions."""
+        here = (int(items[0]), int(items[1]))
+        if len(items) < 6:                              # no inlined_at: the kernel's own code
+            self.user_files.add(here[0])
+            pos = here
+        elif here[0] in self.user_files:
+            pos = here
+        else:
+            caller = (int(items[-3]), int(items[-2]))
+            pos = self.origin.get(caller, caller)
+        self.origin[here] = pos
+        return pos
 
     @v_args(inline=True)
     def label(self, tok):
@@ -341,6 +361,9 @@ class _ToModel(Transformer):
     def module_var(self, items):
         return items[0]
 
+    def param_decl(self, items):
+        return None                     # a call's argument slots (the call itself is refused)
+
     def local_var(self, items):
         return items[0]
 
@@ -375,6 +398,9 @@ class _ToModel(Transformer):
         if not items:
             return ("directive", "noreturn", ())
         return ("directive", str(items[0])[1:], tuple(_int(i) for i in items[1:]))
+
+    def explicit_cluster(self, items):
+        return ("directive", "explicitcluster", ())
 
     def function(self, items):
         kind, name, params, directives, statements = None, None, [], {}, None
@@ -461,6 +487,7 @@ def parse_module(ptx: str) -> Module:
     lalr, transformer = _parser()
     with _LOCK:                            # the transformer holds the current .loc
         transformer.loc_line = transformer.loc_file = 0
+        transformer.user_files, transformer.origin = set(), {}
         try:
             return lalr.parse(ptx)
         except UnexpectedInput as exc:
