@@ -8,7 +8,7 @@ from .emulator import (BarrierError, CompileError, EmulationError, KernelExcepti
                        OutOfBoundsError, Run, RunawayKernelError, UninitializedReadError,
                        UntracedSourceWarning, WarpCollectiveError, emulate)
 from .cuda_c_kernels import cuda_c     # CUDA C kernels on the CPU (NVRTC -> PTX engine)
-from .twins import compare_engines     # a version's numba kernel and CUDA C twin, traced side by side
+from .twins import compare_engines, compare_network, compare_twins   # numba kernels and their CUDA C twins, traced side by side
 
 __version__ = "0.1.0"
 
@@ -56,7 +56,7 @@ def _register_magic_in_notebook():
 
 _register_magic_in_notebook()
 
-__all__ = ["playground", "load_ipython_extension", "emulate", "cuda_c", "compare_engines", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
+__all__ = ["playground", "load_ipython_extension", "emulate", "cuda_c", "compare_engines", "compare_twins", "compare_network", "Run", "EmulationError", "LaunchError", "CompileError", "OutOfBoundsError",
            "BarrierError", "WarpCollectiveError", "UninitializedReadError",
            "RunawayKernelError", "KernelException", "UntracedSourceWarning", "show_source", "__version__",
            *_BACKEND_NAMES]

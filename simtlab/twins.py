@@ -9,7 +9,11 @@ labels, *inputs)`` runs each version's launch plan on both and returns an
 only the PTX engine can count (PTX warp instructions executed) and how many elements of the
 plan's output the trace saw written, which is where a wrong kernel shows its fault.
 ``compare_kernels(numba_kernel, cuda_c_kernel, grid, block, *args)`` does the same for one
-launch of any pair.
+launch of any pair, ``compare_twins(topic, names, grid, block, *args)`` for course kernels by
+name (chapters 1 and 2, which have no version tables), and ``compare_network(params, x)`` for
+chapter 8's whole forward pass, layer by layer. ``EngineComparison.lanes`` shows which lanes of
+a warp made each memory request on both sides (where a branch's paths run), ``plot_mapping``
+the thread that wrote each element of the CUDA C run, checked against the numba run's.
 
 Without NVRTC (the ``cuda-c`` extra) both raise ``CompilerMissing``; ``show_or_explain`` turns
 that into the install command in a notebook, so Run All goes on.
@@ -25,7 +29,7 @@ import numpy as np
 from .html_theme import MUTED, NO_WRAP, RAISED, TEXT, WARN
 
 __all__ = ["METRICS", "LaunchPair", "EngineComparison", "compare_engines", "compare_kernels",
-           "ptx_warp_instructions", "written_elements", "request_widths", "show_or_explain", "CudaCMissing"]
+           "compare_twins", "compare_network", "request_lanes", "global_requests_by_array", "ptx_warp_instructions", "written_elements", "request_widths", "show_or_explain", "CudaCMissing"]
 
 #: (column title, ``run.metrics`` key) of each metric the table puts side by side
 METRICS = (
@@ -81,6 +85,48 @@ def request_widths(run) -> list[dict]:
         out.append({"space": SPACES[s_], "kind": KINDS[k_], "bytes per lane": w_,
                     "requests": count_distinct(*(r[mask] for r in request))})
     return out
+
+
+def global_requests_by_array(run) -> dict:
+    """Global-memory warp requests per array and access kind: ``{("x", "read"): (requests,
+    sectors)}``, with the 32-byte sectors they touched in all (``analysis.coalescing``)."""
+    from .analysis.coalescing import requests
+    from .emulator import KINDS
+
+    names = {a.id: a.name for a in run.arrays}
+    table = requests(run.memory_columns)
+    out = {}
+    for array, kind in sorted(set(zip(table.array.tolist(), table.kind.tolist()))):
+        mine = (table.array == array) & (table.kind == kind)
+        out[(names[array], KINDS[kind])] = (int(mine.sum()), int(table.sectors[mine].sum()))
+    return out
+
+
+def request_lanes(run, gwarp: int = 0) -> list[dict]:
+    """The memory requests of global warp ``gwarp``, in the order the trace recorded them:
+    ``[{"access": "read x", "source": the line's text, "lanes": bit mask of the lanes}]``. On
+    a branch, the lanes of each path's requests say which lanes ran that path."""
+    from .emulator import KINDS
+
+    c = run.memory_columns
+    mine = np.flatnonzero(np.asarray(c.gwarp) == gwarp)
+    names = {a.id: a.name for a in run.arrays}
+    site, seq = np.asarray(c.site)[mine], np.asarray(c.seq)[mine]
+    out, where = [], {}
+    for row, s_, q_ in zip(mine.tolist(), site.tolist(), seq.tolist()):
+        key = (s_, q_)
+        if key not in where:
+            where[key] = len(out)
+            line = int(c.line[row])
+            out.append({"access": f"{KINDS[int(c.kind[row])]} {names[int(c.array[row])]}",
+                        "source": run.source(line, site=s_).strip(), "lanes": 0})
+        out[where[key]]["lanes"] |= 1 << int(c.lane[row])
+    return out
+
+
+def lane_pattern(mask: int) -> str:
+    """32 characters, lane 0 first: ``x`` for a lane in ``mask``, ``.`` for one not."""
+    return "".join("x" if mask >> lane & 1 else "." for lane in range(32))
 
 
 @dataclass
@@ -160,6 +206,60 @@ class EngineComparison:
         return HTML(f"<div style='color:{TEXT}'><b>{html.escape(pair.kernel)}</b>: warp requests"
                     f"<table style='border-collapse:collapse'><tr style='background:{RAISED}'>"
                     f"{head}</tr>{body}</table></div>")
+
+    def arrays(self, index: int):
+        """Launch ``index``'s global requests and sectors per array and access, numba beside
+        CUDA C (``global_requests_by_array``), as HTML: which array's accesses a twin makes
+        fewer or wider of."""
+        from IPython.display import HTML
+
+        pair = self.pairs[index]
+        numba, cuda_c = (global_requests_by_array(run) for run in (pair.numba, pair.cuda_c))
+        head = "".join(f"<th style='padding:2px 8px'>{h}</th>" for h in
+                       ("array", "access", "numba requests", "CUDA C requests", "numba sectors",
+                        "CUDA C sectors"))
+        body = "".join(
+            "<tr>" + "".join(f"<td style='padding:2px 8px;{NO_WRAP}'>{c}</td>" for c in
+                             (html.escape(name), kind, *(_number(side.get((name, kind), (0, 0))[i])
+                                                         for i in (0, 1) for side in (numba, cuda_c))))
+            + "</tr>" for name, kind in sorted(set(numba) | set(cuda_c)))
+        return HTML(f"<div style='color:{TEXT}'><b>{html.escape(pair.kernel)}</b>: global requests "
+                    f"per array<table style='border-collapse:collapse'><tr style='background:{RAISED}'>"
+                    f"{head}</tr>{body}</table></div>")
+
+    def lanes(self, index: int, warp: int = 0):
+        """Launch ``index``'s memory requests of global warp ``warp`` on both sides
+        (``request_lanes``), as HTML: each request's array, source line and active lanes (lane
+        0 first). Where a kernel branches, the requests of each path show its lanes."""
+        from IPython.display import HTML
+
+        pair = self.pairs[index]
+        parts = []
+        for side, run in (("numba", pair.numba), ("CUDA C", pair.cuda_c)):
+            body = "".join(
+                f"<tr><td style='padding:2px 8px;{NO_WRAP}'>{html.escape(r['access'])}</td>"
+                f"<td style='padding:2px 8px;font-family:monospace;{NO_WRAP}'>{lane_pattern(r['lanes'])}</td>"
+                f"<td style='padding:2px 8px'><code>{html.escape(r['source'])}</code></td></tr>"
+                for r in request_lanes(run, warp))
+            parts.append(f"<b>{side}</b>: the requests of warp {warp} (x: an active lane, lane 0 first)"
+                         f"<table style='border-collapse:collapse'>{body}</table>")
+        return HTML(f"<div style='color:{TEXT}'>{''.join(parts)}</div>")
+
+    def plot_mapping(self, index: int, array: str, color_by: str = "block"):
+        """The thread-to-element map of launch ``index``'s CUDA C run (who wrote each element of
+        ``array``, ``simtlab.plots.mapping``), titled with whether every element was written by
+        the same block and thread in the numba run."""
+        from .plots.mapping import mapping_from_run, plot_thread_mapping
+
+        pair = self.pairs[index]
+        numba_map, cuda_map = (mapping_from_run(run, array) for run in (pair.numba, pair.cuda_c))
+        differ = int(((numba_map["block"] != cuda_map["block"]) |
+                      (numba_map["thread"] != cuda_map["thread"])).sum())
+        fig = plot_thread_mapping(mapping=cuda_map, color_by=color_by)
+        same = ("the same block and thread as in the numba run, element by element" if differ == 0
+                else f"{differ} elements written by another thread than in the numba run")
+        fig.suptitle(f"CUDA C {pair.kernel}: {same}")
+        return fig
 
     def ptx_view(self, index: int, max_instructions: int | None = 400):
         """Launch ``index``'s CUDA C source beside its PTX, with each instruction's warps and
@@ -311,6 +411,61 @@ def _compare_kernels(numba_kernel, cuda_c_kernel, grid, block, *args, output, la
     table.pairs.append(LaunchPair(name, getattr(cuda_c_kernel, "name", name), run_n, run_c,
                                   position, int(arrays_c[position].size)))
     table.outputs[name] = (arrays_n[position], arrays_c[position])
+    return table
+
+
+def compare_twins(topic: str, names, grid, block, *args, output: int = -1) -> EngineComparison:
+    """Course kernels by name, ``kernels/<topic>.py``'s numba kernel and ``kernels/<topic>.cu``'s
+    twin of the same name, each launched once on copies of ``args`` (as the CUDA C kernel takes
+    them: arrays, then its sizes as NumPy integers, which the numba kernel does without), traced
+    side by side: one row per name. For topics without a version table (chapters 1 and 2).
+    Without NVRTC: a :class:`CudaCMissing` note."""
+    return show_or_explain(lambda: _compare_twins(topic, names, grid, block, *args, output=output))
+
+
+def _compare_twins(topic, names, grid, block, *args, output):
+    import importlib
+
+    from .cuda_c_kernels import course_kernel
+
+    module = importlib.import_module(f"simtlab.kernels.{topic}")
+    table = EngineComparison()
+    for name in ([names] if isinstance(names, str) else names):
+        one = _compare_kernels(getattr(module, name), course_kernel(topic, name), grid, block, *args,
+                               output=output, label=name)
+        table.pairs += one.pairs
+        table.outputs.update(one.outputs)
+    return table
+
+
+def compare_network(params: dict, x, conv: str = "fused", fc: str = "gemm") -> EngineComparison:
+    """Chapter 8's forward pass (``kernels/cnn.py: network_plan``) on images ``x`` twice, the
+    numba kernels on the emulator and ``kernels/cnn.cu``'s on the PTX engine, every launch
+    traced: one row per launch, named by its layer; each layer's output from both sides is
+    compared on its last launch. Keep ``x`` to an image or two: every block is traced.
+    Without NVRTC: a :class:`CudaCMissing` note."""
+    return show_or_explain(lambda: _compare_network(params, x, conv, fc))
+
+
+def _compare_network(params, x, conv, fc):
+    from . import emulate
+    from .cuda_c_kernels import emulate_launches
+    from .kernels import cnn
+    from .versions import run_plan
+
+    x = np.ascontiguousarray(x, np.float32)
+    steps_n, out_n = cnn.network_plan(params, x.copy(), np, "numba", conv, fc)
+    steps_c, out_c = cnn.network_plan(params, x.copy(), np, "cuda-c", conv, fc)
+    table = EngineComparison()
+    for (layer, launches_n), (_, launches_c) in zip(steps_n, steps_c):
+        runs_n = run_plan(cnn.TOPIC, launches_n, emulate)
+        runs_c = emulate_launches(cnn.TOPIC, launches_c)
+        result = layer.split("+")[-1]                          # conv1+pool1 writes pool1
+        for step, run_n, run_c in zip(launches_c, runs_n, runs_c):
+            table.pairs.append(LaunchPair(layer, step.kernel, run_n, run_c,
+                                          _output_position(step.args, out_c[result]),
+                                          int(out_c[result].size)))
+        table.outputs[layer] = (out_n[result], out_c[result])
     return table
 
 

@@ -108,6 +108,113 @@ def _check_with(message_fn):
     return check
 
 
+# --- intro (chapter 1) ------------------------------------------------------------------------------
+def _intro_cases():
+    from simtlab.kernels import intro as I
+
+    block2d = (16, 8)                                     # 4 warps per block: warp ids vary
+
+    def whoami_inputs(rng, scale):
+        return (np.array({CPU: (13, 37), GPU: (301, 257)}[scale], np.int32),)   # rows, cols
+
+    def whoami_plan(xp, shape):
+        rows, cols = map(int, shape)
+        ids = {k: xp.full((rows, cols), -1, xp.int32) for k in ("block_id", "thread_id", "warp_id")}
+        grid = (cdiv(cols, block2d[0]), cdiv(rows, block2d[1]))
+        return [Launch("whoami_2d", grid, block2d, (*ids.values(), np.int32(rows), np.int32(cols)))], ids
+
+    def whoami_check(outputs, shape):
+        rows, cols = map(int, shape)
+        y, x = np.mgrid[:rows, :cols]
+        linear = (y % block2d[1]) * block2d[0] + x % block2d[0]
+        assert np.array_equal(outputs["block_id"], (y // block2d[1]) * cdiv(cols, block2d[0]) + x // block2d[0])
+        assert np.array_equal(outputs["thread_id"], linear)
+        assert np.array_equal(outputs["warp_id"], linear // 32)
+
+    def add_inputs(rng, scale):
+        n = {CPU: 1001, GPU: 100_003}[scale]
+        return _signed(rng, n), _signed(rng, n)
+
+    def add_plan(name, blocks=None):
+        def plan(xp, a, b):
+            n = int(a.size)
+            out = xp.zeros_like(a)
+            grid = blocks or cdiv(n, 256)                 # v2: a grid smaller than n, so threads loop
+            return [Launch(name, grid, 256, (a, b, out, np.int32(n)))], {"out": out}
+        return plan
+
+    def add_check(outputs, a, b):
+        assert np.array_equal(outputs["out"], I.vector_add_cpu(a, b))
+
+    def conv_inputs(rng, scale):
+        (h, w), f, k = {CPU: ((23, 31), 4, 3), GPU: ((101, 99), 10, 5)}[scale]   # H, W not multiples of K
+        return _signed(rng, (h, w)), _signed(rng, (f, k, k))
+
+    def conv_plan(xp, image, filters):
+        f, k, _ = map(int, filters.shape)
+        out_h, out_w = int(image.shape[0]) // k, int(image.shape[1]) // k
+        out = xp.full((f, out_h, out_w), np.nan, xp.float32)
+        sizes = map(np.int32, (image.shape[1], k, out_h, out_w, f * out_h * out_w))
+        # 3 blocks of 32 threads: fewer threads than outputs, the grid-stride loop covers the rest
+        return [Launch("conv2d_relu_v1", 3, 32, (image, filters, out, *sizes))], {"out": out}
+
+    def conv_check(outputs, image, filters):
+        want = I.conv2d_relu_cpu(image, filters)
+        assert (want == 0).any() and (want > 0).any()     # the ReLU cuts some outputs, keeps others
+        assert np.allclose(outputs["out"], want, rtol=1e-5, atol=1e-6)
+
+    return [Case("intro/whoami_2d", "intro", ("whoami_2d",), whoami_inputs, whoami_plan, whoami_check),
+            Case("intro/vector_add_v1", "intro", ("vector_add_v1",), add_inputs, add_plan("vector_add_v1"),
+                 add_check),
+            Case("intro/vector_add_v2", "intro", ("vector_add_v2",), add_inputs, add_plan("vector_add_v2", 3),
+                 add_check),
+            Case("intro/conv2d_relu_v1", "intro", ("conv2d_relu_v1",), conv_inputs, conv_plan, conv_check)]
+
+
+# --- divergence (chapter 2) -------------------------------------------------------------------------
+def _divergence_cases():
+    from simtlab.kernels import divergence as DV
+
+    sizes = {CPU: 1001, GPU: 100_003}                     # a partial last block of 256
+
+    def branch_inputs(rng, scale):
+        return (_signed(rng, sizes[scale]),)
+
+    def branch_plan(name):
+        def plan(xp, x):
+            n = int(x.size)
+            out = xp.zeros_like(x)
+            return [Launch(name, cdiv(n, 256), 256, (x, out, np.int32(n)))], {"out": out}
+        return plan
+
+    def branch_check(reference):
+        def check(outputs, x):
+            assert np.array_equal(outputs["out"], reference(x))     # 2x and -x are exact
+        return check
+
+    def loop_inputs(rng, scale):
+        n_terms = rng.integers(0, 64, sizes[scale]).astype(np.int32)
+        return n_terms, np.argsort(n_terms, kind="stable").astype(np.int32)
+
+    def loop_plan(name):
+        def plan(xp, n_terms, order):
+            n = int(n_terms.size)
+            out = xp.full(n, -1, xp.int32)
+            arrays = (n_terms, order) if name == "triangle_sum_by_order" else (n_terms,)
+            return [Launch(name, cdiv(n, 256), 256, (*arrays, out, np.int32(n)))], {"out": out}
+        return plan
+
+    def loop_check(outputs, n_terms, order):
+        assert np.array_equal(outputs["out"], DV.triangle_sum_cpu(n_terms))
+
+    cases = [Case(f"divergence/{name}", "divergence", (name,), branch_inputs, branch_plan(name), branch_check(ref))
+             for name, ref in (("branch_by_parity", DV.parity_cpu), ("branch_by_parity_select", DV.parity_cpu),
+                               ("branch_by_warp", DV.by_warp_cpu))]
+    cases += [Case(f"divergence/{name}", "divergence", (name,), loop_inputs, loop_plan(name), loop_check)
+              for name in ("triangle_sum", "triangle_sum_by_order")]
+    return cases
+
+
 # --- patterns --------------------------------------------------------------------------------------
 def _pattern_cases():
     from simtlab.gpubench.patterns import check
@@ -509,7 +616,7 @@ def _cooperation_cases():
     return [Case("cooperation/reduce_cluster_pairs", "cooperation", ("reduce_cluster_pairs",), inputs, plan, check)]
 
 
-CASES = (_pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
+CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
          + _cooperation_cases())
 #: the topics of kernels/*.cu, and the case of each name
 TOPICS = sorted({c.topic for c in CASES})

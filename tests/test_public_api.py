@@ -9,7 +9,7 @@ import pydoc
 import simtlab
 
 # the ones that really take any number of positional arguments: the kernel's own arguments
-TAKES_KERNEL_ARGUMENTS = {"playground", "emulate", "launch", "compare_engines"}
+TAKES_KERNEL_ARGUMENTS = {"playground", "emulate", "launch", "compare_engines", "compare_twins"}
 
 
 def _public_callables():
