@@ -442,6 +442,23 @@ def emulate_forward(params: dict, x, conv: str = "implicit", fc: str = "gemm", *
     return forward_with(params, x, lambda k, g, b, *a, **kw: emulate(k, g, b, *a, **kw, **options), conv, fc)
 
 
+def bytes_written(params: dict, x, conv: str = "implicit", fc: str = "gemm") -> dict:
+    """Bytes each step of one forward pass writes to global memory, counted from the emulator's
+    trace (every global store's width): step name ("conv1", "pool1", or "conv1+pool1" when
+    fused, ...) -> bytes. What fusing saves, measured instead of assumed."""
+    from simtlab import emulate
+
+    x = np.ascontiguousarray(x, np.float32)
+    steps, _ = network_plan(params, x, np, "numba", conv, fc)
+    written = {}
+    for name, launches in steps:
+        runs = []
+        run_plan(TOPIC, launches, lambda k, g, b, *a, **kw: runs.append(emulate(k, g, b, *a, **kw)))
+        written[name] = sum(int(r.memory_columns.width[(r.memory_columns.space == 0)
+                                                       & (r.memory_columns.kind == 1)].sum()) for r in runs)
+    return written
+
+
 # ------------------------------------------------------------------------------------------
 # Napkin math: per layer, for a batch of B
 # ------------------------------------------------------------------------------------------
@@ -477,4 +494,4 @@ __all__ = ["TOPIC", "TILE", "BLOCK", "REDUCE_BLOCK", "LAYERS", "PARAM_SHAPES", "
            "FC_PATHS", "check_params", "init_params", "maxpool_cpu", "dense_cpu", "softmax_cpu", "forward_cpu",
            "conv_bias_relu", "gemm_bias_relu_nchw", "conv_bias_relu_pool", "maxpool2", "dense_bias_act",
            "vecmat_block_reduce", "softmax_argmax", "network_plan", "forward_with", "emulate_forward",
-           "layer_table"]
+           "layer_table", "bytes_written"]

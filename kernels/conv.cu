@@ -174,7 +174,7 @@ extern "C" __global__ void conv_v4_const_weights(const float* __restrict__ x, fl
     y[(((long long)b * M + m) * Ho + oy) * Wo + ox] = acc;
 }
 
-// ---- v5: tuned for one layer shape (C, M, K compile-time, stride 1): the block stages its input rows in shared memory once; each thread computes TW neighbouring outputs of every filter, sliding a register window along the row; weights are constant-memory operands of the FMAs (compile-time offsets)
+// ---- v5: tuned for one layer shape (C, M, K compile-time, stride 1): the block stages its input rows in shared memory once; each thread computes TW neighbouring outputs of every filter, sliding a register window along the row; weights are constant-memory operands of the FMAs (compile-time offsets). Constant broadcast is fast only while the weights fit the immediate-constant cache (a few KB): C3's 4*16*49*4 = 12.5 KB do not, and on the H100 ncu's largest stall for C3 is the constant-cache miss (imc_miss), then instruction fetch (benchmarks/results/ncu_ch6_8_h100.txt)
 template <int C, int M, int K, int TX, int TH, int TW>
 __device__ __forceinline__ void conv_v5(const float* __restrict__ x, float* __restrict__ y,
                                         int H, int W, int Ho, int Wo, int pad)

@@ -11,7 +11,7 @@
 
 #define TILE 16
 
-// ---- v1: one thread per C element, threadIdx.x walks down the rows: a warp reads 32 rows of A and writes 32 rows of C, 32 sectors per request
+// ---- v1: one thread per C element, threadIdx.x walks down the rows: with 16 x 16 blocks a warp covers 16 rows x 2 columns of C, so it reads 16 rows of A and writes 16 rows of C, 16 sectors per request
 extern "C" __global__ void gemm_v1_naive(const float* __restrict__ A, const float* __restrict__ B,
                                          float* __restrict__ C, int M, int N, int K)
 {
@@ -25,7 +25,7 @@ extern "C" __global__ void gemm_v1_naive(const float* __restrict__ A, const floa
     }
 }
 
-// ---- v2: threadIdx.x walks along a row of C: one A element broadcast, 32 consecutive B and C elements per warp request
+// ---- v2: threadIdx.x walks along a row of C: with 16 x 16 blocks a warp covers 2 rows x 16 columns: one A element per row (broadcast), 16 consecutive B elements, 16 consecutive C elements per row (2 sectors per row)
 extern "C" __global__ void gemm_v2_coalesced(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K)
 {
@@ -67,7 +67,7 @@ extern "C" __global__ void gemm_v3_tiled(const float* __restrict__ A, const floa
 #define BK4 8
 #define TM4 8
 #define THREADS4 (BM4 * BN4 / TM4)
-// ---- v4: 1-D register blocking: each thread keeps TM4 outputs of one column in registers; one B value from shared memory serves TM4 FMAs
+// ---- v4: 1-D register blocking: each thread keeps TM4 outputs of one column in registers; one B value from shared memory serves TM4 FMAs (each FMA still loads its own A value: 9 shared loads per 8 FMAs, v3 2 per FMA)
 extern "C" __global__ void __launch_bounds__(THREADS4)
 gemm_v4_blocking_1d(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                     int M, int N, int K)

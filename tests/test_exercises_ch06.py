@@ -190,3 +190,46 @@ def test_epilogue_stub_is_not_written():
 
 def test_activation_constants_match_the_kernels():
     assert ACT_NONE == 0 and G.ACTIVATIONS == {"none": 0, "swish": 1, "sigmoid": 2}
+
+
+# ------------------------------------------------------------------ prediction: the shared-memory ceiling
+def ceiling_ok(peak, loads):
+    return peak * min(1 / loads, 4 / (1 + loads), 4) / 4
+
+
+def test_shared_ceiling_passes_on_the_model():
+    ch06.check_shared_ceiling(ceiling_ok)
+
+
+def test_shared_ceiling_stub_fails():
+    def stub(*a):
+        raise NotWrittenYet("ch06.predict")
+    with pytest.raises(CheckFailed, match="not written yet"):
+        ch06.check_shared_ceiling(stub)
+
+
+@pytest.mark.parametrize("answer, match", [
+    (lambda peak, loads: peak / (4 * loads), "issue slots"),
+    (lambda peak, loads: peak * min(1.0, 1 / loads), "1 wavefront per clock"),
+    (lambda peak, loads: "8.4", "expected"),
+])
+def test_shared_ceiling_typical_mistakes_are_named(answer, match):
+    with pytest.raises(CheckFailed, match=match):
+        ch06.check_shared_ceiling(answer)
+
+
+def test_v3_ceiling_is_one_eighth_of_the_peak():
+    """v3: 2 shared loads per FFMA (counted in the emulator's trace below), one shared wavefront
+    per clock against four issue slots: 66.9 / 8 TFLOP/s, the figure issue 8 of the review names."""
+    assert ch06.shared_ceiling(66.9, 2.0) == pytest.approx(66.9 / 8)
+
+
+@pytest.mark.parametrize("version, shape, loads", [
+    ("v3 shared tiles", (32, 32, 16), 2.0),        # sa[ty, j] and sb[j, tx] per multiply-add
+    ("v4 1-D blocking", (64, 64, 8), 9 / 8),       # 1 B value + 8 A values per 8 multiply-adds
+    ("v5 2-D blocking", (128, 128, 8), 16 / 64),   # 8 A + 8 B values per 64 multiply-adds
+])
+def test_shared_loads_per_fma_counted_from_the_trace(version, shape, loads):
+    from simtlab.analysis.gemm import shared_loads_per_fma, trace_version
+
+    assert shared_loads_per_fma(trace_version(version, *shape)) == loads

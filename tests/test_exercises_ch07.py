@@ -250,3 +250,38 @@ def test_implicit_gemm_with_transposed_gather_fails_nearly_everywhere():
 def test_implicit_gemm_without_shared_tile_fails():
     with pytest.raises(CheckFailed, match="writes no shared memory"):
         ch07.check_implicit_gemm(implicit_without_tiles)
+
+
+# ------------------------------------------------------------------ prediction: which side of the ridge
+def intensity_ok(b, c, h, w, m, k):
+    ho, wo = h - k + 1, w - k + 1
+    return 2 * b * m * ho * wo * c * k * k / (4 * (b * c * h * w + m * c * k * k + b * m * ho * wo))
+
+
+def test_layer_intensity_passes_on_the_right_formula():
+    ch07.check_layer_intensity(intensity_ok)
+
+
+def test_layer_intensity_stub_fails():
+    def stub(*a):
+        raise NotWrittenYet("ch07.predict")
+    with pytest.raises(CheckFailed, match="not written yet"):
+        ch07.check_layer_intensity(stub)
+
+
+@pytest.mark.parametrize("answer, match", [
+    (lambda *a: intensity_ok(*a) * 4, "4 bytes"),
+    (lambda b, c, h, w, m, k: 2 * b * m * (h - k + 1) * (w - k + 1) * c * k * k
+     / (4 * (b * c * h * w + b * m * (h - k + 1) * (w - k + 1))), "weights cross DRAM"),
+])
+def test_layer_intensity_typical_mistakes_are_named(answer, match):
+    with pytest.raises(CheckFailed, match=match):
+        ch07.check_layer_intensity(answer)
+
+
+def test_c1_sits_just_under_the_ridge_and_c3_far_right():
+    """C1: 2*4*80*80*49 FLOPs per image over (86*86 + 4*80*80) floats (weights negligible at a
+    batch of 1000): 19.0; C3: 72.8; the H100's ridge 66.9 / 3.35 = 20.0."""
+    c1 = intensity_ok(1000, 1, 86, 86, 4, 7)
+    c3 = intensity_ok(1000, 4, 40, 40, 16, 7)
+    assert 18.9 < c1 < ch07.RIDGE_H100 < 20.0 < c3 and 72 < c3 < 73

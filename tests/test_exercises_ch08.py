@@ -13,38 +13,47 @@ from simtlab.kernels import cnn
 TILE = ch08.TILE
 
 
-# ------------------------------------------------------------------ exercise 1: layer sizes
-def conv_ok(b, c, h, w, m, k):
-    return (b, m, h - k + 1, w - k + 1), 2 * b * m * (h - k + 1) * (w - k + 1) * c * k * k
+# ------------------------------------------------------------------ exercise 1: what fusion saves (prediction)
+def bytes_ok(b, m, ho, wo, fused):
+    pooled = b * m * (ho // 2) * (wo // 2)
+    return 4 * pooled if fused else 4 * (b * m * ho * wo + pooled)
 
 
-def fc_ok(b, k, n):
-    return (b, n), 2 * b * k * n
+def test_fusion_bytes_pass_on_the_right_formula():
+    ch08.check_fusion_bytes(bytes_ok)
 
 
-def test_layer_sizes_pass_on_right_answers():
-    ch08.check_layer_sizes(conv_ok, fc_ok)
-
-
-def test_layer_sizes_stub_fails():
+def test_fusion_bytes_stub_fails():
     def stub(*a):
-        raise NotWrittenYet("ch08.sizes")
+        raise NotWrittenYet("ch08.predict")
     with pytest.raises(CheckFailed, match="not written yet"):
-        ch08.check_layer_sizes(stub, fc_ok)
+        ch08.check_fusion_bytes(stub)
 
 
-@pytest.mark.parametrize("conv, fc, match", [
-    (lambda b, c, h, w, m, k: ((b, m, h - k, w - k), 0), fc_ok, "One short"),
-    (lambda b, c, h, w, m, k: ((b, c, h - k + 1, w - k + 1), 0), fc_ok, "M maps"),
-    (lambda b, c, h, w, m, k: (conv_ok(b, c, h, w, m, k)[0], conv_ok(b, c, h, w, m, k)[1] // 2), fc_ok, "multiply AND an add"),
-    (lambda b, c, h, w, m, k: (conv_ok(b, c, h, w, m, k)[0], conv_ok(b, c, h, w, m, k)[1] // c), fc_ok, "all C input channels"),
-    (conv_ok, lambda b, k, n: ((b, n), b * k * n), "K multiplies and K adds"),
-    (conv_ok, lambda b, k, n: ((n, b), 2 * b * k * n), "one row of N outputs"),
-    (lambda *a: 5, fc_ok, "must return"),
+@pytest.mark.parametrize("answer, match", [
+    (lambda b, m, ho, wo, fused: bytes_ok(b, m, ho, wo, fused) // 4, "a float32 is 4"),
+    (lambda b, m, ho, wo, fused: 4 * b * m * ho * wo, "pooling kernel writes its pooled map too"),
+    (lambda b, m, ho, wo, fused: 4 * b * m * ho * wo if fused else bytes_ok(b, m, ho, wo, fused),
+     "full-size map is never written"),
 ])
-def test_layer_sizes_typical_mistakes_are_named(conv, fc, match):
+def test_fusion_bytes_typical_mistakes_are_named(answer, match):
     with pytest.raises(CheckFailed, match=match):
-        ch08.check_layer_sizes(conv, fc)
+        ch08.check_fusion_bytes(answer)
+
+
+def test_fusion_bytes_reference_is_what_the_trace_counts():
+    """The check's formula against the emulator's count of the course's launches (conv1 on 2
+    images: 6 maps of 24 x 24 written, then 6 of 12 x 12) and NumPy's sizes of the maps."""
+    import numpy as np
+
+    from simtlab.cnn_data import load_weights
+
+    x = np.random.default_rng(1).random((2, 1, 28, 28), dtype=np.float32)
+    traced = cnn.bytes_written(load_weights(), x, "implicit")
+    assert traced["conv1"] == np.zeros((2, 6, 24, 24), np.float32).nbytes
+    assert traced["pool1"] == np.zeros((2, 6, 12, 12), np.float32).nbytes
+    assert ch08.conv_pool_bytes(2, 6, 24, 24, False) == traced["conv1"] + traced["pool1"]
+    assert cnn.bytes_written(load_weights(), x, "fused")["conv1+pool1"] == traced["pool1"]
 
 
 # ------------------------------------------------------------------ exercise 2: max-pooling
@@ -95,78 +104,67 @@ def test_maxpool_unguarded_is_caught():
         ch08.check_maxpool(pool_unguarded)
 
 
-# ------------------------------------------------------------------ exercise 3: fused epilogue
-@cuda.jit(device=True)
-def _dot(x, w, row, col, sa, sb):
-    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    acc = float32(0.0)
-    for t in range((x.shape[1] + TILE - 1) // TILE):
-        k0 = t * TILE
-        sa[ty, tx] = x[row, k0 + tx] if row < x.shape[0] and k0 + tx < x.shape[1] else 0.0
-        wr = cuda.blockIdx.x * TILE + ty
-        sb[tx, ty] = w[wr, k0 + tx] if wr < w.shape[0] and k0 + tx < x.shape[1] else 0.0
-        cuda.syncthreads()
-        for j in range(TILE):
-            acc += sa[ty, j] * sb[j, tx]
-        cuda.syncthreads()
-    return acc
+# ------------------------------------------------------------------ exercise 3: conv + pool fused
+@cuda.jit
+def conv_pool_stub(x, w, bias, y):
+    raise NotWrittenYet("ch08.fusedpool")
 
 
 @cuda.jit
-def dense_ok(x, w, bias, y):
-    sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)
-    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
-    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
-    acc = _dot(x, w, row, col, sa, sb)
-    if row < y.shape[0] and col < y.shape[1]:
-        acc += bias[col]
-        y[row, col] = acc if acc > 0 else float32(0.0)
+def conv_pool_in_global(x, w, bias, y):      # builds the max in y: reads it back for every conv output
+    m = cuda.blockIdx.y
+    po, qo = y.shape[2], y.shape[3]
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i < y.shape[0] * po * qo:
+        b, pix = i // (po * qo), i % (po * qo)
+        py, px = pix // qo, pix % qo
+        k = w.shape[2]
+        y[b, m, py, px] = float32(0.0)
+        for dy in range(2):
+            for dx in range(2):
+                acc = bias[m]
+                for c in range(x.shape[1]):
+                    for p in range(k):
+                        for q in range(k):
+                            acc += x[b, c, 2 * py + dy + p, 2 * px + dx + q] * w[m, c, p, q]
+                y[b, m, py, px] = max(y[b, m, py, px], acc)
 
 
 @cuda.jit
-def dense_two_passes(x, w, bias, y):          # stores, then reads back to add the bias
-    sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)
-    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
-    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
-    acc = _dot(x, w, row, col, sa, sb)
-    if row < y.shape[0] and col < y.shape[1]:
-        y[row, col] = acc
-        v = y[row, col] + bias[col]
-        y[row, col] = v if v > 0 else float32(0.0)
+def conv_pool_no_bias(x, w, bias, y):
+    m = cuda.blockIdx.y
+    po, qo = y.shape[2], y.shape[3]
+    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if i < y.shape[0] * po * qo:
+        b, pix = i // (po * qo), i % (po * qo)
+        py, px = pix // qo, pix % qo
+        k = w.shape[2]
+        best = float32(-1e30)
+        for dy in range(2):
+            for dx in range(2):
+                acc = float32(0.0)
+                for c in range(x.shape[1]):
+                    for p in range(k):
+                        for q in range(k):
+                            acc += x[b, c, 2 * py + dy + p, 2 * px + dx + q] * w[m, c, p, q]
+                best = max(best, acc)
+        y[b, m, py, px] = best if best > 0 else float32(0.0)
 
 
-@cuda.jit
-def dense_no_bias(x, w, bias, y):
-    sa = cuda.shared.array((TILE, TILE), float32)
-    sb = cuda.shared.array((TILE, TILE), float32)
-    col = cuda.blockIdx.x * TILE + cuda.threadIdx.x
-    row = cuda.blockIdx.y * TILE + cuda.threadIdx.y
-    acc = _dot(x, w, row, col, sa, sb)
-    if row < y.shape[0] and col < y.shape[1]:
-        y[row, col] = acc if acc > 0 else float32(0.0)
+def test_fused_conv_pool_passes_on_the_course_kernel():
+    ch08.check_fused_conv_pool(cnn.conv_bias_relu_pool)
 
 
-@cuda.jit
-def dense_stub(x, w, bias, y):
-    raise NotWrittenYet("ch08.fused")
-
-
-def test_fused_dense_passes_on_right_answer():
-    ch08.check_fused_dense(dense_ok)
-
-
-def test_fused_dense_stub_fails():
+def test_fused_conv_pool_stub_fails():
     with pytest.raises(CheckFailed, match="not written yet"):
-        ch08.check_fused_dense(dense_stub)
+        ch08.check_fused_conv_pool(conv_pool_stub)
 
 
-def test_fused_dense_reading_y_back_is_caught():
+def test_fused_conv_pool_max_in_global_memory_is_caught():
     with pytest.raises(CheckFailed, match="reads y back"):
-        ch08.check_fused_dense(dense_two_passes)
+        ch08.check_fused_conv_pool(conv_pool_in_global)
 
 
-def test_fused_dense_missing_bias_is_named():
-    with pytest.raises(CheckFailed, match="without the bias"):
-        ch08.check_fused_dense(dense_no_bias)
+def test_fused_conv_pool_missing_bias_fails():
+    with pytest.raises(CheckFailed):
+        ch08.check_fused_conv_pool(conv_pool_no_bias)

@@ -142,3 +142,26 @@ def test_interpretation_only_never_falls_back_to_the_greenlet_engine():
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "stopped:" in r.stdout and "greenlet off:" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("notebook, answer, check, names", [
+    ("06_gemm", "ch06.predict", "ch06.check_shared_ceiling", ["predicted_tflops"]),
+    ("07_im2col", "ch07.predict", "ch07.check_layer_intensity", ["layer_intensity"]),
+    ("08_cnn", "ch08.predict", "ch08.check_fusion_bytes", ["bytes_written"]),
+    ("08_cnn", "ch08.fusedpool", "ch08.check_fused_conv_pool", ["conv_pool"]),
+])
+def test_the_optimisation_and_prediction_answers_pass_their_checks_when_interpreted(notebook, answer, check, names):
+    """The master's answer, read as data as the grader reads it (host functions on the
+    HostInterpreter, kernels on the vector engine's interpreter: a fallback to the greenlet
+    engine would run the stand-in and fail), passes its check."""
+    import importlib
+
+    import nbformat
+    from numba import float32
+
+    cells = nbformat.read(f"solutions/{notebook}.ipynb", 4).cells
+    source = next(c.source for c in cells if (c.metadata.get("simtlab") or {}).get("id") == answer)
+    assert static_problems(source) is None
+    bound = bind_answer(source, "<master answer>", dict(SETUP, float32=float32))
+    module, function = check.split(".")
+    getattr(importlib.import_module(f"simtlab.exercises.{module}"), function)(*(bound[n] for n in names))

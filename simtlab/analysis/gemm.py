@@ -15,7 +15,7 @@ import numpy as np
 from ..keys import element_rows
 from . import bank_conflicts, coalescing
 
-__all__ = ["trace_version", "profile", "tile_map", "loads_per_element"]
+__all__ = ["trace_version", "profile", "tile_map", "loads_per_element", "shared_loads_per_fma"]
 
 
 def trace_version(version: str, m: int, n: int, k: int, *, seed: int = 0, kernel=None):
@@ -69,6 +69,17 @@ def profile(run) -> dict:
             "shared_requests": int(len(sreq)),
             "wavefronts_per_request": float(sreq.wavefronts.mean()) if len(sreq) else None,
             "bank_conflicts": int((sreq.wavefronts - sreq.ideal).sum()) if len(sreq) else 0}
+
+
+def shared_loads_per_fma(run) -> float:
+    """Shared-memory load instructions per multiply-add of a traced GEMM run (``trace_version``):
+    every thread's shared reads (each is one instruction for its warp, whatever the lanes share)
+    over the M*N*K multiply-adds. Exact when the tile divides M, N and K: padded tiles also
+    multiply zeros (more multiply-adds than M*N*K for the same loads)."""
+    m, n, k = run.gemm[3]
+    mem = run.memory_columns
+    reads = int(((mem.space == 1) & (mem.kind == 0)).sum())
+    return reads / (m * n * k)
 
 
 def loads_per_element(run, name: str, block: int | None = None, thread: int | None = None) -> np.ndarray:

@@ -22,7 +22,8 @@ from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 from .card import student_check
 
-__all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue", "TILE", "BM", "BN", "TM"]
+__all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue",
+           "check_shared_ceiling", "shared_ceiling", "TILE", "BM", "BN", "TM"]
 
 TILE = 16
 #: exercise 6.2: a BM x BN tile of C per block, TM outputs per thread -> BM * BN / TM threads
@@ -205,3 +206,48 @@ def check_bias_epilogue(gemm_bias_act) -> None:
                                   "product first, then overwrites it).")
     passed(f"The epilogue is right with and without bias, for every activation, on {m}x{k} times {k}x{n}: "
            "one store per output.")
+
+
+# ------------------------------------------------------------------------------------------
+# Prediction: the ceiling shared-memory loads put on a GEMM
+# ------------------------------------------------------------------------------------------
+#: an SM's four sub-partitions each issue one warp-instruction per clock; its shared memory
+#: serves one wavefront (a conflict-free warp load) per clock
+ISSUE_PER_SM, SHARED_WAVEFRONTS_PER_SM = 4, 1
+
+
+def shared_ceiling(peak_tflops: float, shared_loads_per_ffma: float) -> float:
+    """The model of the prediction exercise: FFMA warp-instructions per clock per SM are limited by the
+    shared pipe (1 / l) and by the issue slots, which loads share with FFMAs (4 / (1 + l))."""
+    l = shared_loads_per_ffma
+    ffma_per_clock = min(SHARED_WAVEFRONTS_PER_SM / l, ISSUE_PER_SM / (1 + l), ISSUE_PER_SM)
+    return peak_tflops * ffma_per_clock / ISSUE_PER_SM
+
+
+@student_check("ch06.predict")
+def check_shared_ceiling(predicted_tflops) -> None:
+    """``predicted_tflops(peak_tflops, shared_loads_per_ffma)``: the FP32 TFLOP/s a kernel can
+    reach at most when each FFMA needs ``shared_loads_per_ffma`` shared loads (one wavefront
+    each), under the two limits of the model."""
+    r = rng()
+    cases = [(66.9, 2.0), (66.9, 9 / 8), (66.9, 0.25), (66.9, 0.125)]
+    cases += [(float(r.uniform(10, 100)), float(r.choice([0.1, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0]))) for _ in range(8)]
+    for peak, l in cases:
+        want = shared_ceiling(peak, l)
+        got = call_student(predicted_tflops, "predicted_tflops", peak, l)
+        try:
+            ok = abs(float(got) - want) <= 1e-6 * want
+        except (TypeError, ValueError):
+            raise CheckFailed(f"predicted_tflops({peak:.1f}, {l}) must return a number of TFLOP/s, got {got!r}") from None
+        if not ok:
+            hint = ""
+            if abs(float(got) - peak / (4 * l)) <= 1e-6 * want:
+                hint = (" That is the shared-memory limit alone: the loads are instructions too, and the four "
+                        "issue slots per clock are shared between loads and FFMAs (4 / (1 + l) FFMAs per clock).")
+            elif abs(float(got) - peak * min(1.0, 1 / l)) <= 1e-6 * want:
+                hint = (" Compare like with like: the SM issues up to 4 FFMA warp-instructions per clock, but "
+                        "its shared memory serves 1 wavefront per clock.")
+            raise CheckFailed(f"predicted_tflops(peak_tflops={peak:.2f}, shared_loads_per_ffma={l}) returned "
+                              f"{got!r}, expected {want:.3f}.{hint}")
+    passed(f"your model gives v3 (2 shared loads per FFMA) a ceiling of {shared_ceiling(66.9, 2.0):.1f} TFLOP/s "
+           f"on the H100, v5 (1/4) {shared_ceiling(66.9, 0.25):.1f}")

@@ -20,7 +20,8 @@ from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 from .card import student_check
 
-__all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "BLOCK", "TILE"]
+__all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "check_layer_intensity", "RIDGE_H100",
+           "BLOCK", "TILE"]
 
 BLOCK = 128
 TILE = 16
@@ -153,3 +154,45 @@ def check_implicit_gemm(conv_implicit) -> None:
             raise CheckFailed(f"{context}\nThe kernel writes no shared memory: gather the tile into sb.")
     passed("conv_implicit computes the layer for odd shapes, stride 1 and 2 and every padding, gathers its "
            "tiles in shared memory, and writes nothing to global memory but y")
+
+
+# ------------------------------------------------------------------------------------------
+# Prediction: which side of the ridge a layer falls
+# ------------------------------------------------------------------------------------------
+#: the H100 SXM's FP32 peak over its HBM3 bandwidth: 66.9 TFLOP/s / 3.35 TB/s (FLOPs per byte)
+RIDGE_H100 = 66.9e12 / 3.35e12
+
+
+@student_check("ch07.predict")
+def check_layer_intensity(layer_intensity) -> None:
+    """``layer_intensity(b, c, h, w, m, k)``: FLOPs per byte of a 'valid', stride-1 float32
+    convolution if the input, the weights and the output each crossed DRAM once."""
+    from ..kernels.conv import conv_bytes, conv_flops
+
+    r = rng()
+    layers = [("ECE408 C1", 1000, 1, 86, 86, 4, 7), ("ECE408 C3", 1000, 4, 40, 40, 16, 7),
+              ("the electrode CNN's conv2 (valid)", 10, 64, 56, 100, 64, 8)]
+    layers += [("a random layer", int(r.integers(1, 50)), int(r.integers(1, 17)), int(r.integers(8, 60)),
+                int(r.integers(8, 60)), int(r.integers(1, 65)), int(r.integers(1, 8))) for _ in range(10)]
+    for name, b, c, h, w, m, k in layers:
+        ho, wo = h - k + 1, w - k + 1
+        flops, nbytes = conv_flops(b, c, m, k, ho, wo), conv_bytes(b, c, h, w, m, k, ho, wo)
+        want = flops / nbytes
+        got = call_student(layer_intensity, "layer_intensity", b, c, h, w, m, k)
+        try:
+            ok = abs(float(got) - want) <= 1e-9 * want
+        except (TypeError, ValueError):
+            raise CheckFailed(f"layer_intensity must return a number of FLOPs per byte, got {got!r}") from None
+        if not ok:
+            hint = ""
+            if abs(float(got) * 4 - want) <= 1e-9 * want:
+                hint = " A float32 is 4 bytes: divide by 4 * (elements moved)."
+            elif abs(float(got) - flops / ((b * c * h * w + b * m * ho * wo) * 4)) <= 1e-9 * want:
+                hint = " The weights cross DRAM too (M * C * K * K floats, once)."
+            elif abs(float(got) - flops / ((b * c * h * w + m * c * k * k) * 4)) <= 1e-9 * want:
+                hint = " The output is written once: B * M * Ho * Wo floats."
+            raise CheckFailed(f"layer_intensity for {name} (B={b}, C={c}, {h}x{w}, M={m}, K={k}) returned {got!r}, "
+                              f"expected {want:.3f} FLOPs per byte ({flops:,} FLOPs / {nbytes:,} bytes).{hint}")
+    c1 = conv_flops(1000, 1, 4, 7, 80, 80) / conv_bytes(1000, 1, 86, 86, 4, 7, 80, 80)
+    c3 = conv_flops(1000, 4, 16, 7, 34, 34) / conv_bytes(1000, 4, 40, 40, 16, 7, 34, 34)
+    passed(f"C1 does {c1:.1f} FLOPs per byte, C3 {c3:.1f}, against the H100's ridge of {RIDGE_H100:.1f}")

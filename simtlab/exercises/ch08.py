@@ -1,11 +1,13 @@
 """Checks for chapter 8 (a whole CNN).
 
-- ``check_layer_sizes(conv_layer, fc_layer)``: output shape and FLOPs of a 'valid' stride-1
-  convolution and of a fully connected layer, the network's own layers among the cases.
+- ``check_fusion_bytes(bytes_written)``: a prediction: the bytes a convolution and its 2x2
+  pooling write to global memory, as two kernels or fused, against the formula and against what
+  the emulator's trace counts for the network's conv1 and conv2.
 - ``check_maxpool(maxpool)``: the 2x2 max-pooling kernel (one thread per output, a 1-D grid of
   ceil(y.size / 128) blocks of 128): every output right and written once, odd input sizes too.
-- ``check_fused_dense(dense_bias_relu)``: the fully connected layer with bias and ReLU fused
-  into the GEMM's store: the right output, each element of ``y`` written once, never read back.
+- ``check_fused_conv_pool(conv_pool)``: convolution + bias + ReLU + 2x2 max-pooling in one kernel:
+  the right pooled map, and from the trace: each pooled output written once, none read back,
+  no other global writes (no full-size map).
 
 Every check draws new random inputs on each call.
 """
@@ -18,66 +20,64 @@ from ._common import cdiv, rng
 from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
 from .card import student_check
 
-__all__ = ["check_layer_sizes", "check_maxpool", "check_fused_dense", "BLOCK", "TILE"]
+__all__ = ["check_fusion_bytes", "check_maxpool", "check_fused_conv_pool", "conv_pool_bytes", "BLOCK", "TILE"]
 
 BLOCK = 128
 TILE = 16
 
 
 # ------------------------------------------------------------------------------------------
-# Exercise 1: a layer's output shape and FLOPs
+# Exercise 1: predict what fusing the pooling into the convolution saves
 # ------------------------------------------------------------------------------------------
-@student_check("ch08.sizes")
-def check_layer_sizes(conv_layer, fc_layer) -> None:
-    """``conv_layer(b, c, h, w, m, k) -> ((b, m, ho, wo), flops)`` ('valid', stride 1) and
-    ``fc_layer(b, k, n) -> ((b, n), flops)``; a multiply and an add are 2 FLOPs."""
+def conv_pool_bytes(b, m, ho, wo, fused: bool) -> int:
+    """Bytes a convolution (M maps of Ho x Wo) and its 2x2 pooling write to global memory for B
+    images, in float32: the map and the pooled map, or only the pooled map when fused."""
+    pooled = b * m * (ho // 2) * (wo // 2)
+    return 4 * (pooled if fused else b * m * ho * wo + pooled)
+
+
+@student_check("ch08.predict")
+def check_fusion_bytes(bytes_written) -> None:
+    """``bytes_written(b, m, ho, wo, fused)``: the bytes a convolution with M output maps of
+    Ho x Wo and its 2x2 max-pooling write to global memory for B images (float32), as two
+    kernels (``fused=False``) or one; compared with the formula on random layers and with what
+    the emulator's trace counts for the network's own conv1 and conv2 on 2 images."""
+    from ..cnn_data import load_weights
+    from ..kernels.cnn import bytes_written as traced_bytes
+
     r = rng()
-    convs = [("conv1", 1, 1, 28, 28, 6, 5), ("conv2", 1, 6, 12, 12, 16, 5), ("conv1 at batch 10,000", 10_000, 1, 28, 28, 6, 5)]
-    convs += [("a random layer", int(r.integers(1, 40)), int(r.integers(1, 9)), int(r.integers(8, 40)),
-               int(r.integers(8, 40)), int(r.integers(1, 33)), int(r.integers(1, 8))) for _ in range(10)]
-    for name, b, c, h, w, m, k in convs:
-        ho, wo = h - k + 1, w - k + 1
-        want = ((b, m, ho, wo), 2 * b * m * ho * wo * c * k * k)
-        got = call_student(conv_layer, "conv_layer", b, c, h, w, m, k)
-        try:
-            shape, flops = got
-            shape = tuple(int(v) for v in shape)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"conv_layer must return ((B, M, Ho, Wo), flops), got {got!r}") from None
-        if shape != want[0]:
-            hint = ""
-            if shape == (b, m, h - k, w - k):
-                hint = " One short: a K-wide window fits at H - K + 1 positions (the first at 0)."
-            elif shape[1] == c:
-                hint = " The output has one map per filter: M maps, not C."
-            raise CheckFailed(f"conv_layer for {name} (B={b}, C={c}, {h}x{w}, M={m} filters of {k}x{k}) gave "
-                              f"shape {shape}, expected {want[0]}.{hint}")
-        if flops != want[1]:
-            hint = ""
-            if flops * 2 == want[1]:
-                hint = " Each weight of each output is a multiply AND an add: 2 FLOPs."
-            elif flops == 2 * b * m * ho * wo * k * k:
-                hint = " Every filter spans all C input channels: C * K * K weights per output."
-            raise CheckFailed(f"conv_layer for {name} gave {flops!r} FLOPs, expected {want[1]:,}.{hint}")
-    fcs = [("fc1", 1, 256, 64), ("fc2", 1, 64, 10), ("fc1 at batch 10,000", 10_000, 256, 64)]
-    fcs += [("a random layer", int(r.integers(1, 100)), int(r.integers(1, 500)), int(r.integers(1, 100)))
-            for _ in range(10)]
-    for name, b, k, n in fcs:
-        want = ((b, n), 2 * b * k * n)
-        got = call_student(fc_layer, "fc_layer", b, k, n)
-        try:
-            shape, flops = got
-            shape = tuple(int(v) for v in shape)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"fc_layer must return ((B, N), flops), got {got!r}") from None
-        if shape != want[0]:
-            raise CheckFailed(f"fc_layer for {name} (B={b}, K={k} inputs, N={n} outputs) gave shape {shape}, "
-                              f"expected {want[0]}: one row of N outputs per image.")
-        if flops != want[1]:
-            hint = " Each output is a dot product of K inputs: K multiplies and K adds." if flops * 2 == want[1] else ""
-            raise CheckFailed(f"fc_layer for {name} gave {flops!r} FLOPs, expected {want[1]:,}.{hint}")
-    passed("conv_layer and fc_layer are right for the network's layers and random ones: conv2 is "
-           f"{2 * 16 * 8 * 8 * 6 * 25:,} FLOPs per image, 5.3 times conv1")
+    params = load_weights()
+    x = r.random((2, 1, 28, 28), dtype=np.float32)
+    measured = {False: traced_bytes(params, x, "implicit"), True: traced_bytes(params, x, "fused")}
+    layers = [("conv1", 6, 24, 24), ("conv2", 16, 8, 8)]
+    for fused in (False, True):
+        for name, m, ho, wo in layers:
+            steps = (f"{name}+pool{name[-1]}",) if fused else (name, f"pool{name[-1]}")
+            want = sum(measured[fused][s] for s in steps)
+            got = call_student(bytes_written, "bytes_written", 2, m, ho, wo, fused)
+            if got != want:
+                hint = ""
+                if got == want // 4:
+                    hint = " Count bytes: a float32 is 4 of them."
+                elif not fused and got == 4 * 2 * m * ho * wo:
+                    hint = " The pooling kernel writes its pooled map too."
+                elif fused and got == 4 * 2 * m * ho * wo:
+                    hint = " Fused, the full-size map is never written: only the pooled one."
+                raise CheckFailed(f"bytes_written(b=2, m={m}, ho={ho}, wo={wo}, fused={fused}) for the network's {name} "
+                                  f"returned {got!r}; the emulator's trace counts {want:,} bytes written by "
+                                  f"{' and '.join(steps)}.{hint}")
+    for _ in range(10):
+        b, m = int(r.integers(1, 10_000)), int(r.integers(1, 65))
+        ho, wo = 2 * int(r.integers(1, 50)), 2 * int(r.integers(1, 50))
+        for fused in (False, True):
+            want = conv_pool_bytes(b, m, ho, wo, fused)
+            got = call_student(bytes_written, "bytes_written", b, m, ho, wo, fused)
+            if got != want:
+                raise CheckFailed(f"bytes_written(b={b}, m={m}, ho={ho}, wo={wo}, fused={fused}) returned {got!r}, "
+                                  f"expected {want:,}.")
+    saved = conv_pool_bytes(10_000, 6, 24, 24, False) - conv_pool_bytes(10_000, 6, 24, 24, True)
+    passed(f"your formula matches the trace: at batch 10,000 fusing conv1 with pool1 writes {saved / 1e6:.0f} MB "
+           "less (and the pooling kernel no longer reads them back)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -114,38 +114,55 @@ def check_maxpool(maxpool) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Exercise 3: bias + ReLU fused into the GEMM's store
+# Exercise 3: convolution + bias + ReLU + pooling in one kernel
 # ------------------------------------------------------------------------------------------
-@student_check("ch08.fused")
-def check_fused_dense(dense_bias_relu) -> None:
-    """``dense_bias_relu(x, w, bias, y)``: y (B x N) = max(x @ w.T + bias, 0), blocks of
-    TILE x TILE threads on a grid (ceil(N / TILE), ceil(B / TILE)); y is written once per
-    element and never read."""
-    from ..kernels.cnn import dense_cpu
+def _conv_pool_reference(x, w, bias):
+    from ..kernels.cnn import maxpool_cpu
+    from ..kernels.conv import conv2d_cpu
 
+    z = conv2d_cpu(x, w) + bias[None, :, None, None]
+    return maxpool_cpu(np.maximum(z, 0).astype(np.float32))
+
+
+@student_check("ch08.fusedpool")
+def check_fused_conv_pool(conv_pool) -> None:
+    """``conv_pool(x, w, bias, y)``: y (B, M, Ho//2, Wo//2) = maxpool2x2(relu(conv(x, w) + bias)),
+    one thread per pooled output on a grid (ceil(B*Po*Qo / BLOCK), M) of BLOCK threads; from the
+    trace: y written once per element and never read, nothing else written to global memory
+    (no full-size map anywhere)."""
     r = rng()
-    cases = [(3, 20, 5), (17, 256, 64), (int(r.integers(1, 40)), int(r.integers(1, 70)), int(r.integers(1, 40)))]
-    for b, k, n in cases:
-        x = r.standard_normal((b, k)).astype(np.float32)
-        w = r.standard_normal((n, k)).astype(np.float32)
-        bias = (r.standard_normal(n) * 2).astype(np.float32)
-        y = poison((b, n), np.float32)
-        grid = (cdiv(n, TILE), cdiv(b, TILE))
-        context = f"x {x.shape}, w {w.shape}, bias ({n},): grid {grid} of {TILE}x{TILE} threads."
-        with failing_in(context, "Store only inside y: row < y.shape[0] and col < y.shape[1]."):
-            run = run_student_kernel(dense_bias_relu, grid, (TILE, TILE), x, w, bias, y)
-        no_bias = dense_cpu(x, w, np.zeros(n), relu=True)
-        if np.allclose(y, no_bias, rtol=1e-4, atol=1e-4) and not np.allclose(y, dense_cpu(x, w, bias, True), 1e-4, 1e-4):
-            raise CheckFailed(f"{context}\ny is max(x @ w.T, 0) without the bias: add bias[col] before the ReLU.")
-        with failing_in(context, "In the store: acc + bias[col] (the bias of the output neuron, the column), "
-                                 "then max(., 0), then one write."):
-            compare_arrays(y, dense_cpu(x, w, bias, relu=True), "y", rtol=1e-4, atol=1e-4, index_names=("image", "neuron"))
+    cases = [((2, 1, 12, 12), 3, 5), ((1, 6, 12, 12), 16, 5), ((2, 2, 9, 11), 4, 3),
+             ((int(r.integers(1, 3)), int(r.integers(1, 4)), int(r.integers(6, 14)), int(r.integers(6, 14))),
+              int(r.integers(1, 7)), 3)]
+    for shape, m, k in cases:
+        b, c, h, wd = shape
+        po, qo = (h - k + 1) // 2, (wd - k + 1) // 2
+        x = r.standard_normal(shape).astype(np.float32)
+        w = (r.standard_normal((m, c, k, k)) / k).astype(np.float32)
+        bias = r.standard_normal(m).astype(np.float32)
+        y = poison((b, m, po, qo), np.float32)
+        grid = (cdiv(b * po * qo, BLOCK), m)
+        context = (f"x {shape}, {m} filters of {k}x{k}: the conv map would be {h - k + 1}x{wd - k + 1}, y is "
+                   f"{y.shape}; grid {grid} of {BLOCK} threads.")
+        with failing_in(context, "Thread i of column blockIdx.y = m owns pooled output i of filter m: guard "
+                                 "i < B * Po * Qo, then decode (b, py, px)."):
+            run = run_student_kernel(conv_pool, grid, BLOCK, x, w, bias, y)
+        with failing_in(context, "Keep the four convolution outputs under the pooled one in registers, take "
+                                 "their max, add bias[m], clamp at 0, store once (max commutes with both)."):
+            compare_arrays(y, _conv_pool_reference(x, w, bias), "y", rtol=1e-4, atol=1e-4,
+                           index_names=("b", "m", "py", "px"))
         if len(run.accesses("y", "read")):
-            raise CheckFailed(f"{context}\nThe kernel reads y back: the bias and the ReLU belong in registers, "
-                              "applied to acc before the one store, not to y after it.")
+            raise CheckFailed(f"{context}\nThe kernel reads y back: a max built up in global memory (read, compare, "
+                              "write) costs a round trip per convolution output; keep the four values in registers.")
         per_out = np.bincount(run.accesses("y", "write").index.astype(np.int64), minlength=y.size)
         if per_out.max() > 1:
-            raise CheckFailed(f"{context}\nSome elements of y are written {per_out.max()} times: store the finished "
-                              "value once (the Cairo graduation report's epilogue stored P, then stored again: two trips to memory).")
-    passed("dense_bias_relu adds the bias and applies the ReLU in registers and stores each output once: "
-           "the activation costs no extra pass over memory")
+            raise CheckFailed(f"{context}\nSome pooled outputs are written {per_out.max()} times: store the "
+                              "finished value once.")
+        mem = run.memory
+        others = {info.name for info in run.arrays if info.space == "global" and info.name != "y"
+                  and ((mem.array == info.id) & (mem.kind == 1) & (mem.space == 0)).any()}
+        if others:
+            raise CheckFailed(f"{context}\nThe kernel writes {sorted(others)} in global memory: the fused kernel "
+                              "writes only the pooled map y.")
+    passed("conv_pool writes each pooled output once, reads none back and writes no full-size map: the "
+           "fusion the trace shows is the traffic it saves")

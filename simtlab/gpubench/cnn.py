@@ -20,7 +20,7 @@ from ..kernels import cnn
 from .launch import bind
 
 __all__ = ["course_forward", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
-           "measure", "results", "wall_ms"]
+           "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS"]
 
 
 def to_gpu_params(params: dict) -> dict:
@@ -298,3 +298,38 @@ def _torch_cuda() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+# ------------------------------------------------------------------------------------------
+# Batch 1 kernel by kernel, and PyTorch's other modes (benchmarks/probe_ch6_8.py, H100)
+# ------------------------------------------------------------------------------------------
+#: the five kernels of the fused batch-1 forward (conv="fused", fc="vecmat"), in launch order:
+#: the order of the probe's batch1 section and of the ncu report's batch-1 pass
+BATCH1_KERNELS = ("conv1+pool1", "conv2+pool2", "fc1", "fc2", "softmax")
+_BATCH1_NCU = ("conv_bias_relu_pool", "conv_bias_relu_pool", "dense_bias_act", "dense_bias_act", "softmax_argmax")
+
+
+def batch1_kernels(data: dict | None = None) -> dict:
+    """The batch-1 forward, kernel by kernel: ``rows`` of (layer, ``gpu_us``: the kernel's own
+    GPU time in Nsight Compute, ``launch_us``: CUDA events around 1000 back-to-back launches of
+    it alone), ``gpu_sum_us``, and the whole forward launched one kernel after another
+    (``eager_us``) and as a CUDA graph (``graph_us``)."""
+    from .conv import probe
+
+    p = probe(data)
+    ncu = [k for k in p["ncu"] if k["kernel"] in _BATCH1_NCU and set(k) <= {"kernel", "stalls", "duration"}]
+    if [k["kernel"] for k in ncu] != list(_BATCH1_NCU):
+        raise ValueError(f"the ncu report's batch-1 pass has {[k['kernel'] for k in ncu]}, expected {_BATCH1_NCU}")
+    rows = [{"layer": layer, "gpu_us": k["duration"], "launch_us": 1000 * p["batch1"]["kernels"][layer]["ms"]}
+            for layer, k in zip(BATCH1_KERNELS, ncu)]
+    return {"rows": rows, "gpu_sum_us": sum(r["gpu_us"] for r in rows),
+            "eager_us": 1000 * p["batch1"]["forward_eager_ms"], "graph_us": 1000 * p["batch1"]["forward_graph_ms"],
+            "device": p["device"], "date": p["date"]}
+
+
+def pytorch_modes(data: dict | None = None) -> list[dict]:
+    """The chapter-8 network in PyTorch eager, channels_last and ``torch.compile`` (FP32, TF32
+    off) beside the course's fused forward, same run: one dict per batch (ms)."""
+    from .conv import probe
+
+    return [dict(r) for r in probe(data)["compile"]["rows"]]

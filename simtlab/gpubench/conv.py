@@ -36,6 +36,7 @@ V5_CONFIGS = {
 }
 
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
+           "probe", "cudnn_algorithm", "cudnn_table", "PROBE_KEY",
            "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
            "CHECK_BATCH"]
 
@@ -220,3 +221,63 @@ def summary_table(res: dict, layer: str, batch: int) -> str:
     for e in entry.get("errors") or []:
         lines.append(f"{e['name']:<34} FAILED: {e['error'][:60]}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# cuDNN in every layout and precision (benchmarks/probe_ch6_8.py, recorded on an H100)
+# ------------------------------------------------------------------------------------------
+#: the entry of simtlab/data/h100_timings.json that tools/store_ch6_8_probe.py writes
+PROBE_KEY = "ch6_8_probe"
+#: the batch benchmarks/probe_ch6_8.py times every layout and precision at
+PROBE_BATCH = 1000
+PRECISIONS = {"fp32": "FP32 (TF32 off)", "tf32": "TF32 (PyTorch's default for cuDNN)",
+              "fp16": "FP16", "bf16": "BF16"}
+#: what a kernel's name says about the algorithm cuDNN chose (first match wins)
+ALGORITHMS = (("fft", "FFT"), ("xmma_fprop_implicit_gemm", "implicit GEMM, tensor cores (xmma)"),
+              ("cutlass", "implicit GEMM, tensor cores (CUTLASS)"),
+              ("precomputed_convolve_sgemm", "GEMM with precomputed indices"),
+              ("convolve_common_engine", "convolve_common_engine (no tensor cores)"))
+_LAYOUT_KERNELS = ("ToNhwc", "ToNchw", "convertTensor", "AddPadding")
+
+
+def probe(data: dict | None = None) -> dict:
+    """The chapter 6-8 probe recorded on an H100 (``backend.recorded('ch6_8_probe')``)."""
+    if data is not None:
+        return data
+    from ..backend import recorded as recorded_result
+
+    return recorded_result(PROBE_KEY)
+
+
+def cudnn_algorithm(kernels) -> str:
+    """The algorithm cuDNN ran, from the names of the kernels it launched (longest first), and
+    whether it also ran layout conversions (a transpose between NCHW and NHWC, padding)."""
+    names = [k[0] if isinstance(k, (list, tuple)) else k for k in kernels]
+    algorithm = next((label for name in names for key, label in ALGORITHMS if key in name), "other")
+    if any(key in name for name in names for key in _LAYOUT_KERNELS):
+        algorithm += " + layout conversion"
+    return algorithm
+
+
+def cudnn_table(layer: str, data: dict | None = None) -> dict:
+    """cuDNN on ``layer`` ("C1" or "C3") in every layout and precision, beside the course's v5
+    and v6 (CUDA C, FP32-exact) from the same run: ``rows`` of dicts (layout, precision, ms,
+    algorithm, ``v6_speedup`` = cuDNN's time / v6's), ``course`` (name -> ms), ``batch``,
+    ``device``, ``date``."""
+    p = probe(data)
+    rows, course = [], {}
+    for r in p["cudnn"]["rows"]:
+        if r["layer"] != layer or "ms" not in r:
+            continue
+        if "course" in r["precision"]:
+            course[r["name"]] = r["ms"]
+        else:
+            rows.append({"layout": r["layout"], "precision": r["precision"], "ms": r["ms"],
+                         "algorithm": cudnn_algorithm(r.get("kernels", [])),
+                         "kernel": (r.get("kernels") or [["?"]])[0][0]})
+    v6 = next((ms for name, ms in course.items() if name.startswith("v6")), None)
+    for r in rows:
+        r["v6_speedup"] = r["ms"] / v6 if v6 else None
+    return {"layer": layer, "batch": PROBE_BATCH, "rows": rows, "course": course,
+            "device": p["device"], "date": p["date"],
+            "cudnn_version": p["cudnn"].get("cudnn"), "torch": p["cudnn"].get("torch")}

@@ -31,7 +31,7 @@ CHECK_SHAPE = (1001, 999, 997)
 
 __all__ = ["TOPIC", "REFERENCE", "DEFAULT_N", "CHECK_N", "SWEEP_SIZES", "CHECK_SHAPE", "cases",
            "inputs", "check", "plan_options", "gemm_runner", "cublas_runner", "check_version",
-           "fp32_reference"]
+           "fp32_reference", "register_cap_ablation"]
 
 
 def fp32_reference() -> None:
@@ -127,3 +127,35 @@ def cases() -> list[Case]:
     import sys
 
     return [_cublas_case()] + version_cases(sys.modules[__name__], G.VERSIONS)
+
+
+# ------------------------------------------------------------------------------------------
+# The register-cap ablation and cuBLAS in Nsight Compute (benchmarks/probe_ch6_8.py, H100)
+# ------------------------------------------------------------------------------------------
+#: shared memory per block of the two CUDA C kernels the ablation builds (bytes, the resource
+#: report of benchmarks/gpu_gemm.py): what, with the registers, sets their blocks per SM
+ABLATION_SHARED = {"gemm_v6_float4": 8320, "gemm_v7_warptile": 33280}
+CUBLAS_KERNEL = "sm80_xmma_gemm"
+
+
+def register_cap_ablation(data: dict | None = None) -> dict:
+    """v6 and v7 (CUDA C) built with ``__launch_bounds__(256, 1)`` and ``(256, 2)``, cuBLAS in the
+    same run at 4096^3: ``rows`` (kernel, min_blocks, regs, local_bytes, blocks_per_sm from the
+    occupancy rules, tflops, of_cublas), ``cublas`` (TFLOP/s and what Nsight Compute measured
+    of its kernel: registers, grid, waves, occupancy, SM throughput, issued warps per
+    scheduler per cycle), ``device``, ``date``."""
+    from ..hardware import occupancy
+    from .conv import probe
+
+    p = probe(data)
+    g = p["gemm"]
+    n = g["n"]
+    rows = []
+    for r in g["rows"]:
+        occ = occupancy(256, r["regs"], ABLATION_SHARED[r["kernel"]])
+        rows.append({**r, "blocks_per_sm": occ.blocks_per_sm})
+    ncu = next(k for k in p["ncu"] if k["kernel"].startswith(CUBLAS_KERNEL))
+    cublas = {"tflops": 2 * n**3 / g["cublas_ms"] / 1e9, "kernel": ncu["kernel"].split("_execute")[0],
+              **{k: ncu[k] for k in ("registers", "grid", "block", "waves", "achieved_occupancy_pct",
+                                     "sm_pct", "issued_per_scheduler")}}
+    return {"n": n, "rows": rows, "cublas": cublas, "device": p["device"], "date": p["date"]}

@@ -13,7 +13,8 @@ import numpy as np
 from simtlab.plots.style import PALETTE, label, new_figure
 
 __all__ = ["recorded", "plot_network", "plot_layer_timings", "plot_layer_shares", "plot_latency",
-           "plot_predictions", "plot_activations", "layer_shares", "timing_rows", "LAYERS"]
+           "plot_predictions", "plot_activations", "layer_shares", "timing_rows", "LAYERS",
+           "batch1_kernels_table", "pytorch_modes_table"]
 
 #: the network's layers in order, as the forward passes name their outputs
 LAYERS = ("conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax")
@@ -183,3 +184,42 @@ def plot_activations(image, outputs: dict, layer: str, classes, *, title: str | 
         label(a, "class" if act.size == len(classes) else "unit", "probability" if layer == "softmax"
               else "activation (no unit)")
     return fig
+
+
+def batch1_kernels_table(data: dict | None = None):
+    """The batch-1 forward kernel by kernel (GPU time in Nsight Compute, launch-to-launch time
+    alone), and the whole forward eager and as a CUDA graph, recorded on an H100."""
+    from ..gpubench.cnn import batch1_kernels
+    from .tables import RecordedTable
+
+    t = batch1_kernels(data)
+    rows = [(r["layer"], f"{r['gpu_us']:.2f}", f"{r['launch_us']:.1f}") for r in t["rows"]]
+    rows.append(("sum of the five", f"{t['gpu_sum_us']:.1f}", ""))
+    rows.append(("whole forward, 5 launches back to back", "", f"{t['eager_us']:.1f}"))
+    rows.append(("whole forward, one CUDA graph", "", f"{t['graph_us']:.1f}"))
+    note = ("GPU time: Nsight Compute's gpu__time_duration (ncu locks the clocks, so its times run long); "
+            "launch-to-launch: CUDA events around 1000 back-to-back launches of that kernel alone. "
+            "benchmarks/results/probe_ch6_8_h100.json, ncu_ch6_8_h100.txt")
+    return RecordedTable(f"Batch 1, the fused CUDA C forward, {t['device']}, {t['date']}",
+                         ("kernel", "GPU time (us)", "launch to launch (us)"), rows, note)
+
+
+def pytorch_modes_table(data: dict | None = None):
+    """PyTorch eager, channels_last and torch.compile against the course's fused forward (FP32,
+    TF32 off), recorded on an H100 in one run."""
+    from ..gpubench.cnn import pytorch_modes
+    from ..gpubench.conv import probe
+    from .tables import RecordedTable
+
+    p = probe(data)
+    rows = []
+    for r in pytorch_modes(data):
+        course = r["course_fused_ms"]
+        for name, key in (("PyTorch eager (cuDNN)", "eager_ms"), ("PyTorch channels_last", "channels_last_ms"),
+                          ("PyTorch torch.compile", "compile_ms"), ("course, CUDA C, conv + pool fused", "course_fused_ms")):
+            rows.append((f"{r['batch']:,}", name, f"{r[key]:.3f}", f"{r[key] / course:.2f}"))
+    note = ("GPU time between CUDA events (batch 1: over 20 back-to-back calls); FP32 with TF32 off; "
+            "benchmarks/results/probe_ch6_8_h100.json")
+    return RecordedTable(f"The chapter's network, FP32, {p['device']}, {p['date']}",
+                         ("batch", "implementation", "time (ms)", "time / course's"), rows, note,
+                         bold=[i for i, r in enumerate(rows) if r[1].startswith("course")])

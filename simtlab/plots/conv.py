@@ -10,7 +10,7 @@ from matplotlib.colors import ListedColormap
 from .style import PALETTE, label, new_figure
 
 __all__ = ["plot_unrolled_matrix", "plot_copies", "plot_unroll", "plot_traffic", "plot_layer_memory",
-           "plot_layer_flops", "plot_conv_timings", "seed_layers"]
+           "plot_layer_flops", "plot_conv_timings", "seed_layers", "cudnn_layouts_table"]
 
 
 def seed_layers():
@@ -179,3 +179,29 @@ def plot_conv_timings(res: dict, layer: str = "C1", batch: int = 10_000, *, titl
     ax.legend(loc="upper right")
     label(ax, "time per layer [ms] (log scale)", "version")
     return fig
+
+
+def _speedup_text(ratio: float | None) -> str:
+    if ratio is None:
+        return "not measured"
+    return f"v6 {ratio:.2f}x faster" if ratio >= 1 else f"cuDNN {1 / ratio:.2f}x faster"
+
+
+def cudnn_layouts_table(layer: str, data: dict | None = None):
+    """cuDNN on ECE408's ``layer`` in NCHW and NHWC, FP32 / TF32 / FP16 / BF16, the algorithm it
+    chose, against the course's v6 (FP32-exact) in the same run: a table Jupyter shows as HTML."""
+    from ..gpubench.conv import PRECISIONS, cudnn_table
+    from .tables import RecordedTable
+
+    t = cudnn_table(layer, data)
+    rows = [(f"cuDNN {r['layout']}", PRECISIONS[r["precision"]], f"{r['ms']:.3f}", r["algorithm"],
+             _speedup_text(r["v6_speedup"])) for r in t["rows"]]
+    rows += [(f"course {name}", "FP32-exact", f"{ms:.3f}", "direct, CUDA C, one layer shape", "")
+             for name, ms in t["course"].items()]
+    title = (f"{layer} at batch {t['batch']:,}: cuDNN {t['cudnn_version']} (torch {t['torch']}) against the "
+             f"course, {t['device']}, {t['date']}")
+    note = ("GPU time between CUDA events; the algorithm is read from the names of the kernels cuDNN ran "
+            "(torch.profiler). FP32-exact: every product and sum in float32; TF32 rounds the inputs to 10 "
+            "mantissa bits, FP16/BF16 store them in 16 bits. benchmarks/results/probe_ch6_8_h100.json")
+    return RecordedTable(title, ("implementation", "precision", "time (ms)", "algorithm", "v6 vs this"),
+                         rows, note, bold=range(len(t["rows"]), len(rows)))

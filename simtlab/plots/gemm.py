@@ -4,6 +4,8 @@ occupancy. Every function returns a matplotlib Figure."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
@@ -15,7 +17,8 @@ from .style import PALETTE, label, new_figure
 FP32_LANES_PER_SM = 128
 
 __all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
-           "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM"]
+           "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM",
+           "register_cap_table"]
 
 
 def _label_of(row_name: str) -> str:
@@ -231,3 +234,30 @@ def plot_registers_occupancy(kernels: dict, props: DeviceProperties = H100_SXM):
     return fig
 
 
+
+
+def register_cap_table(data: dict | None = None):
+    """The register-cap ablation (v6 and v7 CUDA C at one and two blocks per SM) beside cuBLAS,
+    recorded on an H100: a table Jupyter shows as HTML."""
+    from ..gpubench.gemm import register_cap_ablation
+    from .tables import RecordedTable
+
+    t = register_cap_ablation(data)
+    rows = [(r["kernel"], f"__launch_bounds__(256, {r['min_blocks']})",
+             f"{r['regs']}" + (f" + {r['local_bytes']} B local" if r["local_bytes"] else ""),
+             str(r["blocks_per_sm"]), f"{r['tflops']:.1f}", f"{100 * r['of_cublas']:.1f} %")
+            for r in t["rows"]]
+    c = t["cublas"]
+    tile = re.search(r"tilesize(\w+?)_stage(\d+)", c["kernel"])
+    name = f"cuBLAS SGEMM, {tile.group(1)} tiles, {tile.group(2)} stages" if tile else "cuBLAS SGEMM"
+    rows.append((name, f"grid {c['grid']:.0f} blocks = {c['waves']:.2f} waves",
+                 f"{c['registers']:.0f}", f"1 (occupancy {c['achieved_occupancy_pct']:.1f} %)",
+                 f"{c['tflops']:.1f}", "100 %"))
+    n = t["n"]
+    title = f"{n}x{n}x{n} FP32 GEMM, {t['device']}, {t['date']}: one run"
+    note = (f"registers per thread from the compiler (RawKernel.num_regs); blocks per SM from the occupancy "
+            f"rules (registers and shared memory); cuBLAS per Nsight Compute: SM throughput {c['sm_pct']:.1f} %, "
+            f"{c['issued_per_scheduler']:.2f} warp-instructions issued per scheduler per cycle. "
+            "benchmarks/results/probe_ch6_8_h100.json, ncu_ch6_8_h100.txt")
+    return RecordedTable(title, ("kernel", "build", "registers / thread", "blocks / SM", "TFLOP/s", "of cuBLAS"),
+                         rows, note)
