@@ -101,8 +101,13 @@ class Columns:
 
 
 def _thread_fields(tpb, wpb) -> dict:
-    """Derived fields from the helper column ``gtid`` (linear thread id in the launch)."""
-    return {"block": lambda c: c.gtid // tpb,
+    """Derived fields from the helper column ``gtid`` (linear thread id in the launch), and
+    the helper ``warp_slot`` (``gwarp * 32 + lane``, which is ``gtid`` itself when a block is
+    whole warps: the divergence count reads it instead of deriving five columns)."""
+    slot = (lambda c: c.gtid) if tpb % WARP_SIZE == 0 else \
+        (lambda c: c.block * (wpb * WARP_SIZE) + c.thread)
+    return {"warp_slot": slot,
+            "block": lambda c: c.gtid // tpb,
             "thread": lambda c: c.gtid - c.block * tpb,
             "warp": lambda c: c.thread // WARP_SIZE,
             "lane": lambda c: c.thread - c.warp * WARP_SIZE,
@@ -178,9 +183,10 @@ def build_lines(finished_threads, tpb, wpb) -> Columns:
     return _line_table(gtid, site, epoch, tpb, wpb, step=step)
 
 
-def build_lines_from_columns(gtid, site, epoch, tpb, wpb) -> Columns:
-    """The same table from columns already grouped by thread (the vector engine's form)."""
-    return _line_table(gtid, site, epoch, tpb, wpb)
+def build_lines_from_columns(gtid, site, epoch, tpb, wpb, step=None) -> Columns:
+    """The same table from columns already grouped by thread (the vector engine's form;
+    ``step`` derived from ``gtid`` unless the engine gives it, as the PTX engine does)."""
+    return _line_table(gtid, site, epoch, tpb, wpb, step)
 
 
 @dataclass
@@ -198,8 +204,9 @@ class Trace:
                                    # RAW_MEMORY_FIELDS, rows in the greenlet engine's order;
                                    # None: not traced
     line_records: object           # [(gtid, [site...], [barrier position...])], or
-                                   # ("columns", gtid, site, epoch) sorted by thread, each
-                                   # thread's rows in execution order; None: not traced
+                                   # ("columns", gtid, site, epoch[, step]) sorted by
+                                   # thread, each thread's rows in execution order;
+                                   # None: not traced
     elapsed_s: float
     engine: str = "greenlet"
     engine_reason: str = ""
@@ -222,8 +229,8 @@ class Trace:
 
     def lines(self) -> Columns:
         if isinstance(self.line_records, tuple) and self.line_records[0] == "columns":
-            _, gtid, site, epoch = self.line_records
+            _, gtid, site, epoch, *step = self.line_records
             return build_lines_from_columns(gtid, site, epoch, self.launch.threads_per_block,
-                                            self.launch.warps_per_block)
+                                            self.launch.warps_per_block, *step)
         return build_lines(self.line_records, self.launch.threads_per_block,
                            self.launch.warps_per_block)

@@ -32,6 +32,22 @@ from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WIN
                      typed_view)
 
 _BIG = np.int64(1 << 62)
+_SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_WINDOWS = (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW), ("const", CONST_WINDOW))
+
+
+def _window(space, lo, hi):
+    """``(state space, window base)`` of addresses ``lo .. hi`` of ``space``: a generic
+    address range inside one window names that window's space; (None, 0) when it spans
+    several (the general path splits it)."""
+    if space != "generic":
+        return space, 0
+    if lo >= GLOBAL_BASE:
+        return "global", 0
+    for name, base in _WINDOWS:
+        if base <= lo and hi < base + WINDOW_SIZE:
+            return name, base
+    return None, 0
 
 
 class _Registers(dict):
@@ -73,8 +89,13 @@ class Chunk:
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)
         self.lane_line = np.full(n, -1, np.int64)
+        if trace:       # line rows each lane has recorded: the next one's position (its step)
+            self.line_count = np.zeros(n, np.int64)
+            engine.line_counts.append((int(self.gtid[0]), self.line_count))
         self.shared_stride = engine.shared_size
         self.shared = np.zeros(self.nb * self.shared_stride, np.uint8)
+        self.shared_base = self.lblock * self.shared_stride     # each lane's block's bytes
+        self._shared_views: dict = {}
         self.local_stride = engine.local_size
         self.local = np.zeros(n * self.local_stride, np.uint8)
         self.step_ins = None
@@ -227,7 +248,67 @@ class Chunk:
         for r in np.unique(ri):
             yield table.regions[int(r)], np.flatnonzero(ri == r)
 
+    # --- the common case: every lane inside one region ----------------------------------------------
+    def _one_region(self, space, addr, idx, width, dtype, writable):
+        """``(region, typed storage, element index per lane, state-space address per lane)``
+        when every lane of ``idx`` (None: all) accesses ``width`` aligned bytes inside one
+        region of a global, shared or const space (a generic address: all in one window);
+        None otherwise, and the general path finds each lane's window and region, and any
+        error. Two reductions (lowest and highest address) and one OR (alignment) instead of
+        a region search per lane: nearly every access of the course's kernels is this case."""
+        a = np.asarray(addr, np.int64)
+        if a.ndim == 0:
+            a = np.broadcast_to(a, (self.n,))
+        if idx is not None:
+            if not len(idx):
+                return None
+            a = a[idx]
+        lo, hi = int(a.min()), int(a.max())
+        space, window = _window(space, lo, hi)
+        if space not in ("global", "shared", "const") or (space == "const" and writable):
+            return None
+        if window:                                       # a generic address in its window
+            a = a - window
+            lo, hi = lo - window, hi - window
+        region = self.engine.tables[space].containing(lo, hi + width)
+        if region is None or int(np.bitwise_or.reduce(a)) & (min(width, 16) - 1):
+            return None
+        shift = _SHIFTS[dtype.itemsize]
+        if space == "global":
+            return region, self._global_view(region, dtype), (a - region.start) >> shift, a
+        if space == "shared":
+            base = self.shared_base if idx is None else self.shared_base[idx]
+            return region, self._shared_view(dtype), (base + a) >> shift, a
+        return region, self._const_view(dtype), a >> shift, a
+
+    def _shared_view(self, dtype):
+        view = self._shared_views.get(dtype)
+        if view is None:
+            view = self._shared_views[dtype] = typed_view(self.shared, dtype)
+        return view
+
+    def _const_view(self, dtype):
+        key = ("const", dtype)
+        view = self.engine.views.get(key)
+        if view is None:
+            view = self.engine.views[key] = typed_view(self.engine.const_bytes, dtype)
+        return view
+
     def load(self, space, addr, m, dtype, vec, ins):
+        idx = None if m is None else np.flatnonzero(m)
+        s = dtype.itemsize
+        one = self._one_region(space, addr, idx, s * vec, dtype, False)
+        if one is not None:
+            region, view, element, a = one
+            if idx is None:
+                out = [view[element + k if k else element] for k in range(vec)]
+            else:
+                out = [np.zeros(self.n, dtype) for _ in range(vec)]
+                for k in range(vec):
+                    out[k][idx] = view[element + k if k else element]
+            if self.trace:
+                self.record(self.lanes if idx is None else idx, region, a, s * vec, READ, ins)
+            return out
         idx = self._active(m)
         out = [np.zeros(self.n, dtype) for _ in range(vec)]
         s = dtype.itemsize
@@ -247,9 +328,19 @@ class Chunk:
         return out
 
     def store(self, space, addr, m, dtype, values, ins):
-        idx = self._active(m)
+        idx = None if m is None else np.flatnonzero(m)
         s = dtype.itemsize
         vec = len(values)
+        one = self._one_region(space, addr, idx, s * vec, dtype, True)
+        if one is not None:
+            region, view, element, a = one
+            if self.trace:
+                self.record(self.lanes if idx is None else idx, region, a, s * vec, WRITE, ins)
+            for k in range(vec):
+                v = np.asarray(values[k]).astype(dtype, copy=False)
+                view[element + k if k else element] = v if idx is None else v[idx]
+            return
+        idx = self._active(m)
         for sp, pos, a in self._spaces(space, addr, idx, ins):
             lanes = idx[pos]
             data, bpos, ri, table = self._locate(sp, a, lanes, s * vec, ins)
@@ -369,13 +460,20 @@ class Chunk:
 
     # --- lines -------------------------------------------------------------------------------------
     def record_line(self, m, line):
+        """A line row for each lane of ``m`` that starts ``line`` here, with its position in
+        the lane's own rows (``step``), so that the trace is put in thread order by placing
+        rows, not by sorting them (``engine._line_columns``)."""
         new = self.lane_line != line
         if m is not None:
             new &= m
-        if not new.any():
+        lanes = np.flatnonzero(new)
+        if not len(lanes):
             return
-        self.lane_line[new] = line
-        self.engine.line_chunks.append((self.gtid[new], make_site(0, line), self.epoch[new]))
+        self.lane_line[lanes] = line
+        step = self.line_count[lanes]
+        self.line_count[lanes] = step + 1
+        self.engine.line_chunks.append((self.gtid[lanes], make_site(0, line), self.epoch[lanes],
+                                        step))
 
     # --- the schedule ------------------------------------------------------------------------------
     def run(self):
