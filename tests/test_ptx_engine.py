@@ -443,14 +443,17 @@ def test_fma_f32_rn_rounds_once_where_the_float64_sum_lands_halfway():
     """fma.rn.f32 rounds the float64 sum straight to float32 except where that sum sits halfway
     between two float32s (and in the subnormal range): exactly the lanes where rounding twice
     goes wrong. a * b = 2^-24 +- 2^-60 (4097 * 16773121 = 2^36 + 1; (1 + 2^-18)(1 - 2^-18))."""
-    a = np.array([1 + 2.0 ** -12, 1 + 2.0 ** -18, 2.0 ** -70, -(2.0 ** -75), 3.0],
-                 np.float32)
+    a = np.array([1 + 2.0 ** -12, 1 + 2.0 ** -18, 2.0 ** -70, -(2.0 ** -75), 3.0, -0.0, 2.0,
+                  -2.0], np.float32)
     b = np.array([16773121 * 2.0 ** -48, 2.0 ** -24 * (1 - 2.0 ** -18), 1.5 * 2.0 ** -70,
-                  2.0 ** -74 * 1.25, 2.0 ** -130], np.float32)
-    c = np.array([1.0, 1 + 2.0 ** -23, 3 * 2.0 ** -149, 2.0 ** -140, -(2.0 ** -128)], np.float32)
+                  2.0 ** -74 * 1.25, 2.0 ** -130, 5.0, 3.0, 3.0], np.float32)
+    c = np.array([1.0, 1 + 2.0 ** -23, 3 * 2.0 ** -149, 2.0 ** -140, -(2.0 ** -128), -0.0,
+                  -6.0, 6.0], np.float32)
     got = fp.fma_f32(a, b, c, "rn")
     want = [_exact_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), "rn")
-            for x, y, z in zip(a, b, c)]
+            for x, y, z in zip(a[:5], b[:5], c[:5])]
+    # an exact zero sum is +0 unless both addends are -0 (IEEE 754, 6.3)
+    want += [np.float32(-0.0), np.float32(0.0), np.float32(0.0)]
     assert np.array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
     # rounding the float64 sum to float32 directly is wrong on the two halfway lanes
     twice = (a.astype(np.float64) * b + c).astype(np.float32)
@@ -641,3 +644,26 @@ def test_interleaved_instructions_of_a_line_give_one_line_row():
         mine = rows.line[rows.thread == thread].tolist()
         assert mine.count(4) == 1 and mine.count(5) == 1, mine
         assert mine.count(2) == 2, mine
+
+
+# --- the trace's counters, kept as the kernel runs ----------------------------------------------
+@pytest.mark.parametrize("label, trace_blocks", [
+    ("v3 sequential", None), ("v3 sequential", 3), ("v5 warp shuffle", None),
+    ("v6 grid-stride, second pass", None), ("v7 grid-stride, atomicAdd", None)])
+def test_recorded_line_steps_and_access_seqs_are_what_sorting_the_rows_gives(label, trace_blocks):
+    """The executor counts each line row's ``step`` and each access's ``seq`` while it runs
+    (no sort afterwards); they must be what the other engines derive from the rows: a thread's
+    rows numbered in order, and its earlier accesses on the same line (``keys.occurrence``)."""
+    from simtlab import keys
+    from simtlab.emulator.tracing import _steps
+    from simtlab.versions import find
+
+    x = rnd(3001)
+    _, runs = CC.emulate_version("reduction", find(R.VERSIONS, label), x,
+                                 trace_blocks=trace_blocks)
+    for run in runs:
+        lines, mem = run.line_columns, run.memory_columns
+        assert len(lines) and len(mem)
+        assert np.array_equal(lines.step, _steps(lines.gtid))
+        assert np.array_equal(np.diff(lines.gtid) >= 0, np.ones(len(lines) - 1, bool))
+        assert np.array_equal(mem.seq, keys.occurrence(mem.gtid, mem.site))

@@ -256,13 +256,16 @@ class PtxEngine:
 
     def _memory_records(self):
         """The vector engine's columns in its order, with each access's own byte address and
-        width (``tracing.build_memory``'s ``exact``)."""
+        width, and its ``seq`` (``tracing.build_memory``'s ``exact``)."""
         if not self.mem_chunks:
             return ("columns", np.zeros((7, 0), np.int64))
         rows = np.concatenate(self.mem_chunks, axis=1)
         self.mem_chunks = []
-        rows = rows[:, self._memory_order(rows)]
-        return ("columns", rows[:7], {"address": rows[8], "width": rows[9]})
+        order = self._memory_order(rows)
+        # row by row: a 2-D fancy index along the second axis is twice as slow
+        raw = [rows[i].take(order) for i in range(7)]
+        return ("columns", raw, {name: rows[i].take(order)
+                                 for name, i in (("address", 8), ("width", 9), ("seq", 10))})
 
     def _line_columns(self):
         """The line rows grouped by thread, each thread's in execution order (the vector

@@ -95,6 +95,7 @@ class Chunk:
         self.shared_stride = engine.shared_size
         self.shared = np.zeros(self.nb * self.shared_stride, np.uint8)
         self.shared_base = self.lblock * self.shared_stride     # each lane's block's bytes
+        self.access_counts: dict = {}      # site -> accesses each lane made on it (trace's seq)
         self._shared_views: dict = {}
         self.local_stride = engine.local_size
         self.local = np.zeros(n * self.local_stride, np.uint8)
@@ -392,19 +393,32 @@ class Chunk:
     def record(self, lanes, region, a, width, kind, ins):
         """One trace row per lane and access, as the GPU issues it: a ``.v4.f32`` access is one
         16-byte access (one request of its warp), its index that of its first element, its
-        byte address and width recorded as they are (rows 8 and 9)."""
+        byte address and width recorded as they are (rows 8 and 9), and its ``seq`` (row 10)."""
         k = len(lanes)
-        cols = np.empty((10, k), np.int64)
-        cols[0] = self.gtid[lanes]
+        every = lanes is self.lanes                    # every lane: slices, no gathers
+        site = make_site(0, ins.line)
+        cols = np.empty((11, k), np.int64)
+        cols[0] = self.gtid if every else self.gtid[lanes]
         cols[1] = region.aid
         cols[2] = (a - region.start) // region.itemsize
         cols[3] = kind
-        cols[4] = make_site(0, ins.line)
-        cols[5] = self.epoch[lanes]
-        cols[6] = self.wsync[lanes]
-        cols[7] = self.phase[lanes]
+        cols[4] = site
+        cols[5] = self.epoch if every else self.epoch[lanes]
+        cols[6] = self.wsync if every else self.wsync[lanes]
+        cols[7] = self.phase if every else self.phase[lanes]
         cols[8] = self.engine.arrays[region.aid].base + (a - region.start)
         cols[9] = width
+        # seq: the lane's earlier accesses on this line (a lane's rows come in its own time
+        # order, and keep it in the trace's order), counted here instead of by a sort later
+        done = self.access_counts.get(site)
+        if done is None:
+            done = self.access_counts[site] = np.zeros(self.n, np.int64)
+        if every:
+            cols[10] = done
+            done += 1
+        else:
+            seq = cols[10] = done[lanes]
+            done[lanes] = seq + 1
         self.engine.mem_chunks.append(cols)
         self.engine.mem_rows += k
 
