@@ -15,6 +15,22 @@ touches no per-lane PC vector at all.
 Barriers (``bar.sync``): a lane waits until every lane of its block waits or has exited;
 lanes of one block waiting at different barriers, or waiting while others have exited, is a
 divergent barrier (``BarrierError``), as in the other engines.
+
+What makes it fast (``benchmarks/ptx_engine_speed.py``; every result, trace row and metric
+stays bit-identical):
+
+- One NumPy call per instruction for all lanes of a chunk of whole blocks (up to 65,536
+  lanes); while the runnable lanes share one PC, the schedule is one integer.
+- Memory: an access whose lanes all fall inside one region (nearly all of them) is checked
+  with two reductions (lowest, highest address) and one OR (alignment), and indexes a cached
+  typed view of the storage with shifts (``_one_region``); only the rest takes the per-lane
+  region search, which also finds the errors.
+- float32 ``add``/``mul``/``fma`` in round-to-nearest take one pass (IEEE float32 NumPy; the
+  vector engine's ``fma_lanes``, which rounds to odd only on halfway lanes).
+- Trace: each line row and each access carries the counters the analyses would otherwise
+  sort for: a line row its position in the lane's own rows (``step``; the rows are then
+  placed, not sorted, in ``engine._line_columns``) and an access its ``seq`` (the lane's
+  earlier accesses on that line).
 """
 
 from __future__ import annotations
