@@ -1,31 +1,73 @@
-"""The PTX engine's speed: thread-instructions per second for a reduction, with and without
-the trace, and its time against the vector engine running the numba twin of the same kernel.
+"""The PTX engine's speed: thread-instructions per second for a reduction, a GEMM and a
+convolution of the course, with and without the trace, and each one's time against the vector
+engine running the numba twin of the same version (same inputs, same launch plan).
 
-    .venv/bin/python benchmarks/ptx_engine_speed.py [--n 1048576] [--repeat 3]
+    .venv/bin/python benchmarks/ptx_engine_speed.py [--repeat 3] [--cases reduction,gemm,conv1,conv3]
 
 Thread-instructions are counted by the engine itself (every executed PTX instruction times
-its active lanes); each figure is the best of ``--repeat`` runs, after one warm-up run (NVRTC,
-parsing and compiling the PTX happen once and are not timed).
+its active lanes: the traced run's ``run.ptx_profile``, what the PTX source view shows); each
+time is the best of ``--repeat`` runs, after one warm-up run (NVRTC, parsing and compiling the
+PTX happen once and are not timed). "full trace" is the run with ``trace=True`` and its
+``metrics`` read (coalescing, bank conflicts, SIMT efficiency, races).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-import simtlab
 from simtlab import cuda_c_kernels as CC
+from simtlab import versions as V
+from simtlab.kernels import conv as C
+from simtlab.kernels import gemm as G
 from simtlab.kernels import reduction as R
-from simtlab.versions import emulate as emulate_numba, find
 
 
-def count_thread_instructions(kernel, grid, block, *args) -> int:
-    """Executed PTX instructions times active lanes, for one launch: the traced run's own
-    per-instruction profile (``run.ptx_profile``, what the PTX source view shows)."""
-    run = simtlab.emulate(kernel, grid, block, *args, trace=True)
-    return int(run.ptx_profile.lanes.sum())
+@dataclass
+class Case:
+    name: str
+    topic: str
+    version: object
+    inputs: tuple
+
+
+def cases(args):
+    rng = np.random.default_rng(0)
+    n = args.n
+    x = rng.random(n, dtype=np.float32)
+    g = args.gemm
+    a, b = rng.random((g, g), dtype=np.float32), rng.random((g, g), dtype=np.float32)
+    img = rng.random((args.batch, 3, 32, 32), dtype=np.float32)
+    w = rng.random((8, 3, 5, 5), dtype=np.float32)
+    return {
+        "reduction": Case(f"reduction v3 sequential, n = {n:,}", "reduction",
+                          V.find(R.VERSIONS, "v3 sequential"), (x,)),
+        "gemm": Case(f"gemm v3 shared tiles, {g} x {g}", "gemm",
+                     V.find(G.VERSIONS, "v3 shared tiles"), (a, b)),
+        "conv1": Case(f"conv v1 direct, x {img.shape}, w {w.shape}", "conv",
+                      V.find(C.VERSIONS, "v1 direct"), (img, w)),
+        "conv3": Case(f"conv v3 implicit GEMM, x {img.shape}, w {w.shape}", "conv",
+                      V.find(C.VERSIONS, "v3 implicit GEMM"), (img, w)),
+    }
+
+
+def run_cuda_c(case, trace):
+    out, runs = CC.emulate_version(case.topic, case.version, *case.inputs, trace=trace)
+    if trace:
+        for r in runs:
+            r.metrics
+    return out, runs
+
+
+def run_numba(case, trace):
+    out, runs = V.emulate(case.topic, case.version, *case.inputs, trace=trace)
+    if trace:
+        for r in runs:
+            r.metrics
+    return out, runs
 
 
 def best_of(repeat, fn) -> float:
@@ -38,38 +80,37 @@ def best_of(repeat, fn) -> float:
     return min(times)
 
 
+def measure(case, repeat):
+    out, runs = run_cuda_c(case, True)
+    instructions = sum(int(r.ptx_profile.lanes.sum()) for r in runs)
+    numba_out, numba_runs = run_numba(case, False)
+    np.testing.assert_allclose(out, numba_out, rtol=1e-4, atol=1e-4)
+    engine = numba_runs[0].engine
+    untraced = best_of(repeat, lambda: run_cuda_c(case, False))
+    traced = best_of(repeat, lambda: run_cuda_c(case, True))
+    vector = best_of(repeat, lambda: run_numba(case, False))
+    vector_traced = best_of(repeat, lambda: run_numba(case, True))
+    print(f"{case.name}: {instructions:,} thread-instructions")
+    print(f"  PTX engine, no trace:   {untraced:8.3f} s  {instructions / untraced / 1e6:8.1f} M thread-instructions/s")
+    print(f"  PTX engine, full trace: {traced:8.3f} s  {instructions / traced / 1e6:8.1f} M thread-instructions/s"
+          " (trace + metrics)")
+    print(f"  numba twin on the {engine} engine, no trace:   {vector:8.3f} s  (PTX / vector = {untraced / vector:.2f})")
+    print(f"  numba twin on the {engine} engine, full trace: {vector_traced:8.3f} s  "
+          f"(PTX / vector = {traced / vector_traced:.2f})", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1 << 20)
+    ap.add_argument("--n", type=int, default=1 << 18, help="reduction: elements")
+    ap.add_argument("--gemm", type=int, default=64, help="gemm: side of the square matrices")
+    ap.add_argument("--batch", type=int, default=1, help="conv: images of 3 x 32 x 32")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--version", default="v3 sequential")
+    ap.add_argument("--cases", default="reduction,gemm,conv1,conv3")
     args = ap.parse_args()
-    version = find(R.VERSIONS, args.version)
-    x = np.random.default_rng(0).random(args.n, dtype=np.float32)
-    kernel = CC.course_kernel("reduction", version.cuda_c)
-    grid = -(-args.n // R.BLOCK)
-    partial = np.zeros(grid, np.float32)
-    launch = (kernel, grid, R.BLOCK, x, partial, np.int64(args.n))
-    instructions = count_thread_instructions(*launch)
-    untraced = best_of(args.repeat, lambda: simtlab.emulate(*launch, trace=False))
-    traced = best_of(args.repeat, lambda: simtlab.emulate(*launch, trace=True).metrics)
-    numba_kernel = getattr(R, version.numba)
-    numba_partial = np.zeros(grid, np.float32)
-    vector = best_of(args.repeat, lambda: simtlab.emulate(numba_kernel, grid, R.BLOCK, x,
-                                                          numba_partial, trace=False))
-    vector_traced = best_of(args.repeat, lambda: simtlab.emulate(
-        numba_kernel, grid, R.BLOCK, x, numba_partial, trace=True).metrics)
-    assert np.allclose(partial, numba_partial, rtol=1e-5)
-    engine = simtlab.emulate(numba_kernel, grid, R.BLOCK, x, numba_partial, trace=False).engine
-    print(f"reduction {version.label}, n = {args.n:,}, {grid:,} blocks of {R.BLOCK}: "
-          f"{instructions:,} thread-instructions")
-    print(f"PTX engine, no trace:   {untraced:8.3f} s  {instructions / untraced / 1e6:8.1f} M thread-instructions/s")
-    print(f"PTX engine, full trace: {traced:8.3f} s  {instructions / traced / 1e6:8.1f} M thread-instructions/s"
-          " (trace + metrics)")
-    print(f"numba twin on the {engine} engine, no trace:   {vector:8.3f} s  "
-          f"(PTX / vector = {untraced / vector:.2f})")
-    print(f"numba twin on the {engine} engine, full trace: {vector_traced:8.3f} s  "
-          f"(PTX / vector = {traced / vector_traced:.2f})")
+    table = cases(args)
+    with np.errstate(all="ignore"):
+        for name in args.cases.split(","):
+            measure(table[name], args.repeat)
 
 
 if __name__ == "__main__":

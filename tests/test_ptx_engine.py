@@ -453,6 +453,39 @@ def test_fma_f32_rounds_the_exact_value_once(mode):
     assert np.array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
 
 
+def test_fma_f32_rn_rounds_once_where_the_float64_sum_lands_halfway():
+    """fma.rn.f32 rounds the float64 sum straight to float32 except where that sum sits halfway
+    between two float32s (and in the subnormal range): exactly the lanes where rounding twice
+    goes wrong. a * b = 2^-24 +- 2^-60 (4097 * 16773121 = 2^36 + 1; (1 + 2^-18)(1 - 2^-18))."""
+    a = np.array([1 + 2.0 ** -12, 1 + 2.0 ** -18, 2.0 ** -70, -(2.0 ** -75), 3.0, -0.0, 2.0,
+                  -2.0], np.float32)
+    b = np.array([16773121 * 2.0 ** -48, 2.0 ** -24 * (1 - 2.0 ** -18), 1.5 * 2.0 ** -70,
+                  2.0 ** -74 * 1.25, 2.0 ** -130, 5.0, 3.0, 3.0], np.float32)
+    c = np.array([1.0, 1 + 2.0 ** -23, 3 * 2.0 ** -149, 2.0 ** -140, -(2.0 ** -128), -0.0,
+                  -6.0, 6.0], np.float32)
+    got = fp.fma_f32(a, b, c, "rn")
+    want = [_exact_f32(Fraction(float(x)) * Fraction(float(y)) + Fraction(float(z)), "rn")
+            for x, y, z in zip(a[:5], b[:5], c[:5])]
+    # an exact zero sum is +0 unless both addends are -0 (IEEE 754, 6.3)
+    want += [np.float32(-0.0), np.float32(0.0), np.float32(0.0)]
+    assert np.array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
+    # rounding the float64 sum to float32 directly is wrong on the two halfway lanes
+    twice = (a.astype(np.float64) * b + c).astype(np.float32)
+    assert not np.array_equal(twice[:2], np.array(want[:2], np.float32))
+
+
+@pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
+def test_add_and_mul_f32_round_the_exact_value_once(mode):
+    a, b, _ = _hard_f32_triples(300)
+    got = fp.add_f32(a, -b * np.float32(3e-5), mode)
+    want = [_exact_f32(Fraction(float(x)) + Fraction(float(np.float32(-y * np.float32(3e-5)))), mode)
+            for x, y in zip(a, b)]
+    assert np.array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
+    got = fp.mul_f32(a, b, mode)
+    want = [_exact_f32(Fraction(float(x)) * Fraction(float(y)), mode) for x, y in zip(a, b)]
+    assert np.array_equal(got.view(np.uint32), np.array(want, np.float32).view(np.uint32))
+
+
 @pytest.mark.parametrize("mode", ["rz", "rm", "rp"])
 def test_directed_add_f32(mode):
     a, b, _ = _hard_f32_triples(300)
@@ -636,3 +669,26 @@ def test_blocks_past_the_traced_sample_still_run():
     run = simtlab.emulate(fill, 7, 64, out, np.int32(out.size), trace_blocks=3)
     assert out.reshape(7, 64).sum(axis=1).tolist() == [64.0] * 7
     assert sorted(set(run.accesses("out", "write")["index"].tolist())) == list(range(3 * 64))
+
+
+# --- the trace's counters, kept as the kernel runs ----------------------------------------------
+@pytest.mark.parametrize("label, trace_blocks", [
+    ("v3 sequential", None), ("v3 sequential", 3), ("v5 warp shuffle", None),
+    ("v6 grid-stride, second pass", None), ("v7 grid-stride, atomicAdd", None)])
+def test_recorded_line_steps_and_access_seqs_are_what_sorting_the_rows_gives(label, trace_blocks):
+    """The executor counts each line row's ``step`` and each access's ``seq`` while it runs
+    (no sort afterwards); they must be what the other engines derive from the rows: a thread's
+    rows numbered in order, and its earlier accesses on the same line (``keys.occurrence``)."""
+    from simtlab import keys
+    from simtlab.emulator.tracing import _steps
+    from simtlab.versions import find
+
+    x = rnd(3001)
+    _, runs = CC.emulate_version("reduction", find(R.VERSIONS, label), x,
+                                 trace_blocks=trace_blocks)
+    for run in runs:
+        lines, mem = run.line_columns, run.memory_columns
+        assert len(lines) and len(mem)
+        assert np.array_equal(lines.step, _steps(lines.gtid))
+        assert np.array_equal(np.diff(lines.gtid) >= 0, np.ones(len(lines) - 1, bool))
+        assert np.array_equal(mem.seq, keys.occurrence(mem.gtid, mem.site))

@@ -229,17 +229,36 @@ def test_metrics_do_not_build_the_record_arrays(engine):
     assert np.allclose(out, x.reshape(4, 64).sum(axis=1))
 
 
+@pytest.mark.parametrize("tpb", [48, 64])          # partial warps; whole warps (slot = gtid)
+@pytest.mark.parametrize("functions", [1, 3])        # sites 2^20 apart from a device function
 @pytest.mark.parametrize("warps", [8, 10**6])    # a small (warp, lane, site) table; a huge one
-def test_instruction_count_is_distinct_warp_instructions(warps):
+def test_instruction_count_is_distinct_warp_instructions(warps, functions, tpb):
     from simtlab.emulator.tracing import build_lines_from_columns
     n = 5000
     gtid = np.sort(RNG.integers(0, 6 * 32, n)) * (warps // 8)   # each thread runs sites again
-    site = (RNG.integers(0, 3, n) << 20) | RNG.integers(5, 9, n)    # three functions
-    lines = build_lines_from_columns(gtid, site, np.zeros(n, np.int64), 48, 2)  # partial warps
+    site = (RNG.integers(0, functions, n) << 20) | RNG.integers(5, 9, n)
+    lines = build_lines_from_columns(gtid, site, np.zeros(n, np.int64), tpb, -(-tpb // 32))
     expected = len({(g, s, q) for g, s, q in zip(lines.gwarp.tolist(), lines.site.tolist(),
                                                  lines.seq.tolist())})
     assert divergence.instruction_count(lines) == expected
+    assert divergence.instruction_count(lines.records()) == expected
     assert divergence.simt_efficiency(lines) == n / (32 * expected)
+
+
+@pytest.mark.parametrize("tpb", [48, 64, 96])
+def test_thread_fields_follow_from_the_thread_id(tpb):
+    """block, thread, warp, lane, gwarp of a trace row, by their definitions (the whole-warp
+    case takes shifts and masks of gtid instead)."""
+    from simtlab.emulator.tracing import build_lines_from_columns
+    wpb = -(-tpb // 32)
+    gtid = np.arange(0, 40 * tpb, 7, dtype=np.int64)
+    lines = build_lines_from_columns(gtid, np.full(len(gtid), 5), np.zeros(len(gtid), np.int64),
+                                     tpb, wpb)
+    block, thread = np.divmod(gtid, tpb)
+    warp, lane = np.divmod(thread, 32)
+    for name, want in (("block", block), ("thread", thread), ("warp", warp), ("lane", lane),
+                       ("gwarp", block * wpb + warp)):
+        assert np.array_equal(lines[name], want), name
 
 
 def test_analyses_give_the_same_tables_from_columns_and_records():

@@ -39,22 +39,48 @@ def instruction_count(lines) -> int:
     """Warp instructions issued: distinct ``(gwarp, site, seq)`` of the line trace. A thread's
     runs of one site are numbered 0, 1, 2..., so a warp issues a site as often as its busiest
     lane ran it: the sum over (warp, site) of the most rows one lane has. Counted with one
-    ``bincount`` (no sort, and no ``seq`` needed) when the (warp, lane, site) table is small."""
+    ``bincount`` (no sort, and no ``seq`` needed) when the (warp, lane, site) table is small.
+    A lane's cell is found from its warp slot (``gwarp * 32 + lane``: the trace's own thread
+    id when blocks are whole warps) and the site, with a few in-place passes over the rows: a
+    traced launch has millions of line rows, and each derived column is a pass over them."""
     if len(lines) == 0:
         return 0
-    gwarp, lane, site = lines.gwarp, lines.lane, lines.site
+    slot = _warp_slots(lines)
+    site, sites = _site_index(lines.site)
+    slot_low = int(slot.min()) // WARP_SIZE * WARP_SIZE
+    slots = -(-(int(slot.max()) + 1 - slot_low) // WARP_SIZE) * WARP_SIZE
+    cells = slots * sites
+    if cells > 4 * len(lines) + (1 << 16):
+        return count_distinct(lines.gwarp, lines.site, lines.seq)
+    cell = np.subtract(slot, slot_low, dtype=np.int64)
+    cell *= sites
+    cell += site
+    runs = np.bincount(cell, minlength=cells).reshape(-1, WARP_SIZE, sites)
+    return int(runs.max(axis=1).sum())
+
+
+def _warp_slots(lines) -> np.ndarray:
+    """``gwarp * 32 + lane`` per row: the trace's ``warp_slot`` helper column where it has
+    one (``tracing.Columns``), else from the record array's fields."""
+    slot = getattr(lines, "warp_slot", None)
+    if slot is not None:
+        return slot
+    return np.asarray(lines.gwarp, np.int64) * WARP_SIZE + lines.lane
+
+
+def _site_index(site) -> tuple[np.ndarray, int]:
+    """``(0 .. k-1 per row, k)``: a dense-enough number for each site. The site itself less
+    the lowest when the launch's sites span few values (one function), else its function and
+    line numbered separately (a device function's sites lie 2^20 apart from the kernel's)."""
+    site = np.asarray(site, np.int64)
+    low, high = int(site.min()), int(site.max())
+    if high - low < (1 << 12):
+        return site - low, high - low + 1
     code, line = site_code(site), site_line(site)
     line_low, code_low = int(line.min()), int(code.min())
     lines_per_code = int(line.max()) - line_low + 1
-    sites = (int(code.max()) - code_low + 1) * lines_per_code
-    warp_low = int(gwarp.min())
-    cells = (int(gwarp.max()) - warp_low + 1) * WARP_SIZE * sites
-    if cells > 4 * len(lines) + (1 << 16):
-        return count_distinct(gwarp, site, lines.seq)
-    cell = ((gwarp - warp_low) * WARP_SIZE + lane) * sites + \
-        (code - code_low) * lines_per_code + (line - line_low)
-    runs = np.bincount(cell, minlength=cells).reshape(-1, WARP_SIZE, sites)
-    return int(runs.max(axis=1).sum())
+    return ((code - code_low) * lines_per_code + (line - line_low),
+            (int(code.max()) - code_low + 1) * lines_per_code)
 
 
 def simt_efficiency(lines) -> float | None:

@@ -228,7 +228,9 @@ def _sum_to_float32_lanes(x, y):
     subnormal range, are rounded to odd first. One NumPy pass for nearly every lane: the
     tiled GEMM's fused `acc += a*b` spent half its untraced time in the full round to odd."""
     s = x + y
-    risky = ((s.view(np.int64) & _F32_DROPPED) == _F32_HALFWAY) | (np.abs(s) < _F32_BELOW_NORMAL)
+    # (a sum of 0 is exact: a float32 product and a float32 never underflow in float64)
+    risky = ((s.view(np.int64) & _F32_DROPPED) == _F32_HALFWAY) | \
+        ((np.abs(s) < _F32_BELOW_NORMAL) & (s != 0))
     if risky.any():
         lanes = np.flatnonzero(risky)
         s[lanes] = _round_to_odd_sum_lanes(x[lanes], y[lanes])

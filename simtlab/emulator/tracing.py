@@ -22,6 +22,7 @@ from ..simt import SPACE_CODES, WARP_SIZE, site_line
 MEMORY_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "epoch", "wepoch", "space",
                  "array", "index", "address", "width", "kind", "line", "site", "seq")
 LINE_FIELDS = ("block", "thread", "warp", "lane", "gwarp", "line", "site", "seq", "step", "epoch")
+_WARP_SHIFT = WARP_SIZE.bit_length() - 1
 _RECORD_BLOCK = 8192       # rows per block when records() lays the columns out as rows
 RAW_MEMORY_FIELDS = ("gtid", "array", "index", "kind", "site", "epoch", "wepoch")
 
@@ -101,14 +102,22 @@ class Columns:
 
 
 def _thread_fields(tpb, wpb) -> dict:
-    """Derived fields from the helper column ``gtid`` (linear thread id in the launch)."""
-    return {"block": lambda c: c.gtid // tpb,
-            "thread": lambda c: c.gtid - c.block * tpb,
-            "warp": lambda c: c.thread // WARP_SIZE,
-            "lane": lambda c: c.thread - c.warp * WARP_SIZE,
-            "gwarp": lambda c: c.block * wpb + c.warp,
-            "line": lambda c: site_line(c.site),
-            "seq": lambda c: occurrence(c.gtid, c.site)}
+    """Derived fields from the helper column ``gtid`` (linear thread id in the launch), and
+    the helper ``warp_slot`` (``gwarp * 32 + lane``, which is ``gtid`` itself when a block is
+    whole warps: the divergence count reads it instead of deriving five columns)."""
+    fields = {"warp_slot": lambda c: c.block * (wpb * WARP_SIZE) + c.thread,
+              "block": lambda c: c.gtid // tpb,
+              "thread": lambda c: c.gtid - c.block * tpb,
+              "warp": lambda c: c.thread // WARP_SIZE,
+              "lane": lambda c: c.thread - c.warp * WARP_SIZE,
+              "gwarp": lambda c: c.block * wpb + c.warp,
+              "line": lambda c: site_line(c.site),
+              "seq": lambda c: occurrence(c.gtid, c.site)}
+    if tpb % WARP_SIZE == 0:        # whole warps: a thread's warp slot is its gtid (one pass
+        fields.update(warp_slot=lambda c: c.gtid,         # each, not a chain of divisions)
+                      lane=lambda c: c.gtid & (WARP_SIZE - 1),
+                      gwarp=lambda c: c.gtid >> _WARP_SHIFT)
+    return fields
 
 
 def raw_memory_columns(records) -> tuple:
@@ -121,7 +130,8 @@ def build_memory(raw, arrays, tpb, wpb, exact=None) -> Columns:
     """``raw``: the columns ``RAW_MEMORY_FIELDS``, rows in the greenlet engine's order.
     ``exact``: ``{"address", "width"}`` columns of an engine that knows each access's own byte
     address and width (the PTX engine: a ``ld.v4.f32`` is one 16-byte access at the address
-    of its first element); otherwise both follow from the array's element."""
+    of its first element); otherwise both follow from the array's element. It may also hold
+    ``seq``, counted by the engine as it ran (otherwise derived by a sort)."""
     gtid, aid, flat, kind, site, epoch, wsync = (np.asarray(c, np.int64) for c in raw)
     space_of = np.array([SPACE_CODES[a.space] for a in arrays] or [0], np.int64)
     item_of = np.array([a.itemsize for a in arrays] or [1], np.int64)
@@ -132,8 +142,7 @@ def build_memory(raw, arrays, tpb, wpb, exact=None) -> Columns:
     columns = {"gtid": gtid, "epoch": epoch, "wepoch": wsync, "array": aid, "index": flat,
                "kind": kind, "site": site}
     if exact is not None:
-        columns.update(address=np.asarray(exact["address"], np.int64),
-                       width=np.asarray(exact["width"], np.int64))
+        columns.update({name: np.asarray(column, np.int64) for name, column in exact.items()})
     return Columns(columns, derived, MEMORY_FIELDS)
 
 
@@ -178,9 +187,10 @@ def build_lines(finished_threads, tpb, wpb) -> Columns:
     return _line_table(gtid, site, epoch, tpb, wpb, step=step)
 
 
-def build_lines_from_columns(gtid, site, epoch, tpb, wpb) -> Columns:
-    """The same table from columns already grouped by thread (the vector engine's form)."""
-    return _line_table(gtid, site, epoch, tpb, wpb)
+def build_lines_from_columns(gtid, site, epoch, tpb, wpb, step=None) -> Columns:
+    """The same table from columns already grouped by thread (the vector engine's form;
+    ``step`` derived from ``gtid`` unless the engine gives it, as the PTX engine does)."""
+    return _line_table(gtid, site, epoch, tpb, wpb, step)
 
 
 @dataclass
@@ -198,8 +208,9 @@ class Trace:
                                    # RAW_MEMORY_FIELDS, rows in the greenlet engine's order;
                                    # None: not traced
     line_records: object           # [(gtid, [site...], [barrier position...])], or
-                                   # ("columns", gtid, site, epoch) sorted by thread, each
-                                   # thread's rows in execution order; None: not traced
+                                   # ("columns", gtid, site, epoch[, step]) sorted by
+                                   # thread, each thread's rows in execution order;
+                                   # None: not traced
     elapsed_s: float
     engine: str = "greenlet"
     engine_reason: str = ""
@@ -222,8 +233,8 @@ class Trace:
 
     def lines(self) -> Columns:
         if isinstance(self.line_records, tuple) and self.line_records[0] == "columns":
-            _, gtid, site, epoch = self.line_records
+            _, gtid, site, epoch, *step = self.line_records
             return build_lines_from_columns(gtid, site, epoch, self.launch.threads_per_block,
-                                            self.launch.warps_per_block)
+                                            self.launch.warps_per_block, *step)
         return build_lines(self.line_records, self.launch.threads_per_block,
                            self.launch.warps_per_block)

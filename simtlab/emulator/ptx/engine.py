@@ -88,6 +88,7 @@ class PtxEngine:
         self.mem_chunks: list = []
         self.mem_rows = 0
         self.line_chunks: list = []
+        self.line_counts: list = []      # (first gtid, rows per lane) of each traced chunk
         self.views: dict = {}
         self.t0 = 0.0
         entry = kernel.entry
@@ -289,15 +290,41 @@ class PtxEngine:
 
     def _memory_records(self):
         """The vector engine's columns in its order, with each access's own byte address and
-        width (``tracing.build_memory``'s ``exact``)."""
+        width, and its ``seq`` (``tracing.build_memory``'s ``exact``)."""
         if not self.mem_chunks:
             return ("columns", np.zeros((7, 0), np.int64))
         rows = np.concatenate(self.mem_chunks, axis=1)
         self.mem_chunks = []
-        rows = rows[:, self._memory_order(rows)]
-        return ("columns", rows[:7], {"address": rows[8], "width": rows[9]})
+        order = self._memory_order(rows)
+        # row by row: a 2-D fancy index along the second axis is twice as slow
+        raw = [rows[i].take(order) for i in range(7)]
+        return ("columns", raw, {name: rows[i].take(order)
+                                 for name, i in (("address", 8), ("width", 9), ("seq", 10))})
 
-    _line_columns = VectorEngine._line_columns
+    def _line_columns(self):
+        """The line rows grouped by thread, each thread's in execution order (the vector
+        engine's form) plus their ``step``: each row is placed at its thread's first row plus
+        its own step, which the executor recorded, so no sort is needed (traced chunks cover
+        consecutive thread ids)."""
+        if not self.line_chunks:
+            z = np.zeros(0, np.int64)
+            return ("columns", z, z, z)
+        first = self.line_counts[0][0]
+        counts = np.concatenate([c for _, c in self.line_counts])
+        starts = np.cumsum(counts) - counts
+        rows = int(counts.sum())
+        gtid = np.concatenate([g for g, _, _, _ in self.line_chunks])
+        dest = starts[gtid - first]
+        dest += np.concatenate([s for _, _, _, s in self.line_chunks])
+        site = np.empty(rows, np.int64)
+        site[dest] = np.repeat(np.array([s for _, s, _, _ in self.line_chunks], np.int64),
+                               [len(g) for g, _, _, _ in self.line_chunks])
+        epoch = np.empty(rows, np.int64)
+        epoch[dest] = np.concatenate([e for _, _, e, _ in self.line_chunks])
+        self.line_chunks = []
+        thread_ids = np.arange(first, first + len(counts), dtype=np.int64)
+        step = np.arange(rows, dtype=np.int64) - np.repeat(starts, counts)
+        return ("columns", np.repeat(thread_ids, counts), site, epoch, step)
 
     def trace(self) -> Trace:
         memory = lines = None

@@ -27,6 +27,22 @@ lane's count), so the per-lane maximum is looked at only once that bound passes 
 Uninitialised shared memory (traced runs): one flag per shared byte of each block, set by
 every store, atomic and landed ``cp.async``; a load of a byte no thread of the block has
 written raises ``UninitializedReadError``, as the other engines do.
+
+What makes it fast (``benchmarks/ptx_engine_speed.py``; every result, trace row and metric
+stays bit-identical):
+
+- One NumPy call per instruction for all lanes of a chunk of whole blocks (up to 65,536
+  lanes); while the runnable lanes share one PC, the schedule is one integer.
+- Memory: an access whose lanes all fall inside one region (nearly all of them) is checked
+  with two reductions (lowest, highest address) and one OR (alignment), and indexes a cached
+  typed view of the storage with shifts (``_one_region``); only the rest takes the per-lane
+  region search, which also finds the errors.
+- float32 ``add``/``mul``/``fma`` in round-to-nearest take one pass (IEEE float32 NumPy; the
+  vector engine's ``fma_lanes``, which rounds to odd only on halfway lanes).
+- Trace: each line row and each access carries the counters the analyses would otherwise
+  sort for: a line row its position in the lane's own rows (``step``; the rows are then
+  placed, not sorted, in ``engine._line_columns``) and an access its ``seq`` (the lane's
+  earlier accesses on that line).
 """
 
 from __future__ import annotations
@@ -44,6 +60,22 @@ from .memory import (CLUSTER_RANK_SHIFT, CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW
                      SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE, typed_view)
 
 _BIG = np.int64(1 << 62)
+_SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_WINDOWS = (("shared", SHARED_WINDOW), ("local", LOCAL_WINDOW), ("const", CONST_WINDOW))
+
+
+def _window(space, lo, hi):
+    """``(state space, window base)`` of addresses ``lo .. hi`` of ``space``: a generic
+    address range inside one window names that window's space; (None, 0) when it spans
+    several (the general path splits it)."""
+    if space != "generic":
+        return space, 0
+    if lo >= GLOBAL_BASE:
+        return "global", 0
+    for name, base in _WINDOWS:
+        if base <= lo and hi < base + WINDOW_SIZE:
+            return name, base
+    return None, 0
 
 
 class _Registers(dict):
@@ -85,8 +117,14 @@ class Chunk:
         self.wsync = np.zeros(n, np.int64)
         self.phase = np.zeros(n, np.int64)
         self.lane_line = np.full(n, -1, np.int64)
+        if trace:       # line rows each lane has recorded: the next one's position (its step)
+            self.line_count = np.zeros(n, np.int64)
+            engine.line_counts.append((int(self.gtid[0]), self.line_count))
         self.shared_stride = engine.shared_size
         self.shared = np.zeros(self.nb * self.shared_stride, np.uint8)
+        self.shared_base = self.lblock * self.shared_stride     # each lane's block's bytes
+        self.access_counts: dict = {}      # site -> accesses each lane made on it (trace's seq)
+        self._shared_views: dict = {}
         self.local_stride = engine.local_size
         self.local = np.zeros(n * self.local_stride, np.uint8)
         self.step_ins = None
@@ -284,7 +322,75 @@ class Chunk:
         for r in np.unique(ri):
             yield table.regions[int(r)], np.flatnonzero(ri == r)
 
+    # --- the common case: every lane inside one region ----------------------------------------------
+    def _one_region(self, space, addr, idx, width, dtype, writable):
+        """``(region, typed storage, element index per lane, state-space address per lane)``
+        when every lane of ``idx`` (None: all) accesses ``width`` aligned bytes inside one
+        region of a global, shared or const space (a generic address: all in one window);
+        None otherwise, and the general path finds each lane's window and region, and any
+        error. Two reductions (lowest and highest address) and one OR (alignment) instead of
+        a region search per lane: nearly every access of the course's kernels is this case."""
+        a = np.asarray(addr, np.int64)
+        if a.ndim == 0:
+            a = np.broadcast_to(a, (self.n,))
+        if idx is not None:
+            if not len(idx):
+                return None
+            a = a[idx]
+        lo, hi = int(a.min()), int(a.max())
+        space, window = _window(space, lo, hi)
+        if space not in ("global", "shared", "const") or (space == "const" and writable):
+            return None
+        if window:                                       # a generic address in its window
+            a = a - window
+            lo, hi = lo - window, hi - window
+        if space == "shared" and hi >> CLUSTER_RANK_SHIFT:
+            return None                                  # another block of the cluster's memory
+        region = self.engine.tables[space].containing(lo, hi + width)
+        if region is None or int(np.bitwise_or.reduce(a)) & (min(width, 16) - 1):
+            return None
+        shift = _SHIFTS[dtype.itemsize]
+        if space == "global":
+            return region, self._global_view(region, dtype), (a - region.start) >> shift, a
+        if space == "shared":
+            base = self.shared_base if idx is None else self.shared_base[idx]
+            bpos = base + a
+            if self.written is not None:                 # traced: the uninitialised-read flags
+                if not writable and not self.written[bpos[:, None] + np.arange(width)].all():
+                    return None                          # the general path names the element
+                if writable:
+                    self._mark_written(bpos, width)
+            return region, self._shared_view(dtype), bpos >> shift, a
+        return region, self._const_view(dtype), a >> shift, a
+
+    def _shared_view(self, dtype):
+        view = self._shared_views.get(dtype)
+        if view is None:
+            view = self._shared_views[dtype] = typed_view(self.shared, dtype)
+        return view
+
+    def _const_view(self, dtype):
+        key = ("const", dtype)
+        view = self.engine.views.get(key)
+        if view is None:
+            view = self.engine.views[key] = typed_view(self.engine.const_bytes, dtype)
+        return view
+
     def load(self, space, addr, m, dtype, vec, ins):
+        idx = None if m is None else np.flatnonzero(m)
+        s = dtype.itemsize
+        one = self._one_region(space, addr, idx, s * vec, dtype, False)
+        if one is not None:
+            region, view, element, a = one
+            if idx is None:
+                out = [view[element + k if k else element] for k in range(vec)]
+            else:
+                out = [np.zeros(self.n, dtype) for _ in range(vec)]
+                for k in range(vec):
+                    out[k][idx] = view[element + k if k else element]
+            if self.trace:
+                self.record(self.lanes if idx is None else idx, region, a, s * vec, READ, ins)
+            return out
         idx = self._active(m)
         out = [np.zeros(self.n, dtype) for _ in range(vec)]
         s = dtype.itemsize
@@ -306,9 +412,19 @@ class Chunk:
         return out
 
     def store(self, space, addr, m, dtype, values, ins):
-        idx = self._active(m)
+        idx = None if m is None else np.flatnonzero(m)
         s = dtype.itemsize
         vec = len(values)
+        one = self._one_region(space, addr, idx, s * vec, dtype, True)
+        if one is not None:
+            region, view, element, a = one
+            if self.trace:
+                self.record(self.lanes if idx is None else idx, region, a, s * vec, WRITE, ins)
+            for k in range(vec):
+                v = np.asarray(values[k]).astype(dtype, copy=False)
+                view[element + k if k else element] = v if idx is None else v[idx]
+            return
+        idx = self._active(m)
         for sp, pos, a in self._spaces(space, addr, idx, ins):
             lanes = idx[pos]
             data, bpos, ri, table, a = self._locate(sp, a, lanes, s * vec, ins)
@@ -473,19 +589,32 @@ class Chunk:
     def record(self, lanes, region, a, width, kind, ins):
         """One trace row per lane and access, as the GPU issues it: a ``.v4.f32`` access is one
         16-byte access (one request of its warp), its index that of its first element, its
-        byte address and width recorded as they are (rows 8 and 9)."""
+        byte address and width recorded as they are (rows 8 and 9), and its ``seq`` (row 10)."""
         k = len(lanes)
-        cols = np.empty((10, k), np.int64)
-        cols[0] = self.gtid[lanes]
+        every = lanes is self.lanes                    # every lane: slices, no gathers
+        site = make_site(0, ins.line)
+        cols = np.empty((11, k), np.int64)
+        cols[0] = self.gtid if every else self.gtid[lanes]
         cols[1] = region.aid
         cols[2] = (a - region.start) // region.itemsize
         cols[3] = kind
-        cols[4] = make_site(0, ins.line)
-        cols[5] = self.epoch[lanes]
-        cols[6] = self.wsync[lanes]
-        cols[7] = self.phase[lanes]
+        cols[4] = site
+        cols[5] = self.epoch if every else self.epoch[lanes]
+        cols[6] = self.wsync if every else self.wsync[lanes]
+        cols[7] = self.phase if every else self.phase[lanes]
         cols[8] = self.engine.arrays[region.aid].base + (a - region.start)
         cols[9] = width
+        # seq: the lane's earlier accesses on this line (a lane's rows come in its own time
+        # order, and keep it in the trace's order), counted here instead of by a sort later
+        done = self.access_counts.get(site)
+        if done is None:
+            done = self.access_counts[site] = np.zeros(self.n, np.int64)
+        if every:
+            cols[10] = done
+            done += 1
+        else:
+            seq = cols[10] = done[lanes]
+            done[lanes] = seq + 1
         self.engine.mem_chunks.append(cols)
         self.engine.mem_rows += k
 
@@ -541,13 +670,20 @@ class Chunk:
 
     # --- lines -------------------------------------------------------------------------------------
     def record_line(self, m, line):
+        """A line row for each lane of ``m`` that starts ``line`` here, with its position in
+        the lane's own rows (``step``), so that the trace is put in thread order by placing
+        rows, not by sorting them (``engine._line_columns``)."""
         new = self.lane_line != line
         if m is not None:
             new &= m
-        if not new.any():
+        lanes = np.flatnonzero(new)
+        if not len(lanes):
             return
-        self.lane_line[new] = line
-        self.engine.line_chunks.append((self.gtid[new], make_site(0, line), self.epoch[new]))
+        self.lane_line[lanes] = line
+        step = self.line_count[lanes]
+        self.line_count[lanes] = step + 1
+        self.engine.line_chunks.append((self.gtid[lanes], make_site(0, line), self.epoch[lanes],
+                                        step))
 
     # --- the schedule ------------------------------------------------------------------------------
     def run(self):

@@ -14,6 +14,7 @@ another block of the thread's cluster (distributed shared memory): ``cluster_add
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,14 @@ class RegionTable:
         self.regions = sorted(regions, key=lambda r: r.start)
         self.starts = np.array([r.start for r in self.regions] or [0], np.int64)
         self.ends = np.array([r.end for r in self.regions] or [0], np.int64)
+        self.start_list = [r.start for r in self.regions]
+
+    def containing(self, lo, end):
+        """The one region holding every byte of ``[lo, end)``, or None."""
+        i = bisect.bisect_right(self.start_list, lo) - 1
+        if i < 0 or end > self.regions[i].end:
+            return None
+        return self.regions[i]
 
     def find(self, addr, width):
         """Index of the region holding ``[addr, addr + width)`` per lane, -1 where none does."""

@@ -1,12 +1,14 @@
 """PTX's floating-point arithmetic, exactly, on NumPy vectors.
 
-- ``.rn`` add/sub/mul/div/sqrt of float32 and float64: NumPy's own operations (IEEE 754
-  round-to-nearest-even, like the GPU).
+- ``.rn`` add/sub/mul/div/sqrt of float32 and float64: NumPy's own operations in the
+  operands' type (IEEE 754 round-to-nearest-even, like the GPU).
 - ``fma``/``mad`` of float32, any rounding mode: the product of two float32 is exact in
   float64; the sum with ``c`` is made exact as a float64 pair (TwoSum) and rounded to odd
   (the last bit set when anything was dropped), which rounds correctly to float32 afterwards
   in any mode (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved
-  algorithms using rounding to odd", IEEE TC 2008).
+  algorithms using rounding to odd", IEEE TC 2008). ``.rn`` takes the vector engine's faster
+  ``fma_lanes``: the float64 sum rounded straight to float32, rounded to odd first only on
+  the lanes where that could round twice (halfway cases, subnormals): the same bits.
 - float32 add/sub/mul with ``.rz``/``.rm``/``.rp``: the same exact pair, rounded by the mode.
 - ``fma`` of float64: the emulator's one exact float64 fma for lane vectors
   (``simtlab/emulator/intrinsics.py``: Dekker's product and a sum rounded to odd), which
@@ -51,6 +53,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..intrinsics import fma_lanes
+
+FLOAT32 = np.dtype(np.float32)
 
 F32_TINY = np.float32(np.finfo(np.float32).tiny)
 
@@ -109,6 +113,8 @@ def saturate(x):
 
 
 def fma_f32(a, b, c, mode: str = "rn"):
+    if mode == "rn":                        # the vector engine's one-pass rounding (same bits)
+        return fma_lanes(*(np.asarray(v, np.float32) for v in (a, b, c)), FLOAT32)
     a, b, c = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b, c))
     p = a * b                               # exact: 24 x 24 bits fit in 53
     s, e = two_sum(p, c)
@@ -120,14 +126,16 @@ def fma_f32(a, b, c, mode: str = "rn"):
 
 
 def add_f32(a, b, mode: str = "rn"):
+    if mode == "rn":                        # IEEE float32 addition: one rounding, as the GPU's
+        return np.add(a, b, dtype=np.float32)
     a, b = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b))
-    if mode == "rn":
-        return (a + b).astype(np.float32)
     s, e = two_sum(a, b)
     return to_f32(round_to_odd(s, e), mode)
 
 
 def mul_f32(a, b, mode: str = "rn"):
+    if mode == "rn":
+        return np.multiply(a, b, dtype=np.float32)
     a, b = (np.asarray(v, np.float32).astype(np.float64) for v in (a, b))
     return to_f32(a * b, mode)               # exact product: one rounding
 
