@@ -18,6 +18,7 @@ import hashlib
 import linecache
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,12 @@ __all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompi
 
 #: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
 PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
-INSTALL_HINT = "pip install 'simtlab[cuda-c]'   (or: pip install cuda-bindings nvidia-cuda-nvrtc lark)"
+INSTALL_HINT = ("pip install -e '.[cuda-c]' in the course's folder (or: pip install cuda-bindings "
+                "nvidia-cuda-nvrtc lark)")
+if sys.platform == "darwin":     # NVIDIA builds NVRTC and cuda-bindings for Linux and Windows only
+    INSTALL_HINT = ("nothing on macOS: NVIDIA builds NVRTC for Linux and Windows only; run the "
+                    "course's CUDA C cells on a Linux or Windows machine (or a Linux container), "
+                    "the numba kernels of every chapter run here")
 #: the CUDA headers a kernel may include (cuda_fp16.h, cuda_pipeline.h, cooperative_groups.h and
 #: the libcu++ headers it needs): NVRTC's wheel has none of them; these two wheels do (6.6 MB to
 #: download, 28 MB installed)
