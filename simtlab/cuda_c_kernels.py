@@ -6,8 +6,9 @@ GPU, no driver) and returns a :class:`CudaCKernel`; ``simtlab.emulate(k, grid, b
 runs it in the PTX engine (``simtlab/emulator/ptx/``) and returns the same ``Run`` a numba
 kernel gives, its lines being CUDA C lines (from the PTX's ``.loc`` directives).
 
-NVRTC is an optional extra (``pip install 'simtlab[cuda-c]'``): its wheel is 58 MB to download
-and 142 MB installed. A missing compiler raises :class:`CompilerMissing` naming that command.
+NVRTC comes with the ``cuda-c`` extra, which the README's set-up installs (its wheel is 58 MB to
+download, 149 MB installed; NVIDIA builds none for macOS). A missing compiler raises
+:class:`CompilerMissing` naming the command that installs it.
 """
 
 from __future__ import annotations

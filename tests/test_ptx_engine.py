@@ -64,7 +64,7 @@ def test_missing_compiler_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "cuda.bindings", None)     # import fails as if absent
     with pytest.raises(CC.CompilerMissing) as err:
         CC._nvrtc()
-    assert "pip install 'simtlab[cuda-c]'" in str(err.value)
+    assert "pip install -e '.[cuda-c]'" in str(err.value)
 
 
 def test_unknown_kernel_name_lists_the_entries():
