@@ -287,6 +287,9 @@ class CudaCKernel:
         self.entry = self.module.entries[name]
         self.code = _SourceCode(filename, name, *kernel_line_span(source, name))
         self.constants: dict = {}
+        # cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, n), by
+        # CuPy's name: above 48 KiB of dynamic shared memory a launch needs it, as on the GPU
+        self.max_dynamic_shared_size_bytes = 0
 
     def set_constant(self, name: str, values) -> None:
         """Fill a ``__constant__`` variable before a launch (``cudaMemcpyToSymbol``)."""
@@ -363,6 +366,7 @@ def emulate_launches(topic: str, launches, **options) -> list:
     ``__constant__`` variables in ``constants`` filled (``cudaMemcpyToSymbol``) before each
     launch. ``options`` go to ``simtlab.emulate``. Returns the runs."""
     from .emulator import emulate
+    from .emulator.limits import MAX_STATIC_SHARED_BYTES
 
     runs = []
     for step in launches:
@@ -371,6 +375,8 @@ def emulate_launches(topic: str, launches, **options) -> list:
         kernel = course_kernel(topic, step.kernel)
         for name, values in step.constants.items():
             kernel.set_constant(name, values)
+        if step.shared > MAX_STATIC_SHARED_BYTES:          # the opt-in a GPU program makes
+            kernel.max_dynamic_shared_size_bytes = step.shared
         extra = {"shared_bytes": step.shared} if step.shared else {}
         runs.append(emulate(kernel, step.grid, step.block, *step.args, **extra, **options))
     return runs

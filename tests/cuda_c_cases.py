@@ -58,7 +58,12 @@ class Case:
     # outputs computed through an .approx instruction (ex2 of expf): the engine rounds the exact
     # value, the GPU's unit is within the PTX ISA's bound (ulps, see APPROX_ULPS), not bit-exact
     approx: tuple = ()
+    # tensor-core outputs: {output: bound(*inputs)}, per element, the most the GPU's tensor cores
+    # (their own internal precision) and the engine (exact products, one float32 rounding per
+    # MMA instruction) can differ by; see tensor_core_bound
+    tensor_core_bound: dict | None = None
     xfail: str | None = None                   # why the engine cannot run it yet (strict xfail)
+    gpu_skip: str | None = None                # why the GPU comparison has nothing to compare
 
     def seed(self) -> int:
         return zlib.crc32(self.name.encode())
@@ -616,8 +621,76 @@ def _cooperation_cases():
     return [Case("cooperation/reduce_cluster_pairs", "cooperation", ("reduce_cluster_pairs",), inputs, plan, check)]
 
 
+# --- tensor cores (chapter 9) ------------------------------------------------------------------------
+def tensor_core_bound(a, b, precision: str):
+    """Per element of C = A B (K = A's columns), the most the engine's and a GPU's results can
+    differ by: |engine - GPU| <= (K 2^-23 + K/8 2^-24 + K 2^-52) * (|A| @ |B|).
+
+    - the GPU (kernels/tensor_cores.py's ``tolerance``, less its input rounding): its tensor
+      cores add the exact products with their own alignment and truncation; each of the K
+      additions into the FP32 sum loses less than one ulp of a number no larger than
+      sum |a||b|: K 2^-23 of it;
+    - the engine: exact products summed in float64 (2^-52 relative a term at most) and rounded
+      to float32 once per MMA instruction, each at least 8 deep in k: K/8 roundings of half an
+      ulp, 2^-24 relative each.
+    Both read the same operand values: TF32 truncated from the float bits (the hardware
+    behaviour the tensor-cores helper measured; a GPU that rounded them instead would differ
+    by up to 2^-10 of a product and fail this bound), FP16/BF16 as stored."""
+    from simtlab.kernels import tensor_cores as T
+
+    k = a.shape[1]
+    scale = np.abs(T.decode(a, precision)) @ np.abs(T.decode(b, precision))
+    return (k * 2.0 ** -23 + k / 8 * 2.0 ** -24 + k * 2.0 ** -52) * scale
+
+
+def _tensor_core_cases():
+    """Every kernel of kernels/tensor_cores.cu at the smallest legal shapes: one block tile (v1,
+    v2: one block of 4 warps along N), two k-tiles (v6: one more than its stages, so the ring
+    wraps); on the GPU machine 2 x 2 block tiles and more k-tiles. The check: the float64
+    product of the inputs within the precision's ``tolerance``."""
+    from simtlab.kernels import tensor_cores as T
+
+    cases = []
+    for v in T.VERSIONS + T.SWEEP:
+        bm, bn, bk = v.multiple
+        naive = v.kernel.startswith(("tc_v1", "tc_v2"))
+        stages = next((c.stages for c in T.V6_CONFIGS if c.kernel == v.kernel), 1)
+        if naive:
+            shapes = {CPU: (16, 64, 2 * bk), GPU: (48, 192, 8 * bk)}
+        else:
+            shapes = {CPU: (bm, bn, max(2, stages + 1) * bk), GPU: (2 * bm, 2 * bn, (stages + 3) * bk)}
+
+        def inputs(rng, scale, v=v, shapes=shapes):
+            m, n, k = shapes[scale]
+            a32 = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+            b32 = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+            return T.encode(a32, v.precision), T.encode(b32, v.precision)
+
+        def plan(xp, a, b, v=v):
+            m, k = map(int, a.shape)
+            n = int(b.shape[1])
+            c = xp.zeros((m, n), xp.float32)
+            grid, block, smem = T.launch_config(v, m, n, k)
+            return [Launch(v.kernel, grid, block, (a, b, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
+
+        def check(outputs, a, b, v=v):
+            k = a.shape[1]
+            err = T.relative_error(outputs["out"], T.gemm_reference(a, b, v.precision), a, b, v.precision)
+            assert err <= T.tolerance(v.precision, k), f"{v.name}: relative error {err:.3g} > {T.tolerance(v.precision, k):.3g}"
+
+        xfail = gpu_skip = None
+        if v.sm90a:
+            why = ("wgmma exists only on sm_90a: NVRTC's compute_90 PTX (the engine's and this test's) compiles "
+                   "v7's body to nothing, and the PTX engine has no wgmma.mma_async")
+            xfail, gpu_skip = f"{why}: C stays zero", why
+        cases.append(Case(f"tensor_cores/{v.kernel}", "tensor_cores", (v.kernel,), inputs, plan, check,
+                          tensor_core_bound={"out": lambda a, b, p=v.precision: tensor_core_bound(a, b, p)},
+                          xfail=xfail, gpu_skip=gpu_skip))
+    return cases
+
+
 CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
-         + _cooperation_cases())
+         + _cooperation_cases() + _tensor_core_cases())
 #: the topics of kernels/*.cu, and the case of each name
 TOPICS = sorted({c.topic for c in CASES})
 BY_NAME = {c.name: c for c in CASES}

@@ -75,15 +75,11 @@ def test_unknown_kernel_name_lists_the_entries():
 # --- the parser -------------------------------------------------------------------------------------
 COURSE_CU = sorted(Path(p).stem for p in glob.glob(str(ROOT / "kernels" / "*.cu")))
 HEAVY = {"conv"}          # NVRTC takes about a minute for conv.cu (every tuned instance)
-# tensor_cores.cu: wmma, mma.sync, ldmatrix, cp.async and wgmma are not PTX-engine instructions yet
-NOT_ON_THE_PTX_ENGINE_YET = {"tensor_cores"}
 
 
 @pytest.mark.parametrize("topic", [t for t in COURSE_CU if t not in HEAVY] +
                          [pytest.param(t, marks=pytest.mark.slow) for t in COURSE_CU if t in HEAVY])
 def test_every_course_kernel_parses_and_every_instruction_compiles(topic):
-    if topic in NOT_ON_THE_PTX_ENGINE_YET:
-        pytest.skip(f"kernels/{topic}.cu uses tensor-core instructions the PTX engine does not run yet")
     path = (ROOT / "kernels" / f"{topic}.cu").resolve()
     source = path.read_text()
     module = parse_module(CC.compile_ptx(source, str(path)))    # as cuda_c() names it

@@ -34,8 +34,10 @@ def as_dim3(value, what: str) -> tuple[int, int, int]:
     return dims + (1,) * (3 - len(dims))
 
 
-def check_launch(griddim, blockdim, shared_bytes: int) -> None:
-    """Raise LaunchError for a launch the hardware would refuse."""
+def check_launch(griddim, blockdim, shared_bytes: int, opt_in: int = 0) -> None:
+    """Raise LaunchError for a launch the hardware would refuse. ``opt_in``: the kernel's
+    ``cudaFuncAttributeMaxDynamicSharedMemorySize`` (CuPy: ``max_dynamic_shared_size_bytes``),
+    which lets dynamic shared memory go past 48 KiB up to the H100's 227 KiB."""
     threads = blockdim[0] * blockdim[1] * blockdim[2]
     if threads > MAX_THREADS_PER_BLOCK:
         raise LaunchError(
@@ -53,7 +55,15 @@ def check_launch(griddim, blockdim, shared_bytes: int) -> None:
     if shared_bytes < 0:
         raise LaunchError(f"dynamic shared memory of {shared_bytes} bytes is negative",
                           fix="pass a byte count >= 0")
-    if shared_bytes > MAX_STATIC_SHARED_BYTES:
+    if opt_in > MAX_DYNAMIC_SHARED_BYTES_OPTIN:
+        raise LaunchError(f"a kernel opts in to {opt_in} bytes of dynamic shared memory; an H100 "
+                          f"allows at most {MAX_DYNAMIC_SHARED_BYTES_OPTIN}",
+                          fix="use smaller tiles or fewer stages")
+    if shared_bytes > max(MAX_STATIC_SHARED_BYTES, opt_in):
+        if opt_in:
+            raise LaunchError(f"{shared_bytes} bytes of dynamic shared memory per block; the "
+                              f"kernel opted in to {opt_in}",
+                              fix="raise max_dynamic_shared_size_bytes, or use smaller tiles")
         raise LaunchError(
             f"{shared_bytes} bytes of dynamic shared memory per block; without opting in a "
             f"kernel gets at most {MAX_STATIC_SHARED_BYTES} bytes (an H100 allows up to "

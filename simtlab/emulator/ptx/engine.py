@@ -448,7 +448,8 @@ def emulate_cuda_c(kernel, griddim, blockdim, *args, shared_bytes: int = 0, trac
         raise ValueError(f"a CUDA C kernel runs on the PTX engine, not engine={engine!r}")
     griddim = as_dim3(griddim, "griddim")
     blockdim = as_dim3(blockdim, "blockdim")
-    check_launch(griddim, blockdim, int(shared_bytes))
+    check_launch(griddim, blockdim, int(shared_bytes),
+                 int(getattr(kernel, "max_dynamic_shared_size_bytes", 0)))
     kernel_args, names = _check_arguments(kernel, args)
     copy_back = []
     for i, value in enumerate(kernel_args):

@@ -20,6 +20,7 @@ import numpy as np
 
 from ...simt import ATOMIC, READ, WARP_SIZE, WRITE
 from . import numerics as fp
+from . import tensor_ops
 from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
                      cluster_address)
 from .parser import Address, Imm, NotReg, Reg, RegPair, Symbol, Vector, type_size
@@ -226,6 +227,9 @@ def _guarded(run, pred, negated):
 def _compile(ins, entry, layout) -> Step:
     parts = ins.parts
     op = parts[0]
+    tensor = tensor_ops.handler_for(parts)          # mma, ldmatrix, wmma, cvt to .tf32
+    if tensor is not None:
+        return tensor(ins, parts[1:], entry, layout)
     if parts[-1] in HALF and op not in ("ld", "st", "cvt", "mov"):
         return h_half(ins, parts[1:], entry, layout)
     handler = _HANDLERS.get(op) or _REFUSED.get(op)
@@ -1337,4 +1341,4 @@ _HANDLERS = {
 _REFUSED = {"call": h_call}
 
 #: the opcodes (first part of the instruction) the engine compiles
-SUPPORTED_OPCODES = tuple(sorted(_HANDLERS))
+SUPPORTED_OPCODES = tuple(sorted({*_HANDLERS, *tensor_ops.HANDLERS}))
