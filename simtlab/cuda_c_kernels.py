@@ -99,13 +99,16 @@ def header_options() -> tuple:
         import nvidia
     except ImportError:
         return ()
-    found = []
+    # the two wheels may sit in different site folders (the nvidia namespace spans them): look
+    # for each on its own
+    runtime = cccl = None
     for root in getattr(nvidia, "__path__", []):
         for include in sorted(Path(root).glob("cu*/include"), reverse=True):
-            if (include / "cuda_fp16.h").exists() and not found:
-                found.append(f"-I{include}")
-                if (include / "cccl" / "cuda" / "std").is_dir():
-                    found.append(f"-I{include / 'cccl'}")
+            if runtime is None and (include / "cuda_fp16.h").exists():
+                runtime = include
+            if cccl is None and (include / "cccl" / "nv" / "target").exists():
+                cccl = include / "cccl"
+    found = [f"-I{d}" for d in (runtime, cccl) if d is not None]
     return tuple(found)
 
 

@@ -86,8 +86,21 @@ def test_sm90a_cubin_has_no_spills():
 
 @pytest.mark.parametrize("precision", ["fp16", "bf16"])
 def test_torch_16_bit_output_is_within_the_bound_with_its_rounding(precision):
-    pytest.importorskip("torch")
-    from simtlab.gpubench import tensor_cores as bench
+    # in a fresh interpreter that imports torch first: torch 2.11's import fails inside this
+    # pytest process once numba-cuda and CuPy are loaded (its custom-op schema parser reads
+    # "annotate(strtag)"; outside pytest, as in benchmarks/tensor_cores_bench.py, it imports)
+    import importlib.util
+    import subprocess
+    import sys
 
-    err = bench.check_version(lambda a, b, c: bench.torch_runner(precision, a, b, c), precision, (384, 768, 96))
-    assert err["bound"] == T.tolerance(precision, 96, output=precision)
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("no torch")
+    probe = ("import torch\n"
+             "from simtlab.gpubench import tensor_cores as bench\n"
+             "from simtlab.kernels import tensor_cores as T\n"
+             f"err = bench.check_version(lambda a, b, c: bench.torch_runner({precision!r}, a, b, c), "
+             f"{precision!r}, (384, 768, 96))\n"
+             f"assert err['bound'] == T.tolerance({precision!r}, 96, output={precision!r}), err\n"
+             "print('ok', err)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr

@@ -1216,8 +1216,14 @@ def _half_cvt(ins, mods, layout):
             np.array(0x7FFFFFFFFFFFFFFF, np.uint64).view(np.float64)
 
         def widen(c, m):
-            x = fp.half_to_f64(np.atleast_1d(ra(c)), st_name)
-            r = np.where(np.isnan(x), nan, x.astype(dt)).astype(dt)
+            bits = np.atleast_1d(ra(c))
+            if st_name == "bf16" and dt == np.float32:
+                # bf16 is float32's top half: the H100 widens by a shift, keeping a NaN's sign
+                # and payload (tests/test_ptx_engine_gpu.py::test_half_precision_bits_equal_the_gpus)
+                r = (bits.astype(np.uint32) << 16).view(np.float32)
+            else:                                   # .f16: a NaN widens to the canonical NaN
+                x = fp.half_to_f64(bits, st_name)
+                r = np.where(np.isnan(x), nan, x.astype(dt)).astype(dt)
             w(c, fp.saturate(r) if "sat" in flags else r, m)
         return _op(widen)
     to_int = _conversion(dt, np.dtype(np.float64), flags, ins)
