@@ -84,7 +84,7 @@ def plot_versions(res: dict):
     ax.set_xlim(0, max(cublas.values()) * 1.12)
     ax.legend(handles=[Patch(color=PRECISION_COLOURS[p], label=f"{p.upper()} (cuBLAS {cublas[p]:.0f}, dashed)")
                        for p in T.PRECISIONS], fontsize="small", loc="upper right")
-    label(ax, "TFLOP/s (2 M N K FLOPs / median time); in brackets: fraction of cuBLAS, same precision", "")
+    label(ax, "TFLOP/s (2 M N K FLOPs / median time); in brackets: fraction of cuBLAS, same precision", "version")
     return fig
 
 
