@@ -194,7 +194,7 @@ CHANGES = {
     "v5 + swizzle": "XOR swizzle of the shared tiles: ldmatrix without bank conflicts",
     "v6 + cp.async pipeline": "cp.async ring of 3-4 stages: the next tiles load while this one is computed",
     "v6 best of the sweep": "the fastest of the v6 configurations the benchmark timed (tile, stages, epilogue)",
-    "v7 wgmma": "Hopper's warpgroup MMA: 4 warps issue one asynchronous 64xNx16 MMA from shared memory",
+    "v7 wgmma": "Hopper's wgmma: each warpgroup (4 warps) issues asynchronous m64n256k16 MMAs straight from shared memory (tiles by cp.async, not TMA)",
 }
 
 
@@ -415,3 +415,22 @@ def tf32_defaults() -> dict:
 
 def load_bench(path: Path | str = BENCH_JSON) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def version_table_text(res: dict) -> str:
+    """:func:`version_table` as plain text: TFLOP/s and % of cuBLAS per precision, then what
+    each version changes; the card, date and command under it."""
+    cublas = cublas_tflops(res)
+    head = f"{'version':<24}" + "".join(f"{p.upper() + ' TFLOP/s (% cuBLAS)':>26}" for p in T.PRECISIONS)
+    lines = [head, f"{'cuBLAS, same precision':<24}" + "".join(f"{cublas[p]:>26.1f}" for p in T.PRECISIONS)]
+    for row in version_table(res):
+        cells = "".join(f"{'-':>26}" if row[p] is None else f"{row[p][0]:>17.1f} ({row[p][1]:6.1%})"
+                        for p in T.PRECISIONS)
+        lines.append(f"{row['version']:<24}{cells}")
+    lines.append("")
+    lines += [f"{row['version']:<24}{row['changes']}" for row in version_table(res)]
+    lines.append("")
+    lines += [f"best v6 {p.upper()}: {b['note']}" for p, b in res["best"].items()]
+    m, n, k = res["shape"]
+    lines.append(f"{res['source']} on {res['device']}, {res['date']}, {m}x{n}x{k}, FP32 C; command: {res['command']}")
+    return "\n".join(lines)
