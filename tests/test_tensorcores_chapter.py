@@ -160,3 +160,15 @@ def test_every_figure_has_a_title_and_labelled_axes():
     _labelled(P.plot_numerics(TC.numerics_errors(ks=(64, 128), m=8, n=8)))
     _labelled(P.plot_fragment_layouts([TC.fragment_layout("m16n8k8", "tf32", o) for o in "abc"]))
     _labelled(P.plot_pipeline(TC.pipeline_schedule(3, 5), 3))
+
+
+def test_chapter_6_roofline_draws_the_tensor_core_roofs():
+    from simtlab.plots import gemm as G
+
+    plain = G.plot_roofline({"v": (10.0, 5.0, "recorded")})
+    with_roofs = G.plot_roofline({"v": (10.0, 5.0, "recorded")},
+                                 tensor_roofs={"TF32": TC.PEAK_TFLOPS["tf32"], "FP16/BF16": TC.PEAK_TFLOPS["fp16"]})
+    ax0, ax1 = plain.axes[0], with_roofs.axes[0]
+    assert len(ax1.lines) == len(ax0.lines) + 2
+    assert max(ax1.lines[-1].get_ydata()) == pytest.approx(TC.PEAK_TFLOPS["fp16"])
+    assert ax1.get_ylim()[1] >= 2 * TC.PEAK_TFLOPS["fp16"] > ax0.get_ylim()[1]
