@@ -689,8 +689,57 @@ def _tensor_core_cases():
     return cases
 
 
+# --- tensor cores: the shared-memory side the PTX engine runs (tensor_cores_smem.cu) ----------------
+def _tensor_core_smem_cases():
+    from simtlab import tensorcores as TC
+
+    def phase_inputs(rng, scale):
+        return ()
+
+    def phase_plan(row_chunks, kind):
+        def plan(xp):
+            out = xp.zeros(32, xp.float32)
+            return [Launch("ldmatrix_rows", 1, 32, (out, np.int32(row_chunks), np.int32(kind), np.int32(1)))], \
+                {"out": out}
+        return plan
+
+    def phase_check(row_chunks, kind):
+        swizzle = TC._swizzle_of(kind)
+
+        def check(outputs):
+            # lane l < 8 read the float4 at its row address; the tile holds smem[i] = i
+            first = TC.phase_offsets(row_chunks, swizzle, 1) // 4
+            want = np.zeros(32, np.float32)
+            want[:32] = (first[:, None] + np.arange(4)).ravel()
+            assert np.array_equal(outputs["out"], want)
+        return check
+
+    cases = [Case(f"tensor_cores_smem/ldmatrix_rows_{name.replace(' ', '_')}_{'swizzled' if s else 'plain'}",
+                  "tensor_cores_smem", ("ldmatrix_rows",), phase_inputs,
+                  phase_plan(rc, kind if s else 0), phase_check(rc, kind if s else 0))
+             for name, (rc, kind, _) in TC.LDMATRIX_CASES.items() for s in (False, True)]
+
+    def ring_inputs(rng, scale):
+        tiles = {CPU: 5, GPU: 64}[scale]
+        return (rng.random(tiles * TC.TILE_FLOATS, dtype=np.float32),)
+
+    def ring_plan(stages):
+        def plan(xp, data):
+            out = xp.zeros(32, xp.float32)
+            return [Launch(f"pipeline_stages{stages}", 1, 32, (data, out, np.int32(data.size // TC.TILE_FLOATS)))], \
+                {"out": out}
+        return plan
+
+    def ring_check(outputs, data):
+        assert np.array_equal(outputs["out"], TC.pipeline_reference(data, data.size // TC.TILE_FLOATS))
+
+    cases += [Case(f"tensor_cores_smem/pipeline_stages{s}", "tensor_cores_smem", (f"pipeline_stages{s}",),
+                   ring_inputs, ring_plan(s), ring_check) for s in (2, 3, 4)]
+    return cases
+
+
 CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
-         + _cooperation_cases() + _tensor_core_cases())
+         + _cooperation_cases() + _tensor_core_cases() + _tensor_core_smem_cases())
 #: the topics of kernels/*.cu, and the case of each name
 TOPICS = sorted({c.topic for c in CASES})
 BY_NAME = {c.name: c for c in CASES}

@@ -128,12 +128,14 @@ def plot_profiles(profiles: dict):
     return fig
 
 
-def plot_roofline(points: dict, props: DeviceProperties = H100_SXM, peak_tflops: float | None = None):
+def plot_roofline(points: dict, props: DeviceProperties = H100_SXM, peak_tflops: float | None = None,
+                  tensor_roofs: dict | None = None):
     """The roofline of ``props`` (FP32 peak and HBM bandwidth) with each version placed at its
     arithmetic intensity (FLOPs per byte it loads from global memory) and its TFLOP/s.
 
     ``points``: label -> (flops_per_byte, tflops, source) where source says 'measured' or
-    'recorded on <device>'.
+    'recorded on <device>'. ``tensor_roofs``: name -> TFLOP/s of more roofs under the same
+    bandwidth (chapter 9's tensor cores: ``simtlab.tensorcores.PEAK_TFLOPS``), drawn dashed.
     """
     peak = peak_tflops or fp32_peak_tflops(props)
     bw = props.memory_bandwidth_gbs / 1e3                    # TB/s
@@ -144,12 +146,17 @@ def plot_roofline(points: dict, props: DeviceProperties = H100_SXM, peak_tflops:
     ax.axvline(ridge, color="0.5", ls=":", lw=1)
     ax.annotate(f"ridge point {ridge:.0f} FLOP/byte", (ridge, peak * 0.02), rotation=90, fontsize="small",
                 ha="right", va="bottom")
+    top = peak
+    for j, (name, roof) in enumerate((tensor_roofs or {}).items()):
+        ax.plot(xs, np.minimum(roof, bw * xs), color=PALETTE[(j + 5) % len(PALETTE)], lw=1.5, ls="--",
+                label=f"{name} roof {roof:.0f} TFLOP/s (tensor cores)")
+        top = max(top, roof)
     for i, (name, (ai, tflops, source)) in enumerate(points.items()):
         ax.scatter([ai], [tflops], s=50, color=PALETTE[i % len(PALETTE)], zorder=3, label=f"{name} ({source})")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(xs[0], xs[-1])
-    ax.set_ylim(0.05, peak * 2)
+    ax.set_ylim(0.05, top * 2)
     ax.grid(True, which="both", alpha=0.2)
     ax.legend(fontsize="x-small", loc="lower right")
     label(ax, "arithmetic intensity (FLOPs per byte loaded from global memory)", "performance (TFLOP/s)")

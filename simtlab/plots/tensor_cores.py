@@ -1,0 +1,185 @@
+"""Chapter 9's figures: the roofline with the tensor-core roofs, the versions against cuBLAS,
+fragment layouts lane by lane, the cp.async ring from the trace, the stage count measured, and
+the numerics of TF32 / FP16 / BF16. Every function returns a matplotlib Figure; the data comes
+from :mod:`simtlab.tensorcores`."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib import colormaps
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch, Rectangle
+
+from .. import tensorcores as TC
+from ..kernels import tensor_cores as T
+from .style import PALETTE, label, new_figure
+
+__all__ = ["plot_roofline", "plot_versions", "plot_fragment_layouts", "plot_pipeline", "plot_stages",
+           "plot_numerics", "LANE_COLOURS"]
+
+PRECISION_COLOURS = {"fp32": "0.3", "tf32": PALETTE[0], "fp16": PALETTE[1], "bf16": PALETTE[2]}
+#: 32 distinct colours, one per lane (lanes of one group of 4 in neighbouring shades)
+LANE_COLOURS = ListedColormap(np.vstack([colormaps["tab20b"](np.linspace(0, 1, 20)),
+                                         colormaps["tab20c"](np.linspace(0, 1, 20))[:12]]))
+
+
+def _source(res: dict) -> str:
+    return f"{res['source']} on {res['device']}, {res['date']}"
+
+
+def plot_roofline(res: dict):
+    """The H100's roofs (FP32 on the SIMT lanes, TF32 and FP16/BF16 on the tensor cores, HBM)
+    with cuBLAS and the course's best kernel per precision at 4096^3, placed at the FLOPs per
+    byte of the least DRAM traffic a product needs (each matrix once)."""
+    m, n, k = res["shape"]
+    fig, ax = new_figure(f"Roofline of the H100 SXM with its tensor-core roofs\n({_source(res)})", figsize=(9.0, 5.0))
+    xs = np.logspace(0, 4, 200)
+    for p, name in (("fp32", "FP32 SIMT"), ("tf32", "TF32 tensor"), ("fp16", "FP16/BF16 tensor")):
+        peak = TC.PEAK_TFLOPS[p]
+        ax.plot(xs, np.minimum(peak, TC.HBM_TBS * xs), color=PRECISION_COLOURS[p], lw=2,
+                label=f"{name} roof {peak:.0f} TFLOP/s")
+    cublas = TC.cublas_tflops(res)
+    best = {p: res["best"][p]["tflops"] for p in T.PRECISIONS}
+    for p in ("fp16", "bf16"):
+        v7 = next((r for r in res["rows"] if r["name"] == f"v7 wgmma {p.upper()}"), None)
+        if v7:
+            best[p] = max(best[p], v7["tflops"])
+    for p, tflops in cublas.items():
+        nbytes = T.gemm_bytes(m, n, k, p) if p != "fp32" else 4 * (m * k + k * n + m * n)
+        ai = T.gemm_flops(m, n, k) / nbytes
+        ax.scatter([ai], [tflops], marker="s", s=60, color=PRECISION_COLOURS[p], edgecolor="black", zorder=3,
+                   label=f"cuBLAS {p.upper()} {tflops:.0f}")
+        if p in best:
+            ax.scatter([ai], [best[p]], marker="o", s=60, color=PRECISION_COLOURS[p], zorder=3,
+                       label=f"course's best {p.upper()} {best[p]:.0f}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_ylim(2, 2000)
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize="x-small", loc="lower right", ncol=2)
+    label(ax, "arithmetic intensity (FLOPs per byte of DRAM traffic, each matrix once)", "performance (TFLOP/s)")
+    return fig
+
+
+def plot_versions(res: dict):
+    """TFLOP/s of every version per precision, with its fraction of cuBLAS of the same precision
+    (dashed lines: cuBLAS)."""
+    rows = TC.version_table(res)
+    cublas = TC.cublas_tflops(res)
+    m, n, k = res["shape"]
+    fig, ax = new_figure(f"Tensor-core GEMM {m}x{n}x{k} against cuBLAS\n({_source(res)})", figsize=(9.0, 6.0))
+    height = 0.27
+    y0 = np.arange(len(rows))[::-1]
+    for j, p in enumerate(T.PRECISIONS):
+        for y, row in zip(y0, rows):
+            if row[p] is None:
+                continue
+            tflops, frac = row[p]
+            yy = y + (1 - j) * height
+            ax.barh(yy, tflops, height=height, color=PRECISION_COLOURS[p])
+            ax.text(tflops, yy, f" {tflops:.0f} ({frac:.0%})", va="center", fontsize="x-small")
+        ax.axvline(cublas[p], color=PRECISION_COLOURS[p], ls="--", lw=1)
+    ax.set_yticks(y0, [r["version"] for r in rows], fontsize="small")
+    ax.set_xlim(0, max(cublas.values()) * 1.12)
+    ax.legend(handles=[Patch(color=PRECISION_COLOURS[p], label=f"{p.upper()} (cuBLAS {cublas[p]:.0f}, dashed)")
+                       for p in T.PRECISIONS], fontsize="small", loc="upper right")
+    label(ax, "TFLOP/s (2 M N K FLOPs / median time); in brackets: fraction of cuBLAS, same precision", "version")
+    return fig
+
+
+def _draw_layout(ax, layout: TC.FragmentLayout):
+    rows, cols = layout.rows, layout.cols
+    ax.imshow(layout.lane, cmap=LANE_COLOURS, vmin=-0.5, vmax=31.5, aspect="equal")
+    small = rows * cols > 128
+    for r in range(rows):
+        for c in range(cols):
+            ax.text(c, r, f"{layout.lane[r, c]}\n{layout.operand}{layout.element[r, c]}", ha="center",
+                    va="center", fontsize=5 if small else 6, color="white")
+    ax.set_xticks(range(cols))
+    ax.set_yticks(range(rows))
+    ax.tick_params(labelsize=6)
+    name = {"a": "A", "b": "B", "c": "C (= D)"}[layout.operand]
+    label(ax, "column", "row", f"{name}: {rows} x {cols}")
+
+
+def plot_fragment_layouts(layouts):
+    """Each element of the given operands (one :class:`~simtlab.tensorcores.FragmentLayout` or a
+    list): the lane that holds it (colour, top number) and which of its fragment elements it is
+    (a0, b1, c3...). The table can come from the PTX ISA's formulas or from a traced run."""
+    layouts = [layouts] if isinstance(layouts, TC.FragmentLayout) else list(layouts)
+    first = layouts[0]
+    widths = [lay.cols for lay in layouts]
+    fig, axes = new_figure(f"mma.sync.{first.shape} {first.precision.upper()}: which lane holds which element",
+                           ncols=len(layouts), figsize=(3.2 + 0.45 * sum(widths), 5.2),
+                           gridspec_kw={"width_ratios": widths})
+    for ax, lay in zip(np.atleast_1d(axes), layouts):
+        _draw_layout(ax, lay)
+    return fig
+
+
+def plot_pipeline(events: list, stages: int, title: str = ""):
+    """The ring slot by slot, event by event: a tile's copy in flight (light, from its issue to
+    its landing), the tile resident (dark, until it is computed), the compute (black mark). The
+    x axis is the order of one thread's events, not time."""
+    fig, ax = new_figure(title or f"cp.async ring of {stages} stages: each slot, event by event", figsize=(9.0, 3.2))
+    issued, landed = {}, {}
+    tiles = sorted({tile for _, tile, _ in events})
+    for x, (what, tile, slot) in enumerate(events):
+        colour = PALETTE[tile % len(PALETTE)]
+        if what == "issue":
+            issued[tile] = x
+        elif what == "land":
+            landed[tile] = x
+            ax.add_patch(Rectangle((issued[tile], slot - 0.35), x - issued[tile], 0.7, color=colour, alpha=0.3))
+        else:
+            ax.add_patch(Rectangle((landed[tile], slot - 0.35), x - landed[tile], 0.7, color=colour, alpha=0.8))
+            ax.plot([x], [slot], marker="D", color="black", ms=6)
+            ax.text(x, slot + 0.42, f"compute t{tile}", ha="center", va="bottom", fontsize="x-small")
+        if what != "compute":
+            ax.text(x, slot, f"t{tile}", ha="center", va="center", fontsize="x-small")
+    ax.set_xlim(-0.5, len(events) + 0.5)
+    ax.set_ylim(stages - 0.3, -0.7)
+    ax.set_yticks(range(stages), [f"slot {s}" for s in range(stages)])
+    ax.set_xticks(range(len(events)), [w[0].upper() for w, _, _ in events], fontsize="x-small")
+    ax.legend(handles=[Patch(color="0.5", alpha=0.3, label="copy in flight (issued, not landed)"),
+                       Patch(color="0.5", alpha=0.8, label="landed, waiting to be computed")],
+              fontsize="x-small", loc="lower right")
+    label(ax, f"event order of one thread (I issue, L land, C compute), {len(tiles)} tiles", "ring slot")
+    return fig
+
+
+def plot_stages(res: dict):
+    """v6 FP16 (128x256x32 tile) with 2, 3 and 4 stages, against cuBLAS FP16."""
+    figs = TC.stage_figures(res)
+    cublas = TC.cublas_tflops(res)["fp16"]
+    fig, ax = new_figure(f"v6 FP16 128x256x32: stages of the cp.async ring\n({_source(res)})", figsize=(7.0, 3.8))
+    xs = list(figs)
+    ax.bar([str(s) for s in xs], [figs[s] for s in xs], color=PRECISION_COLOURS["fp16"])
+    for i, s in enumerate(xs):
+        ax.text(i, figs[s], f"{figs[s]:.0f} ({figs[s] / cublas:.0%})", ha="center", va="bottom", fontsize="small")
+    ax.axhline(cublas, color="0.3", ls="--", lw=1, label=f"cuBLAS FP16 {cublas:.0f}")
+    ax.set_ylim(0, cublas * 1.15)
+    ax.legend(fontsize="small", loc="lower right")
+    label(ax, "stages (tiles in the shared ring)", "TFLOP/s")
+    return fig
+
+
+def plot_numerics(data: dict):
+    """Median and largest error of C = A @ B against float64, relative to sum |a||b|, for the
+    same float32 inputs rounded to each precision and multiplied with FP32 accumulation."""
+    ks = data["k"]
+    fig, ax = new_figure("The same product with inputs in FP32, TF32, FP16, BF16 (FP32 accumulate) against FP64",
+                         figsize=(8.0, 4.5))
+    for p, errs in data["errors"].items():
+        med, worst = zip(*errs)
+        colour = PRECISION_COLOURS[p]
+        ax.plot(ks, med, "o-", color=colour, label=f"{p.upper()} median")
+        ax.plot(ks, worst, "^:", color=colour, label=f"{p.upper()} largest")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.2)
+    ax.legend(fontsize="x-small", ncol=4, loc="upper center")
+    ax.set_ylim(1e-10, 1e-1)
+    label(ax, "K (length of each dot product)", "|C - C_fp64| / (|A| |B|)  (relative error)")
+    return fig

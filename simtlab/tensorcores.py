@@ -1,0 +1,436 @@
+"""Chapter 9's figures and tables as data: tensor-core peaks, the recorded H100 benchmark, the
+fragment layouts of ``mma.sync``, the ``ldmatrix`` phases with and without the XOR swizzle, the
+``cp.async`` ring traced on the PTX engine, and the numerics of TF32 / FP16 / BF16 inputs.
+
+The kernels are ``kernels/tensor_cores.cu`` (GPU only: the PTX engine has no tensor-core
+instructions yet) and ``kernels/tensor_cores_smem.cu`` (their shared-memory side, which the PTX
+engine runs). The drawings are in :mod:`simtlab.plots.tensor_cores`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .kernels import tensor_cores as T
+
+__all__ = ["PEAK_TFLOPS", "PEAK_SOURCE", "HBM_TBS", "FragmentLayout", "fragment_layout", "layout_from_entries",
+           "MMA_SHAPES", "store_entry", "recorded", "results", "cublas_tflops", "version_table", "CHANGES",
+           "goals", "stage_figures", "numba_row", "LDMATRIX_CASES", "phase_offsets", "phase_wavefronts",
+           "trace_ldmatrix_phase", "trace_pipeline", "pipeline_events", "pipeline_schedule",
+           "tile_flops_per_byte", "numerics_errors", "STORE_TOPIC", "BENCH_JSON"]
+
+# ------------------------------------------------------------------------------------------
+# peaks (NVIDIA H100 SXM5 datasheet: the dense figures, half the "with sparsity" ones)
+# ------------------------------------------------------------------------------------------
+#: TFLOP/s: FP32 on the SIMT lanes (132 SMs x 128 lanes x 2 x 1.98 GHz = 66.9, as chapter 6
+#: computes it; the datasheet says 67), dense tensor-core TF32 and FP16/BF16 with FP32 accumulate
+PEAK_TFLOPS = {"fp32": 66.9, "tf32": 494.7, "fp16": 989.4, "bf16": 989.4}
+PEAK_SOURCE = ("NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: TF32 989 and FP16/BF16 1,979 TFLOP/s "
+               "with sparsity, half of that dense (494.7 and 989.4); FP32 67")
+HBM_TBS = 3.35
+
+
+# ------------------------------------------------------------------------------------------
+# fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k8" and "... mma.m16n8k16")
+# ------------------------------------------------------------------------------------------
+#: mma shape -> (M, N, K) and the precisions that use it in this course
+MMA_SHAPES = {"m16n8k8": ((16, 8, 8), ("tf32",)), "m16n8k16": ((16, 8, 16), ("fp16", "bf16"))}
+
+
+@dataclass(frozen=True)
+class FragmentLayout:
+    """Which lane of the warp holds each element of one operand, and in which of its fragment
+    elements: ``lane[row, col]`` and ``element[row, col]`` (a_i, b_i, c_i; for FP16/BF16 two
+    elements share one 32-bit register: element i is in register i // 2)."""
+
+    shape: str                      # "m16n8k8"
+    precision: str                  # "tf32", "fp16", "bf16"
+    operand: str                    # "a", "b", "c"
+    lane: np.ndarray                # rows x cols, int
+    element: np.ndarray             # rows x cols, int
+
+    @property
+    def rows(self) -> int:
+        return self.lane.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.lane.shape[1]
+
+    def elements_of(self, lane: int) -> list:
+        """``[(element, row, col), ...]`` of one lane, in element order."""
+        rows, cols = np.nonzero(self.lane == lane)
+        return sorted((int(self.element[r, c]), int(r), int(c)) for r, c in zip(rows, cols))
+
+    def same_as(self, other: "FragmentLayout") -> bool:
+        return (self.lane.shape == other.lane.shape and np.array_equal(self.lane, other.lane)
+                and np.array_equal(self.element, other.element))
+
+
+def _operand_shape(shape: str, operand: str) -> tuple:
+    (m, n, k), _ = MMA_SHAPES[shape]
+    return {"a": (m, k), "b": (k, n), "c": (m, n)}[operand]
+
+
+def layout_from_entries(shape: str, precision: str, operand: str, entries) -> FragmentLayout:
+    """A layout table from ``(lane, element, row, col)`` entries (the formula's, or a map read
+    from a traced run); every element of the operand must appear exactly once."""
+    rows, cols = _operand_shape(shape, operand)
+    lane = np.full((rows, cols), -1, np.int64)
+    element = np.full((rows, cols), -1, np.int64)
+    for ln, el, r, c in entries:
+        if lane[r, c] != -1:
+            raise ValueError(f"{operand.upper()}[{r}, {c}] is held twice (lanes {lane[r, c]} and {ln})")
+        lane[r, c], element[r, c] = ln, el
+    if (lane < 0).any():
+        r, c = np.argwhere(lane < 0)[0]
+        raise ValueError(f"no lane holds {operand.upper()}[{r}, {c}]")
+    return FragmentLayout(shape, precision, operand, lane, element)
+
+
+def _formula_entries(shape: str, operand: str):
+    """The PTX ISA's formulas, with groupID = lane >> 2 and threadID_in_group = lane % 4."""
+    for lane in range(32):
+        g, t = lane >> 2, lane % 4
+        if operand == "c":                     # f32 accumulators of m16n8: c0..c3
+            for i in range(4):
+                yield lane, i, g + 8 * (i >= 2), 2 * t + (i & 1)
+        elif shape == "m16n8k8":               # .tf32: one element per register
+            if operand == "a":                 # a0..a3
+                for i in range(4):
+                    yield lane, i, g + 8 * (i % 2), t + 4 * (i >= 2)
+            else:                              # b0, b1
+                for i in range(2):
+                    yield lane, i, t + 4 * i, g
+        else:                                  # m16n8k16 .f16 / .bf16: two elements per register
+            if operand == "a":                 # a0..a7
+                for i in range(8):
+                    yield lane, i, g + 8 * ((i // 2) % 2), 2 * t + (i & 1) + 8 * (i >= 4)
+            else:                              # b0..b3
+                for i in range(4):
+                    yield lane, i, 2 * t + (i & 1) + 8 * (i >= 2), g
+
+
+def fragment_layout(shape: str, precision: str, operand: str) -> FragmentLayout:
+    """The lane and fragment element of each element of ``operand`` ("a", "b" or "c") of an
+    ``mma.sync.aligned.<shape>`` in ``precision``, from the PTX ISA's formulas."""
+    if shape not in MMA_SHAPES:
+        raise ValueError(f"shape must be one of {', '.join(MMA_SHAPES)}, not {shape!r}")
+    if precision not in MMA_SHAPES[shape][1]:
+        raise ValueError(f"{shape} takes {' or '.join(MMA_SHAPES[shape][1])} inputs, not {precision!r}")
+    if operand not in ("a", "b", "c"):
+        raise ValueError(f"operand must be 'a', 'b' or 'c', not {operand!r}")
+    return layout_from_entries(shape, precision, operand, _formula_entries(shape, operand))
+
+
+# ------------------------------------------------------------------------------------------
+# the recorded H100 benchmark (benchmarks/tensor_cores_bench.py) in the one store
+# ------------------------------------------------------------------------------------------
+STORE_TOPIC = "tensor_cores"
+BENCH_JSON = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "tensor_cores_h100.json"
+COMMAND = "bash tools/device_tensor_cores.sh"
+_ROW_KEYS = ("name", "precision", "impl", "reference", "median_ms", "tflops", "vs_cublas", "kernel", "note")
+
+
+def store_entry(bench: dict) -> dict:
+    """The part of a benchmark JSON the chapter reads (no per-shape error checks), as it goes
+    into ``simtlab/data/h100_timings.json`` under ``topics.tensor_cores``."""
+    rows = []
+    for r in bench["rows"]:
+        row = {k: r[k] for k in _ROW_KEYS if k in r}
+        regs = (r.get("attributes") or {}).get("num_regs")
+        if regs is not None:
+            row["registers"] = regs
+        row["error_vs_fp64"] = r["errors"]["vs_inputs"]
+        rows.append(row)
+    return {"device": bench["device"], "date": bench["date"], "shape": bench["shape"], "versions": bench["versions"],
+            "benchmark": bench["command"], "command": COMMAND, "rows": rows, "best": bench["best"]}
+
+
+def recorded() -> dict:
+    """The recorded H100 figures (``source``: 'recorded')."""
+    from . import gpubench
+
+    entry = gpubench.stored(STORE_TOPIC)
+    if entry is None:
+        raise LookupError("no tensor-core figures in simtlab/data/h100_timings.json")
+    return {**entry, "source": "recorded"}
+
+
+def results(live: bool = False, log=print) -> dict:
+    """The recorded H100 figures; ``live=True`` on a GPU measures the chapter's versions now
+    (4096^3, no sweep, no numba row: about a minute) in the same shape of result."""
+    from . import backend
+
+    if live and backend.gpu_available():
+        from .gpubench import tensor_cores as G
+
+        out = G.run(repeat=5, numba=False, sweep=False, log=log)
+        return {**store_entry({**out, "command": "simtlab.tensorcores.results(live=True)"}), "source": "measured"}
+    res = recorded()
+    log(f"Showing the tensor-core figures recorded on {res['device']} on {res['date']} ({res['command']}).")
+    return res
+
+
+def _row(res: dict, name: str) -> dict | None:
+    return next((r for r in res["rows"] if r["name"] == name), None)
+
+
+def cublas_tflops(res: dict) -> dict:
+    """precision -> cuBLAS's TFLOP/s in the same run (FP32 SGEMM, TF32, FP16 and BF16 in, FP32 out)."""
+    return {r["precision"]: r["tflops"] for r in res["rows"] if r["impl"] == "cublas"}
+
+
+#: what each version changes (kernels/tensor_cores.cu)
+CHANGES = {
+    "v1 WMMA naive": "one warp per 16x16 tile of C, fragments loaded straight from global memory (TF32)",
+    "v2 WMMA naive": "the same in FP16 / BF16 (m16n16k16)",
+    "v3 WMMA tiled": "128x128x32 block tiles staged in shared memory, 8 warps reuse them",
+    "v4 mma.sync + ldmatrix": "PTX mma.sync (m16n8k8 / m16n8k16) fed by ldmatrix from shared memory",
+    "v5 + swizzle": "XOR swizzle of the shared tiles: ldmatrix without bank conflicts",
+    "v6 + cp.async pipeline": "cp.async ring of 3-4 stages: the next tiles load while this one is computed",
+    "v6 best of the sweep": "the fastest of the v6 configurations the benchmark timed (tile, stages, epilogue)",
+    "v7 wgmma": "Hopper's wgmma: each warpgroup (4 warps) issues asynchronous m64n256k16 MMAs straight from shared memory (tiles by cp.async, not TMA)",
+}
+
+
+def version_table(res: dict) -> list:
+    """One row per version: ``{"version", "changes", "<precision>": (TFLOP/s, fraction of cuBLAS)
+    or None}`` for tf32, fp16, bf16, with the sweep's best v6 per precision as its own row."""
+    out = []
+    for label, changes in CHANGES.items():
+        row = {"version": label, "changes": changes}
+        for p in T.PRECISIONS:
+            r = None
+            if label == "v6 best of the sweep":
+                best = res["best"].get(p)
+                r = best and {"tflops": best["tflops"], "vs_cublas": best["vs_cublas"], "note": best["note"]}
+            elif label in ("v1 WMMA naive", "v2 WMMA naive"):
+                r = _row(res, f"{label} {p.upper()}")
+            else:
+                r = _row(res, f"{label} {p.upper()}")
+            row[p] = None if r is None else (r["tflops"], r["vs_cublas"])
+        if any(row[p] for p in T.PRECISIONS):
+            out.append(row)
+    return out
+
+
+def goals(res: dict) -> list:
+    """The issue's goals against the recorded run: ``(goal, measured fraction, reached)``."""
+    best, v7 = res["best"], {p: _row(res, f"v7 wgmma {p.upper()}") for p in ("fp16", "bf16")}
+    out = [("TF32 mma.sync >= 70% of cuBLAS TF32", best["tf32"]["vs_cublas"], 0.70)]
+    out += [(f"{p.upper()} mma.sync + ldmatrix + cp.async >= 60% of cuBLAS {p.upper()}", best[p]["vs_cublas"], 0.60)
+            for p in ("fp16", "bf16")]
+    out += [(f"{p.upper()} wgmma >= 80% of cuBLAS {p.upper()}", v7[p]["vs_cublas"], 0.80)
+            for p in ("fp16", "bf16") if v7[p]]
+    return [(goal, frac, frac >= need) for goal, frac, need in out]
+
+
+def stage_figures(res: dict) -> dict:
+    """stages -> TFLOP/s of v6 FP16 at the chapter's tile (128x256x32) with 2, 3 and 4 stages."""
+    out = {}
+    for r in res["rows"]:
+        if r["precision"] == "fp16" and r.get("kernel", "").startswith("tc_v6_pipeline_f16"):
+            stages = next(c.stages for c in T.V6_CONFIGS if c.kernel == r["kernel"])
+            out[stages] = r["tflops"]
+    return dict(sorted(out.items()))
+
+
+def numba_row(res: dict, precision: str = "fp16") -> dict:
+    return _row(res, f"numba + linked CUDA C mma.sync {precision.upper()}")
+
+
+def tile_flops_per_byte(bm: int, bn: int, bk: int, precision: str) -> float:
+    """FLOPs per byte of one k-step of a bm x bn block tile: 2 bm bn bk FLOPs for the
+    (bm + bn) bk input elements it brings into shared memory."""
+    return 2 * bm * bn * bk / ((bm + bn) * bk * T.INPUT_BYTES[precision])
+
+
+# ------------------------------------------------------------------------------------------
+# ldmatrix phases: 8 lanes, one 16-byte row address each (kernels/tensor_cores_smem.cu)
+# ------------------------------------------------------------------------------------------
+#: operand -> (16-byte chunks per shared row, swizzle kind of tensor_cores_smem.cu, what it is)
+LDMATRIX_CASES = {
+    "TF32 A": (8, 1, "A tile of 128 x 32 floats: rows of 128 bytes, 8 chunks; swizzle chunk ^ (row & 7)"),
+    "FP16 A": (4, 2, "A tile of 128 x 32 halves: rows of 64 bytes, 4 chunks; swizzle chunk ^ ((row >> 1) & 3)"),
+    "FP16 B": (32, 1, "B tile of 32 x 256 halves: rows of 512 bytes, 32 chunks; swizzle chunk ^ (k & 7)"),
+}
+
+
+def _swizzle_of(kind: int):
+    if kind == 0:
+        return lambda row, chunk: chunk
+    if kind == 1:                       # tensor_cores.py swizzle_a for >= 8 chunks == swizzle_b (16-bit)
+        return lambda row, chunk: T.swizzle_b(row, chunk, False)
+    return lambda row, chunk: T.swizzle_a(row, chunk, 4)
+
+
+def phase_offsets(row_chunks: int, swizzle=None, chunk: int = 0) -> np.ndarray:
+    """Byte offsets of the 8 row addresses of one ldmatrix phase: lane l reads chunk ``chunk`` of
+    row l, stored at ``swizzle(row, chunk)`` (None: unswizzled) in rows of ``row_chunks`` chunks."""
+    swizzle = swizzle or (lambda row, c: c)
+    return np.array([(row * row_chunks + int(swizzle(row, chunk))) * 16 for row in range(8)], np.int64)
+
+
+def phase_wavefronts(offsets) -> int:
+    """Wavefronts of one shared request of 16-byte loads at ``offsets``, counted by the course's
+    bank model (:func:`simtlab.analysis.bank_conflicts.wavefront_counts`)."""
+    from .analysis.bank_conflicts import wavefront_counts
+
+    offsets = np.asarray(offsets, np.int64)
+    zeros = np.zeros(len(offsets), np.int64)
+    wavefronts, _ = wavefront_counts(zeros, zeros, zeros, offsets, np.full(len(offsets), 16, np.int64))
+    return int(wavefronts[0])
+
+
+def model_wavefronts(case: str, swizzled: bool) -> int:
+    row_chunks, kind, _ = LDMATRIX_CASES[case]
+    return phase_wavefronts(phase_offsets(row_chunks, _swizzle_of(kind) if swizzled else None))
+
+
+SMEM_CU = T.CU_PATH.with_name("tensor_cores_smem.cu")
+
+
+def trace_ldmatrix_phase(case: str, swizzled: bool, chunk: int = 0):
+    """``(run, out)``: tensor_cores_smem.cu's ``ldmatrix_rows`` traced on the PTX engine for one
+    of :data:`LDMATRIX_CASES` (needs NVRTC, the cuda-c extra)."""
+    from . import cuda_c, emulate
+
+    row_chunks, kind, _ = LDMATRIX_CASES[case]
+    out = np.zeros(32, np.float32)
+    run = emulate(cuda_c(SMEM_CU, "ldmatrix_rows"), 1, 32, out, np.int32(row_chunks),
+                  np.int32(kind if swizzled else 0), np.int32(chunk))
+    return run, out
+
+
+def phase_request(run) -> dict:
+    """The traced phase's shared read: its line, wavefronts and lanes."""
+    from .analysis.bank_conflicts import requests
+
+    req = requests(run.memory_columns)
+    reads = req[req.kind == 0]
+    return {"line": int(reads.line[0]), "wavefronts": int(reads.wavefronts[0]), "lanes": int(reads.lanes[0])}
+
+
+# ------------------------------------------------------------------------------------------
+# the cp.async ring (kernels/tensor_cores_smem.cu: pipeline_stagesN)
+# ------------------------------------------------------------------------------------------
+TILE_FLOATS = 128                     # one tile: 32 float4
+
+
+def trace_pipeline(stages: int, tiles: int = 6):
+    """``(run, out, tiles_array)``: ``pipeline_stages<stages>`` traced on the PTX engine, one block of 32."""
+    from . import cuda_c, emulate
+
+    data = np.arange(tiles * TILE_FLOATS, dtype=np.float32) % 7
+    out = np.zeros(32, np.float32)
+    run = emulate(cuda_c(SMEM_CU, f"pipeline_stages{stages}"), 1, 32, data, out, np.int32(tiles))
+    return run, out, data
+
+
+def pipeline_reference(data: np.ndarray, tiles: int) -> np.ndarray:
+    """What ``pipeline_stagesN`` computes: out[t] = sum over tiles of float4 (t + 1) % 32, in float32."""
+    quads = data.reshape(tiles, 32, 4)
+    acc = np.zeros(32, np.float32)
+    for k in range(tiles):
+        v = quads[k, (np.arange(32) + 1) % 32]
+        acc = acc + ((v[:, 0] + v[:, 1]) + (v[:, 2] + v[:, 3]))
+    return acc
+
+
+def pipeline_events(run, thread: int = 0) -> list:
+    """One thread's trace read as the ring's events, in the order they happened:
+    ``("issue", tile, slot)`` a cp.async read its tile from global memory, ``("land", tile, slot)``
+    its bytes were written into shared memory (at a wait_group), ``("compute", tile, slot)`` the
+    thread read the tile from its slot. A slot is 512 bytes of the ring."""
+    mem = run.memory_columns
+    mine = mem[(mem.block == 0) & (mem.thread == thread)]
+    tiles_id = run.array("tiles").id
+    slot_bytes = 32 * 16
+    events, in_flight, computed = [], [], 0
+    for space, kind, array, index, address in zip(mine.space, mine.kind, mine.array, mine.index, mine.address):
+        if space == 0 and kind == 0 and array == tiles_id:
+            in_flight.append(int(index) // TILE_FLOATS)
+            events.append(("issue", in_flight[-1], None))
+        elif space == 1 and kind == 1:
+            tile = in_flight.pop(0)                    # copies land in the order they were issued
+            events.append(("land", tile, int(address) // slot_bytes))
+        elif space == 1 and kind == 0:
+            events.append(("compute", computed, int(address) // slot_bytes))
+            computed += 1
+    slot_of = {tile: slot for what, tile, slot in events if what == "land"}
+    return [(what, tile, slot_of.get(tile) if slot is None else slot) for what, tile, slot in events]
+
+
+def pipeline_schedule(stages: int, tiles: int) -> list:
+    """The same events from the loop's formulas: tiles 0..S-2 issued first; then for each tile t:
+    wait_group S-2 lands tile t, tile t+S-1 is issued into slot (t+S-1) % S, tile t is computed
+    from slot t % S."""
+    events = [("issue", s, s % stages) for s in range(min(stages - 1, tiles))]
+    for t in range(tiles):
+        events.append(("land", t, t % stages))
+        if t + stages - 1 < tiles:
+            events.append(("issue", t + stages - 1, (t + stages - 1) % stages))
+        events.append(("compute", t, t % stages))
+    return events
+
+
+# ------------------------------------------------------------------------------------------
+# numerics: the same inputs in FP32, TF32, FP16, BF16 against FP64
+# ------------------------------------------------------------------------------------------
+def numerics_errors(ks=(64, 256, 1024, 4096), m: int = 32, n: int = 32, seed: int = 0) -> dict:
+    """precision -> list of (median, max) errors relative to sum |a||b| for each K, against the
+    float64 product of the same float32 inputs. Each precision rounds the inputs (TF32 as
+    mma.sync does: truncated to 10 mantissa bits; FP16 and BF16 to nearest even) and
+    multiplies in float32, as a tensor core accumulating in FP32 does (the products are exact
+    in FP32; only the order of the additions differs from the GPU's)."""
+    rng = np.random.default_rng(seed)
+    out = {p: [] for p in ("fp32", "tf32", "fp16", "bf16")}
+    for k in ks:
+        a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+        b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        exact = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
+        for p in out:
+            if p == "fp32":
+                ra, rb = a, b
+            else:
+                mode = {"tf32": {"tf32": "truncate"}}.get(p, {})
+                ra = T.round_to(a, p, **mode).astype(np.float32)
+                rb = T.round_to(b, p, **mode).astype(np.float32)
+            c = (ra @ rb).astype(np.float64)
+            err = np.abs(c - exact) / scale
+            out[p].append((float(np.median(err)), float(err.max())))
+    return {"k": list(ks), "errors": out}
+
+
+def tf32_defaults() -> dict:
+    """PyTorch's TF32 switches (documented defaults since 1.12): matmul off, cuDNN on."""
+    return {"torch.backends.cuda.matmul.allow_tf32": False, "torch.backends.cudnn.allow_tf32": True}
+
+
+def load_bench(path: Path | str = BENCH_JSON) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def version_table_text(res: dict) -> str:
+    """:func:`version_table` as plain text: TFLOP/s and % of cuBLAS per precision, then what
+    each version changes; the card, date and command under it."""
+    cublas = cublas_tflops(res)
+    head = f"{'version':<24}" + "".join(f"{p.upper() + ' TFLOP/s (% cuBLAS)':>26}" for p in T.PRECISIONS)
+    lines = [head, f"{'cuBLAS, same precision':<24}" + "".join(f"{cublas[p]:>26.1f}" for p in T.PRECISIONS)]
+    for row in version_table(res):
+        cells = "".join(f"{'-':>26}" if row[p] is None else f"{row[p][0]:>17.1f} ({row[p][1]:6.1%})"
+                        for p in T.PRECISIONS)
+        lines.append(f"{row['version']:<24}{cells}")
+    lines.append("")
+    lines += [f"{row['version']:<24}{row['changes']}" for row in version_table(res)]
+    lines.append("")
+    lines += [f"best v6 {p.upper()}: {b['note']}" for p, b in res["best"].items()]
+    m, n, k = res["shape"]
+    lines.append(f"{res['source']} on {res['device']}, {res['date']}, {m}x{n}x{k}, FP32 C; command: {res['command']}")
+    return "\n".join(lines)
