@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run on the lent GPU machine (see the developers' guide): installs the carried wheels
-# (.whl: NumPy, numba, numba-cuda, greenlet pinned like pyproject.toml, and ipywidgets with
+# (.whl: NumPy, numba, numba-cuda, greenlet pinned like pyproject.toml, lark and nvidia-cuda-cccl
+# for the PTX engine (the image has NVRTC and the runtime headers, not cccl), and ipywidgets with
 # IPython and their pure-Python needs for the playground's GPU tab), the course without
 # its dependencies, then the GPU tests. Results go to $OUT.
 set -uo pipefail
