@@ -1,4 +1,6 @@
-"""The reaper between the grader and a run: ``python -I reaper.py -- CMD...`` (see :mod:`.contain`).
+"""The reaper between the grader and a run: ``python -I reaper.py [--max-file N] [--cgroup PROCS]... -- CMD...``
+(see :mod:`.contain`).  ``--cgroup``: the run's cgroup (its ``cgroup.procs`` files), joined by CMD
+before it starts.
 
 It marks itself a child subreaper, so every process below it stays below it (``setsid`` and
 double forks included: orphans are re-parented to the nearest subreaper), starts CMD, and when

@@ -128,9 +128,10 @@ def run_notebook(
     ``workdir/private/``.  The kernel is ``kernel`` (a kernelspec name), each cell
     may run ``cell_timeout`` seconds, the whole run ``notebook_timeout`` seconds,
     after which pytest, the kernel and their children are killed.  The data
-    memory of pytest and of the kernel is capped at ``memory_limit`` bytes
-    (0: no cap).  Everything the run starts is killed when it ends (:mod:`.contain`); as root
-    it runs as ``nobody`` without network (``drop_privileges``: None decides by itself).
+    memory of pytest and of the kernel is capped at ``memory_limit`` bytes, per process and,
+    where a cgroup can be made, for the run as a whole (0: no cap).  Everything the run starts
+    is killed when it ends (:mod:`.contain`); as root it runs confined: a uid of its own, no
+    network, its own pids and temp folders (``drop_privileges``: None decides by itself).
     Never raises for anything the notebook does.
     """
     workdir = Path(workdir)
