@@ -34,25 +34,30 @@ REPO = Path(__file__).resolve().parent.parent
 MASTER = REPO / "solutions" / "01_gpu_architecture.ipynb"
 
 
+def _without_markers(source: str) -> str:
+    return "\n".join(line for line in source.split("\n") if "###" not in line)
+
+
 def make_class(folder: Path, students: int) -> dict:
     from simtlab.grading import load_master
 
     master = load_master(MASTER)
     kinds = {}
+    answers = {c.metadata["simtlab"]["id"]: _without_markers(c.source) for c in master.nb.cells
+               if c.get("metadata", {}).get("simtlab", {}).get("role") == "answer"}
     for i in range(students):
+        # "master": the student version with the master's answers written in (full marks; the
+        # master's own file would be flagged a copy of the master and score zero)
         kind = ("master", "blank", "half", "attack")[i % 4]
-        if kind == "master":
-            nb = master.nb
-        else:
-            nb = copy.deepcopy(master.student)
-            if kind in ("half", "attack"):
-                masters = {c.metadata["simtlab"]["id"]: c.source for c in master.nb.cells
-                           if c.get("metadata", {}).get("simtlab", {}).get("role") == "answer"}
-                for cell in nb.cells:
-                    if cell.get("metadata", {}).get("simtlab", {}).get("id") == "ch01.linear_id":
-                        cell.source = masters["ch01.linear_id"] if kind == "half" else (
-                            "import importlib\nimportlib.import_module('simtlab.exercises.ch01')"
-                            ".check_linear_id = print\n")
+        nb = copy.deepcopy(master.student)
+        for cell in nb.cells:
+            sid = cell.get("metadata", {}).get("simtlab", {}).get("id")
+            if kind == "master" and sid in answers:
+                cell.source = answers[sid]
+            elif kind in ("half", "attack") and sid == "ch01.linear_id":
+                cell.source = answers[sid] if kind == "half" else (
+                    "import importlib\nimportlib.import_module('simtlab.exercises.ch01')"
+                    ".check_linear_id = print\n")
         nbformat.write(nb, str(folder / f"student{i:03d}.ipynb"))
         kinds[f"student{i:03d}"] = kind
     return kinds

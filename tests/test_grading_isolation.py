@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -264,6 +265,50 @@ def test_a_run_finds_no_inherited_pipe_and_no_other_students_path():
     assert sockets == []
     assert [f for f in files if f != os.devnull and not Path(f).name.startswith("simtlab-sandbox-log-")] == [], files
     assert seen == [], "the run read another student's path in a command line of the grader"
+
+
+def _world_readable_folder() -> Path:
+    """A folder others may read, outside the temp folders a run gets private copies of."""
+    for parent in ("/srv", "/opt", "/run"):
+        if os.access(parent, os.W_OK):
+            folder = Path(tempfile.mkdtemp(prefix="simtlab-test-", dir=parent))
+            folder.chmod(0o755)
+            return folder
+    pytest.skip("no writable folder outside /tmp, /var/tmp and /dev/shm")
+
+
+@needs_root
+def test_the_submissions_out_and_masters_are_hidden_from_runs():
+    """The folders the grader names (submissions, --out, masters) are empty to a run, whatever
+    their modes; a world-readable folder it does not name stays readable (the control)."""
+    if contain.namespaces()[0] != "full":
+        pytest.skip(f"mount namespaces are unavailable here: {contain.namespaces()[1]}")
+    hidden, shown = _world_readable_folder(), _world_readable_folder()
+    try:
+        for folder in (hidden, shown):
+            (folder / "other_student.ipynb").write_text("another student's answers")
+            (folder / "other_student.ipynb").chmod(0o644)
+        assert contain.hide_from_runs([hidden]) == []
+        probe = ("import os\nseen = {}\nfor f in FOLDERS:\n    try:\n        seen[f] = open(os.path.join(f, "
+                 "'other_student.ipynb')).read()\n    except OSError as e:\n        seen[f] = type(e).__name__")
+        result = _run(_job(probe.replace("FOLDERS", repr([str(hidden), str(shown)])), "assert False, seen"))
+        seen = eval(result.checks["probe"]["message"].split(": ", 1)[1])  # noqa: S307
+        assert seen[str(shown)] == "another student's answers", seen
+        assert seen[str(hidden)] in ("FileNotFoundError", "PermissionError"), seen
+    finally:
+        contain.hide_from_runs([])
+        for folder in (hidden, shown):
+            shutil.rmtree(folder)
+
+
+def test_a_folder_holding_the_grader_itself_is_never_hidden():
+    import simtlab
+
+    repo = Path(simtlab.__file__).resolve().parent.parent
+    try:
+        assert contain.hide_from_runs([repo, "/nonexistent/submissions"]) == [str(repo)]
+    finally:
+        contain.hide_from_runs([])
 
 
 def test_each_uid_goes_to_one_run_at_a_time_across_graders(tmp_path):

@@ -58,8 +58,9 @@ TOKEN_ENV = "SIMTLAB_GRADE_RUN"
 #: the uids runs are given by default: a block no distribution hands out (no passwd entry needed)
 DEFAULT_UIDS = (61000, 61255)
 UIDS_ENV = "SIMTLAB_GRADE_UIDS"   # "FIRST-LAST": another block (the CLI's --uids sets it)
-#: the most tasks (processes and threads) one run may have, where a cgroup caps them
-PIDS_MAX = 512
+#: the most tasks (processes and threads) one run may have, where a cgroup caps them: numpy's BLAS
+#: starts a thread per core in each process that imports it (pytest's and the kernel's)
+PIDS_MAX = 512 + 4 * (os.cpu_count() or 1)
 #: the size of each private tmpfs (/tmp, /var/tmp, /dev/shm) of a run; a cgroup charges it to the run too
 PRIVATE_TMP_BYTES = 256 * 2**20
 #: the world-writable folders a run could leave files in (private per run where mounts can be made)
@@ -232,7 +233,7 @@ def namespaces() -> tuple[str, str]:
 def _probe_namespaces() -> tuple[str, str]:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("unshare")):
         return "", "the grader is not root (or has no unshare)"
-    full = _unshare(True) + ["sh", "-c", _NS_SETUP, "sh", "", "1m", "0", "", "true"]
+    full = _unshare(True) + ["sh", "-c", _NS_SETUP, "sh", "", "1m", "0", "", "0", "true"]
     why = _try(full)
     if why is None:
         return "full", ""
@@ -262,15 +263,19 @@ def _unshare(full: bool) -> list[str]:
 # folder (kept visible at its path: it is opened before /tmp is covered, then bound back from the
 # open descriptor; --no-canonicalize, or `mount` would resolve /proc/self/fd/9 to the path, which
 # by then names the new tmpfs), the tmpfs size, "1" to bring the loopback up, the path of `ip`,
-# the command.
+# how many folders to hide, those folders (each covered by an empty read-only tmpfs), the command.
 _NS_SETUP = r"""
 set -e
-work=$1; size=$2; loopback=$3; ip=$4; shift 4
+work=$1; size=$2; loopback=$3; ip=$4; hide=$5; shift 5
 here=$(pwd -P)
 if [ "$loopback" = 1 ]; then "$ip" link set lo up; fi
 if [ -n "$work" ]; then exec 9<"$work"; fi
 for dir in /tmp /var/tmp /dev/shm; do
     if [ -d "$dir" ]; then mount -t tmpfs -o "mode=1777,nosuid,nodev,size=$size" simtlab-private "$dir"; fi
+done
+while [ "$hide" -gt 0 ]; do
+    if [ -d "$1" ]; then mount -t tmpfs -o ro,mode=0,size=4k simtlab-hidden "$1"; fi
+    shift; hide=$((hide - 1))
 done
 if [ -n "$work" ]; then mkdir -p "$work"; mount --no-canonicalize --bind /proc/self/fd/9 "$work"; exec 9<&-; fi
 cd "$here"
@@ -312,11 +317,37 @@ def _dropped(cmd: list[str], uid: int, level: str, loopback: bool = False, work:
     user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--", *cmd]
     ip = shutil.which("ip") or "ip"
     if level == "full":
+        hidden = [h for h in _hidden if not _holds(h, work)]
         return [*_unshare(True), "sh", "-c", _NS_SETUP, "sh", work, str(PRIVATE_TMP_BYTES),
-                "1" if loopback else "0", ip, *user]
+                "1" if loopback else "0", ip, str(len(hidden)), *hidden, *user]
     if loopback:
         return [*_unshare(False), "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh", *user]
     return [*_unshare(False), *user]
+
+
+_hidden: tuple[str, ...] = ()
+
+
+def hide_from_runs(folders) -> list[str]:
+    """Cover ``folders`` (the submissions, ``--out``, the masters) with an empty tmpfs in every
+    run's mount namespace: a run reads no other student's notebook or feedback, and no master,
+    whatever their modes.  A folder that holds this Python or simtlab is left visible (the run
+    needs them); the folders left visible are returned."""
+    global _hidden
+    import simtlab
+
+    needed = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(simtlab.__file__))),
+              os.path.realpath(sys.executable)]
+    hidden, visible = [], []
+    for folder in folders:
+        path = os.path.realpath(folder)
+        (visible if any(_holds(path, os.path.realpath(n)) for n in needed) else hidden).append(path)
+    _hidden = tuple(hidden)
+    return visible
+
+
+def _holds(folder: str, path: str) -> bool:
+    return bool(path) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
 
 
 def isolation(memory_limit: int) -> dict:
@@ -330,7 +361,8 @@ def isolation(memory_limit: int) -> dict:
         missing.append("runs are not given a uid of their own (needs root with unshare and setpriv)")
     if level != "full":
         missing.append(f"no private /tmp, /var/tmp, /dev/shm and no pid namespace: {why_ns or 'not root'}"
-                       + ("; the grader removes what each run's uid left there" if level else ""))
+                       + ("; the grader removes what each run's uid left there" if level else "")
+                       + "; runs can read the submissions, --out and the masters where their modes let others read")
     if not version:
         missing.append(f"memory is capped per process only (RLIMIT_DATA), not per run: {where}")
     return {

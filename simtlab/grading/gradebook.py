@@ -740,6 +740,8 @@ def grade_folder(
     feedback_plan(opts)  # raises GradingSetupError before anything is graded
     if opts.uids:
         contain.use_uids(*opts.uids)
+    # no run sees another student's notebook or feedback, nor the masters (where mounts can be made)
+    contain.hide_from_runs([submissions, out, solutions])
     subs, ignored = discover(submissions)
     out_res = Path(submissions).resolve()
     if out.resolve() == out_res or out_res in out.resolve().parents:
