@@ -236,6 +236,8 @@ def _row(attacked, student):
 def test_the_run_completes(attacked):
     assert attacked["rc"] == 0, attacked["stdout"] + attacked["stderr"]
     assert "grader error" not in attacked["stdout"]
+    # the report says how runs are confined here, and what is missing
+    assert "\nisolation: " in attacked["stdout"], attacked["stdout"][:2000]
 
 
 @pytest.mark.parametrize("name", sorted(ATTACKS))

@@ -10,7 +10,8 @@ under nbval, through the same containment. Each attack class of the review has o
   forged records into the pipe its results travel through (the victim must keep its result);
 - leftovers in /tmp, /var/tmp and /dev/shm;
 - a memory hog spread over four forked children (the cap is per run, not per process);
-- inherited pipes or descriptors, and the grader's command line (another student's path) in /proc.
+- inherited pipes or descriptors, and the grader's command line (another student's path) in /proc;
+- the folders of the submissions, the results and the masters, hidden from every run.
 """
 
 from __future__ import annotations
@@ -267,6 +268,44 @@ def test_a_run_finds_no_inherited_pipe_and_no_other_students_path():
     assert seen == [], "the run read another student's path in a command line of the grader"
 
 
+# in a fresh process (pytest holds descriptors 3 to 9 for its capture): a run that inherits a
+# pipe on descriptor FD, started in a box, writes into it
+INHERITS_FD = """
+import os, shutil, sys, tempfile
+from simtlab.grading import contain
+r, w = os.pipe()
+read_end = 30                      # out of the way of FD
+os.dup2(r, read_end)
+os.close(r)
+if w != FD:
+    os.dup2(w, FD)
+    os.close(w)
+work = tempfile.mkdtemp(prefix="simtlab-sandbox-")
+with contain.confined(work, drop=True, memory_limit=0) as box:
+    box.own(work)
+    token = contain.new_token()
+    proc = contain.start_contained([sys.executable, "-I", "-c", "import os; os.write(FD, b'reached')"],
+                                   cwd=work, env={"PATH": os.environ["PATH"]}, token=token, box=box,
+                                   pass_fds=(FD,))
+    os.close(FD)
+    proc.wait(timeout=60)
+    contain.stop(proc, token, box=box)
+shutil.rmtree(work, ignore_errors=True)
+print(os.read(read_end, 100).decode() or "nothing")
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("fd", [9, 8, 3])
+def test_a_descriptor_the_run_inherits_reaches_it_whatever_its_number(fd):
+    """The namespace setup holds the work folder on a spare descriptor while it covers /tmp: it
+    must not take the one the run inherits (the results pipe, the key's pipe), whatever its
+    number (it once always took 9)."""
+    out = subprocess.run([sys.executable, "-c", INHERITS_FD.replace("FD", str(fd))], capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "reached", out.stdout + out.stderr[-2000:]
+
+
 def _world_readable_folder() -> Path:
     """A folder others may read, outside the temp folders a run gets private copies of."""
     for parent in ("/srv", "/opt", "/run"):
@@ -330,3 +369,12 @@ def test_a_uid_range_is_parsed_and_checked():
     for bad in ("61063-61000", "0-5", "a-b", "-3"):
         with pytest.raises(ValueError):
             contain.parse_uid_range(bad)
+
+
+def test_a_bad_uid_range_is_a_setup_error(tmp_path, capsys):
+    from simtlab.cli import main as simtlab_main
+
+    (tmp_path / "subs").mkdir()
+    rc = simtlab_main(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--uids", "62000-61000",
+                       "--no-feedback-run"])
+    assert rc == 2 and "--uids" in capsys.readouterr().err

@@ -233,7 +233,7 @@ def namespaces() -> tuple[str, str]:
 def _probe_namespaces() -> tuple[str, str]:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("unshare")):
         return "", "the grader is not root (or has no unshare)"
-    full = _unshare(True) + ["sh", "-c", _NS_SETUP, "sh", "", "1m", "0", "", "0", "true"]
+    full = _unshare(True) + ["sh", "-c", _NS_SETUP, "sh", "", "9", "1m", "0", "", "0", "true"]
     why = _try(full)
     if why is None:
         return "full", ""
@@ -262,14 +262,15 @@ def _unshare(full: bool) -> list[str]:
 # Run as root inside the new namespaces, before dropping to the run's uid. Arguments: the work
 # folder (kept visible at its path: it is opened before /tmp is covered, then bound back from the
 # open descriptor; --no-canonicalize, or `mount` would resolve /proc/self/fd/9 to the path, which
-# by then names the new tmpfs), the tmpfs size, "1" to bring the loopback up, the path of `ip`,
-# how many folders to hide, those folders (each covered by an empty read-only tmpfs), the command.
+# by then names the new tmpfs), the descriptor to hold it on (a digit, as sh allows, that the run
+# does not inherit), the tmpfs size, "1" to bring the loopback up, the path of `ip`, how many
+# folders to hide, those folders (each covered by an empty read-only tmpfs), the command.
 _NS_SETUP = r"""
 set -e
-work=$1; size=$2; loopback=$3; ip=$4; hide=$5; shift 5
+work=$1; fd=$2; size=$3; loopback=$4; ip=$5; hide=$6; shift 6
 here=$(pwd -P)
 if [ "$loopback" = 1 ]; then "$ip" link set lo up; fi
-if [ -n "$work" ]; then exec 9<"$work"; fi
+if [ -n "$work" ]; then eval "exec $fd<\"\$work\""; fi
 for dir in /tmp /var/tmp /dev/shm; do
     if [ -d "$dir" ]; then mount -t tmpfs -o "mode=1777,nosuid,nodev,size=$size" simtlab-private "$dir"; fi
 done
@@ -277,7 +278,7 @@ while [ "$hide" -gt 0 ]; do
     if [ -d "$1" ]; then mount -t tmpfs -o ro,mode=0,size=4k simtlab-hidden "$1"; fi
     shift; hide=$((hide - 1))
 done
-if [ -n "$work" ]; then mkdir -p "$work"; mount --no-canonicalize --bind /proc/self/fd/9 "$work"; exec 9<&-; fi
+if [ -n "$work" ]; then mkdir -p "$work"; mount --no-canonicalize --bind "/proc/self/fd/$fd" "$work"; eval "exec $fd<&-"; fi
 cd "$here"
 exec "$@"
 """
@@ -310,15 +311,18 @@ def can_drop_privileges(nested: bool = False) -> bool:
         return _drop_ok[nested]
 
 
-def _dropped(cmd: list[str], uid: int, level: str, loopback: bool = False, work: str = "") -> list[str]:
+def _dropped(cmd: list[str], uid: int, level: str, loopback: bool = False, work: str = "",
+             inherited: tuple[int, ...] = ()) -> list[str]:
     """``cmd`` as ``uid`` (gid the same) in the namespaces ``level`` allows (see :func:`namespaces`).
     ``loopback``: bring up ``lo`` first (the nbval run talks to its kernel over 127.0.0.1; nothing
-    outside the namespace is reachable); ``work``: the run's folder, visible in its private /tmp."""
+    outside the namespace is reachable); ``work``: the run's folder, visible in its private /tmp;
+    ``inherited``: the descriptors the command inherits (the setup must not reuse one)."""
     user = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs", "--", *cmd]
     ip = shutil.which("ip") or "ip"
     if level == "full":
         hidden = [h for h in _hidden if not _holds(h, work)]
-        return [*_unshare(True), "sh", "-c", _NS_SETUP, "sh", work, str(PRIVATE_TMP_BYTES),
+        spare = max(set(range(3, 10)) - set(inherited))   # sh names descriptors by one digit
+        return [*_unshare(True), "sh", "-c", _NS_SETUP, "sh", work, str(spare), str(PRIVATE_TMP_BYTES),
                 "1" if loopback else "0", ip, str(len(hidden)), *hidden, *user]
     if loopback:
         return [*_unshare(False), "sh", "-c", f'{ip} link set lo up && exec "$@"', "sh", *user]
@@ -474,7 +478,7 @@ def start_contained(cmd: list[str], *, cwd: str, env: dict, token: str, drop: bo
     env = dict(env)
     env[TOKEN_ENV] = token
     if box is not None and box.uid is not None:
-        inner = _dropped(cmd, box.uid, box.level, loopback, box.work)
+        inner = _dropped(cmd, box.uid, box.level, loopback, box.work, tuple(popen.get("pass_fds", ())))
     elif drop:
         inner = _dropped(cmd, NOBODY, namespaces()[0], loopback)
     else:
