@@ -99,6 +99,8 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work,
                    "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": work,
                    "MPLCONFIGDIR": work, "LANG": "C.UTF-8"}
+            if "LD_LIBRARY_PATH" in os.environ:   # a Python built with a shared libpython elsewhere
+                env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
             cmd = [sys.executable, "-I", "-m", "simtlab.grading.sandbox", str(write_fd), repr(float(cell_timeout)),
                    str(int(memory_limit))]
             try:
