@@ -4,8 +4,8 @@
 - :mod:`.vet`: the static allowlist each answer cell must pass before it runs (``answer_rules.toml``);
 - :mod:`.isolated` and :mod:`.sandbox`: where the points come from: each check in a fresh process
   holding only the vetted answers and the master's cells;
-- :mod:`.contain` and :mod:`.reaper`: nothing a run starts outlives it; as root, student code
-  runs as ``nobody`` without network;
+- :mod:`.contain`, :mod:`.reaper` and :mod:`.cgroups`: nothing a run starts outlives it; as root,
+  each run has a uid of its own, no network, its own pids and temp folders, and a cgroup;
 - :mod:`.secure`: what of a master never reaches a student (the feedback notebook, messages);
 - :mod:`.run`: runs the feedback notebook under nbval in a subprocess, with timeouts and a memory cap;
 - :mod:`.nbplugin`: the pytest plugin that records how each cell really ended;

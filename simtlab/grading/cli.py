@@ -37,9 +37,12 @@ def add_grade_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--kernel", default="python3", metavar="NAME",
                    help="Jupyter kernel that runs the notebooks (default: python3)")
     g.add_argument("--regrade", action="store_true", help="grade again students already graded in --out")
+    g.add_argument("--uids", metavar="FIRST-LAST",
+                   help="as root: the uids students' code runs as, one per run at a time (default: 61000-61255; "
+                        "uids without a passwd entry, used by nothing else)")
     g.add_argument("--no-feedback-run", action="store_true",
                    help="skip nbval's run of each notebook (it gives feedback flags, never points; it needs "
-                        "root, to run students' code as nobody)")
+                        "root, to run students' code as a uid of its own)")
     return g
 
 
@@ -66,13 +69,20 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
             return 2
 
     from ..notebooks.build import MasterNotebookError
+    from .contain import parse_uid_range
     from .gradebook import GradeOptions, GradingSetupError, grade_folder, student_row
+
+    try:
+        uids = parse_uid_range(args.uids) if args.uids else None
+    except ValueError as e:
+        print(f"simtlab grade: --uids: {e}", file=sys.stderr)
+        return 2
 
     solutions = Path(args.solutions) if args.solutions else repo_root() / "solutions"
     opts = GradeOptions(
         kernel=args.kernel, cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
         memory_limit=int(args.memory_limit * 2**30), jobs=args.jobs, regrade=args.regrade,
-        feedback_run=False if args.no_feedback_run else None,
+        feedback_run=False if args.no_feedback_run else None, uids=uids,
     )
 
     def progress(student, result, skipped):
@@ -86,6 +96,7 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
     jobs = opts.jobs or os.cpu_count() or 1
     print(f"simtlab grade: {args.submissions} against {solutions} ({jobs} at a time, "
           f"{opts.cell_timeout:g} s per cell, {opts.whole_timeout:g} s per notebook)", flush=True)
+    _print_isolation(opts)
     try:
         report = grade_folder(args.submissions, args.out, solutions, opts, progress=progress)
     except (FileNotFoundError, MasterNotebookError, ValueError, GradingSetupError) as e:
@@ -119,3 +130,17 @@ def run_grade(args: argparse.Namespace, repo_root) -> int:
               "they are graded again on the next run", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_isolation(opts) -> None:
+    """What contains each run here, and what does not (docs/INSTRUCTORS.md, section 6)."""
+    from . import contain
+
+    if opts.uids:
+        contain.use_uids(*opts.uids)
+    iso = contain.isolation(opts.memory_limit)
+    if iso["uids"]:
+        print(f"isolation: each run as its own uid ({iso['uids']}), namespaces: {iso['namespaces']}; "
+              f"cgroup: {iso['cgroup']}", flush=True)
+    for line in iso["missing"]:
+        print(f"isolation: {line}", flush=True)

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import contain
 from .feedback import feedback_markdown
 from .isolated import IsolatedResult, plan_job, run_isolated
 from .rebuild import Master, NotANotebook, load_master, match_master, parse_submission, rebuild
@@ -61,6 +62,8 @@ class GradeOptions:
     # unsafe_feedback_as_grader (tests of the run itself: they run trusted notebooks)
     feedback_run: bool | None = None
     unsafe_feedback_as_grader: bool = False
+    # the uids runs are given, one per run at a time (None: contain.DEFAULT_UIDS or SIMTLAB_GRADE_UIDS)
+    uids: tuple[int, int] | None = None
 
     @property
     def whole_timeout(self) -> float:
@@ -566,7 +569,8 @@ def grade_student(sub: Submission, masters: list[Master], opts: GradeOptions) ->
         if not feedback:
             chapter["notes"].append(f"No feedback run: {no_feedback}.")
         chapter["checks_run_as"] = iso.as_user
-        chapter["feedback_run"] = ("as nobody, no network" if as_nobody else "as the grader's user (tests)") \
+        chapter["isolation"] = contain.isolation(opts.memory_limit)
+        chapter["feedback_run"] = ("as a uid of its own, no network" if as_nobody else "as the grader's user (tests)") \
             if feedback else "skipped"
         chapter["kernel_starts"] = attempt
         chapter["notebook"] = rel
@@ -734,6 +738,10 @@ def grade_folder(
     out = Path(out)
     masters = load_masters(solutions)
     feedback_plan(opts)  # raises GradingSetupError before anything is graded
+    if opts.uids:
+        contain.use_uids(*opts.uids)
+    # no run sees another student's notebook or feedback, nor the masters (where mounts can be made)
+    contain.hide_from_runs([submissions, out, solutions])
     subs, ignored = discover(submissions)
     out_res = Path(submissions).resolve()
     if out.resolve() == out_res or out_res in out.resolve().parents:

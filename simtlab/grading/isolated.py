@@ -3,7 +3,8 @@
 :func:`plan_job` takes a master and a student's answers (only those :mod:`.vet` accepted; a
 rejected or missing answer is replaced by the student version's stub) and lists, per check,
 the master's setup cells and answer cells before it.  :func:`run_isolated` hands that job to
-:mod:`.sandbox` in a fresh process, in an empty temporary folder, below a reaper (see
+:mod:`.sandbox` in a fresh process, in an empty temporary folder, below a reaper, as a uid
+of its own with private temp folders and a cgroup where the grader is root (see
 :mod:`.contain`), and reads the results from a pipe only the grader holds: numbered records and
 a final count, or no points at all.
 """
@@ -85,7 +86,6 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
         out.complete = True
         return out
     drop = contain.can_drop_privileges() if drop_privileges is None else drop_privileges
-    out.as_user = "nobody, no network" if drop else "the grader's user"
     token = contain.new_token()
     work = tempfile.mkdtemp(prefix="simtlab-sandbox-")
     log_fd, log_path = tempfile.mkstemp(prefix="simtlab-sandbox-log-")
@@ -93,21 +93,28 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
     start = time.monotonic()
     proc = None
     try:
-        if drop:
-            os.chown(work, contain.NOBODY, contain.NOBODY)
-        os.chmod(work, 0o700)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work,
-               "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": work,
-               "MPLCONFIGDIR": work, "LANG": "C.UTF-8"}
-        cmd = [sys.executable, "-I", "-m", "simtlab.grading.sandbox", str(write_fd), repr(float(cell_timeout)),
-               str(int(memory_limit))]
-        proc = contain.start_contained(cmd, cwd=work, env=env, token=token, drop=drop, stdin=-1,
-                                       stdout=log_fd, stderr=log_fd, pass_fds=(write_fd,))
-        os.close(write_fd)
-        write_fd = None
-        feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()), daemon=True)
-        feeder.start()
-        data, out.killed = _read_all(read_fd, start + total_timeout)
+        with contain.confined(work, drop=drop, memory_limit=memory_limit) as box:
+            box.own(work)
+            out.as_user = box.describe()
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": work, "TMPDIR": work,
+                   "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": work,
+                   "MPLCONFIGDIR": work, "LANG": "C.UTF-8"}
+            if "LD_LIBRARY_PATH" in os.environ:   # a Python built with a shared libpython elsewhere
+                env["LD_LIBRARY_PATH"] = os.environ["LD_LIBRARY_PATH"]
+            cmd = [sys.executable, "-I", "-m", "simtlab.grading.sandbox", str(write_fd), repr(float(cell_timeout)),
+                   str(int(memory_limit))]
+            try:
+                proc = contain.start_contained(cmd, cwd=work, env=env, token=token, box=box, stdin=-1,
+                                               stdout=log_fd, stderr=log_fd, pass_fds=(write_fd,))
+                os.close(write_fd)
+                write_fd = None
+                feeder = threading.Thread(target=_feed, args=(proc, json.dumps(job).encode()), daemon=True)
+                feeder.start()
+                data, out.killed = _read_all(read_fd, start + total_timeout)
+            finally:
+                if proc is not None:
+                    contain.stop(proc, token, box=box)
+                shutil.rmtree(work, ignore_errors=True)   # before the uid goes back to the pool
     finally:
         for fd in (read_fd, write_fd):
             if fd is not None:
@@ -115,8 +122,6 @@ def run_isolated(job: dict, *, cell_timeout: float, total_timeout: float, memory
                     os.close(fd)
                 except OSError:
                     pass
-        if proc is not None:
-            contain.stop(proc, token)
         os.close(log_fd)
         from .run import tail
 

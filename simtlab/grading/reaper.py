@@ -1,4 +1,6 @@
-"""The reaper between the grader and a run: ``python -I reaper.py -- CMD...`` (see :mod:`.contain`).
+"""The reaper between the grader and a run: ``python -I reaper.py [--max-file N] [--cgroup PROCS]... -- CMD...``
+(see :mod:`.contain`).  ``--cgroup``: the run's cgroup (its ``cgroup.procs`` files), joined by CMD
+before it starts.
 
 It marks itself a child subreaper, so every process below it stays below it (``setsid`` and
 double forks included: orphans are re-parented to the nearest subreaper), starts CMD, and when
@@ -88,7 +90,7 @@ def _reap() -> None:
 # the reaper itself
 
 
-def _reaper(cmd: list[str]) -> int:
+def _reaper(cmd: list[str], cgroup_procs: list[str] = ()) -> int:
     make_subreaper()
     stopping = []
 
@@ -101,7 +103,9 @@ def _reaper(cmd: list[str]) -> int:
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() == 1:
         return 1  # the grader is gone already
-    child = subprocess.Popen(cmd, pass_fds=_inherited_fds())
+    # the child joins the run's cgroup before it execs: nothing of the run starts outside it, and
+    # the reaper, outside, is never the OOM killer's pick nor counted in the run's tasks
+    child = subprocess.Popen(cmd, pass_fds=_inherited_fds(), preexec_fn=_joiner(cgroup_procs) if cgroup_procs else None)
     code = None
     while code is None and not stopping:
         try:
@@ -129,6 +133,14 @@ def _inherited_fds() -> tuple[int, ...]:
     return tuple(fds)
 
 
+def _joiner(procs_files: list[str]):
+    def join() -> None:
+        for path in procs_files:
+            with open(path, "w") as f:   # an error here fails the start: never run outside the cap
+                f.write(str(os.getpid()))
+    return join
+
+
 def _limit_file_size(limit: int) -> None:
     """No file a run writes grows past ``limit`` bytes (a log a student fills with 500 MB of
     prints): the writer gets EFBIG, or SIGXFSZ ends it."""
@@ -139,9 +151,13 @@ def _limit_file_size(limit: int) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if args[:1] == ["--max-file"]:
-        _limit_file_size(int(args[1]))
+    procs = []
+    while args[:1] in (["--max-file"], ["--cgroup"]):
+        if args[0] == "--max-file":
+            _limit_file_size(int(args[1]))
+        else:
+            procs.append(args[1])
         args = args[2:]
     if args[:1] == ["--"]:
         args = args[1:]
-    sys.exit(_reaper(args))
+    sys.exit(_reaper(args, procs))

@@ -128,9 +128,10 @@ def run_notebook(
     ``workdir/private/``.  The kernel is ``kernel`` (a kernelspec name), each cell
     may run ``cell_timeout`` seconds, the whole run ``notebook_timeout`` seconds,
     after which pytest, the kernel and their children are killed.  The data
-    memory of pytest and of the kernel is capped at ``memory_limit`` bytes
-    (0: no cap).  Everything the run starts is killed when it ends (:mod:`.contain`); as root
-    it runs as ``nobody`` without network (``drop_privileges``: None decides by itself).
+    memory of pytest and of the kernel is capped at ``memory_limit`` bytes, per process and,
+    where a cgroup can be made, for the run as a whole (0: no cap).  Everything the run starts
+    is killed when it ends (:mod:`.contain`); as root it runs confined: a uid of its own, no
+    network, its own pids and temp folders (``drop_privileges``: None decides by itself).
     Never raises for anything the notebook does.
     """
     workdir = Path(workdir)
@@ -146,9 +147,6 @@ def run_notebook(
     results.touch()
     log = private / "pytest.log"
     key = secrets.token_hex(32).encode()
-    if drop:
-        for path in (workdir, nbdir, private, home, nbpath, ini, results):
-            os.chown(path, contain.NOBODY, contain.NOBODY)
     token = contain.new_token()
 
     cmd = [
@@ -162,18 +160,33 @@ def run_notebook(
         "--simtlab-memory-limit", str(int(memory_limit)),
         "-q", "--color=no", "-W", "ignore",
     ]
-    read_fd, write_fd = os.pipe()
     out = RunResult()
     start = time.monotonic()
+    with contain.confined(str(workdir), drop=drop, memory_limit=memory_limit) as box:
+        box.own(workdir, nbdir, private, home, nbpath, ini, results)
+        _run_in(box, cmd, nbdir, home, log, key, token, notebook_timeout, out)
+    out.seconds = time.monotonic() - start
+    records, out.bad_lines = _read_results(results, key)
+    out.started = any(r.get("type") == "start" for r in records)
+    out.ended = any(r.get("type") == "end" for r in records)
+    out.cells = [r for r in records if r.get("type") == "cell"]
+    out.log = tail(log, 4000)
+    return out
+
+
+def _run_in(box, cmd: list[str], nbdir: Path, home: Path, log: Path, key: bytes, token: str,
+            notebook_timeout: float, out: RunResult) -> None:
+    """Start the nbval run in ``box`` (the key reaches it through a pipe), wait, stop it on every path."""
+    read_fd, write_fd = os.pipe()
     proc = None
     try:
         os.write(write_fd, key + b"\n")
         os.close(write_fd)
         write_fd = None
-        cmd += ["--simtlab-key-fd", str(read_fd)]
+        cmd = cmd + ["--simtlab-key-fd", str(read_fd)]
         with open(log, "wb") as logf:
             proc = contain.start_contained(
-                cmd, cwd=str(nbdir), env=_child_env(home), token=token, drop=drop, loopback=True,
+                cmd, cwd=str(nbdir), env=_child_env(home), token=token, box=box, loopback=True,
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, pass_fds=(read_fd,),
             )
             os.close(read_fd)
@@ -187,13 +200,6 @@ def run_notebook(
             if fd is not None:
                 os.close(fd)
         if proc is not None:
-            contain.stop(proc, token)  # on every path: nothing the run started outlives it
+            contain.stop(proc, token, box=box)  # on every path: nothing the run started outlives it
             if out.returncode is None:
                 out.returncode = proc.returncode
-    out.seconds = time.monotonic() - start
-    records, out.bad_lines = _read_results(results, key)
-    out.started = any(r.get("type") == "start" for r in records)
-    out.ended = any(r.get("type") == "end" for r in records)
-    out.cells = [r for r in records if r.get("type") == "cell"]
-    out.log = tail(log, 4000)
-    return out

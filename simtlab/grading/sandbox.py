@@ -291,6 +291,15 @@ def _collect(read_fd: int, pid: int, deadline: float) -> tuple[list[dict], bool]
     return records, timed_out
 
 
+def _forget_stdin() -> None:
+    """Descriptor 0 becomes /dev/null: the job's pipe is read, and no fork of this process keeps
+    a pipe it did not make (sys.stdin.close() leaves the descriptor open)."""
+    sys.stdin.close()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     result_fd, cell_timeout, memory = int(argv[0]), float(argv[1]), int(argv[2])
@@ -300,7 +309,7 @@ def main(argv=None) -> int:
     interpret_only()                    # no kernel's Python runs in this process, ever
     os.environ[MODE_ENV] = "raise"      # a failed check raises (card.py)
     job = json.loads(sys.stdin.buffer.read().decode("utf-8"))
-    sys.stdin.close()
+    _forget_stdin()
     groups = job["groups"]
     _preimport(groups)
     _limit_memory(memory)
