@@ -1010,3 +1010,383 @@ tc_v7_wgmma_bf16(const u16* __restrict__ A, const u16* __restrict__ B, float* __
 {
     wgmma_gemm<Bf16>(A, B, C, M, N, K);
 }
+
+// ============================================================================================
+// v7 TF32 (sm_90a): wgmma's TF32 reads both operands K-major (no transpose for 32-bit types),
+// and B here is K x N row-major (N-major). Two ways round it:
+//   tc_v7_wgmma_tf32      B as given: compute C^T = B^T A^T. wgmma's A operand (64 x 8) comes from
+//                         registers, so each warp loads B^T's fragments itself with 32-bit shared
+//                         loads from the row-major B tile (the mma.sync m16n8k8 A layout, which is
+//                         CUTLASS's ALayout_64x8 for wgmma); wgmma's B operand is A^T, and the row-
+//                         major A tile *is* A^T K-major, read by descriptor. Accumulators hold C^T.
+//   tc_v7_wgmma_tf32_bt   the API takes B^T (N x K row-major): both tiles K-major in shared memory,
+//                         both operands by descriptor, exactly v7's FP16 layout. The benchmark
+//                         times it on a given B^T and, separately, with tc_transpose_f32 first.
+// ============================================================================================
+#define V7T_BM 256          // tc_v7_wgmma_tf32: rows of C (wgmma's N), A tile 256 x 32 (32 KB)
+#define V7T_BN 128          // columns of C: 2 warpgroups x 64 (wgmma's M), B tile 32 x 128 (16 KB)
+#define V7T_BK 32           // 128-byte rows of TF32: one swizzle row per A row
+#define V7T_STAGES 4
+#define V7B_BM 128          // tc_v7_wgmma_tf32_bt: v7's block tile, BK 32 of TF32 (128-byte rows)
+#define V7B_BN 256
+#define V7B_BK 32
+#define V7B_STAGES 4
+
+// transpose: out (cols x rows) = in (rows x cols)^T through a padded 32 x 33 shared tile, so both
+// the read of in and the write of out are row-contiguous (block 32 x 8, any sizes)
+extern "C" __global__ void __launch_bounds__(256)
+tc_transpose_f32(const float* __restrict__ in, float* __restrict__ out, int rows, int cols)
+{
+    __shared__ float tile[32][33];
+    const int c0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int r = r0 + i, c = c0 + threadIdx.x;
+        if (r < rows && c < cols) tile[i][threadIdx.x] = in[(size_t)r * cols + c];
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int c = c0 + i, r = r0 + threadIdx.x;
+        if (c < cols && r < rows) out[(size_t)c * rows + r] = tile[threadIdx.x][i];
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// d (64 x 256) += A (64 x 8 TF32, in registers: per warp the mma.sync m16n8k8 A fragment of its
+// 16 rows) * B (8 x 256, K-major, by descriptor)
+__device__ __forceinline__ void wgmma_m64n256k8_tf32_rs(float (&d)[128], const u32 (&a)[4], unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " WGMMA_D128_TEXT
+                 ", {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+                 : WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+// d (64 x 256) += A (64 x 8, K-major) * B (8 x 256, K-major), both by descriptor
+__device__ __forceinline__ void wgmma_m64n256k8_tf32_ss(float (&d)[128], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " WGMMA_D128_TEXT
+                 ", %128, %129, p, 1, 1;\n}\n"
+                 : WGMMA_D128 : "l"(da), "l"(db), "r"(1));
+}
+
+// ROWS rows of 32 floats (128 bytes) of a row-major matrix (row stride ld) into the K-major
+// 128-byte-swizzled layout: row r at r * 128, 16-byte chunk c at (c ^ (r & 7)) * 16 (v7's A layout)
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_kmajor_tf32(const float* __restrict__ X, u32 dst, int row0, int k0, int ld)
+{
+#pragma unroll
+    for (int p = 0; p < ROWS * 8 / THREADS; ++p) {
+        const int i = threadIdx.x + p * THREADS, r = i / 8, c = i % 8;
+        cp_async_16(dst + r * 128 + ((c ^ (r & 7)) << 4), X + (size_t)(row0 + r) * ld + k0 + c * 4);
+    }
+}
+
+// tc_v7_wgmma_tf32's B tile: 32 rows of k, 128 floats (32 chunks) each, chunk c of row k at
+// (c ^ 2 (k & 3)) * 16: v6's TF32 swizzle, under which each warp's 32-bit fragment loads hit 32 banks
+__device__ __forceinline__ u32 v7t_b_offset(int k, int n)
+{
+    return k * (V7T_BN * 4) + ((((n >> 2) ^ ((k & 3) << 1))) << 4) + (n & 3) * 4;
+}
+#endif
+
+// (the bodies are C++ functions: an extern __shared__ array declared in an extern "C" function
+// would have C linkage, unlike the templates' smem)
+__device__ __forceinline__ void wgmma_tf32_gemm(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                                int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int A_BYTES = V7T_BM * V7T_BK * 4, B_BYTES = V7T_BK * V7T_BN * 4, STAGE = A_BYTES + B_BYTES;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const u32 base = (smem_u32(smem) + 1023) & ~1023u;
+    const int warpgroup = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    const int g = lane >> 2, t = lane & 3;
+    int bm, bn;
+    grouped_block<8>(bm, bn);
+    const int m0 = bm * V7T_BM, n0 = bn * V7T_BN;
+    const int nw = warpgroup * 64 + warp * 16 + g;            // this lane's column of B (wgmma A row g)
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    const int tiles = K / V7T_BK;
+#pragma unroll
+    for (int s = 0; s < V7T_STAGES - 2; ++s) {
+        if (s < tiles) {
+            load_kmajor_tf32<V7T_BM, 256>(A, base + s * STAGE, m0, s * V7T_BK, K);
+#pragma unroll
+            for (int p = 0; p < V7T_BK * (V7T_BN / 4) / 256; ++p) {
+                const int i = threadIdx.x + p * 256, k = i / (V7T_BN / 4), c = i % (V7T_BN / 4);
+                cp_async_16(base + s * STAGE + A_BYTES + v7t_b_offset(k, c * 4), B + (size_t)(s * V7T_BK + k) * N + n0 + c * 4);
+            }
+        }
+        cp_async_commit();
+    }
+    // two copies of the body per trip: the B^T fragments of tile kt and kt+1 live in different
+    // registers, since tile kt's wgmma may still read its registers while tile kt+1's are loaded
+#pragma unroll 2
+    for (int kt = 0; kt < tiles; ++kt) {
+        cp_async_wait<V7T_STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();                                      // tile kt is in; every wgmma of tile kt-2 is done
+        const int next = kt + V7T_STAGES - 2;
+        if (next < tiles) {
+            const u32 s = base + (next % V7T_STAGES) * STAGE;
+            load_kmajor_tf32<V7T_BM, 256>(A, s, m0, next * V7T_BK, K);
+#pragma unroll
+            for (int p = 0; p < V7T_BK * (V7T_BN / 4) / 256; ++p) {
+                const int i = threadIdx.x + p * 256, k = i / (V7T_BN / 4), c = i % (V7T_BN / 4);
+                cp_async_16(s + A_BYTES + v7t_b_offset(k, c * 4), B + (size_t)(next * V7T_BK + k) * N + n0 + c * 4);
+            }
+        }
+        cp_async_commit();
+        const u32 sa = base + (kt % V7T_STAGES) * STAGE, sb = sa + A_BYTES;
+        u32 frag[V7T_BK / 8][4];
+#pragma unroll
+        for (int kk = 0; kk < V7T_BK / 8; ++kk) {             // B^T[nw][k] = B[k][nw]: rows g, g+8; k t, t+4
+            const int k = kk * 8 + t;
+            frag[kk][0] = ld_shared_b32(sb + v7t_b_offset(k, nw));
+            frag[kk][1] = ld_shared_b32(sb + v7t_b_offset(k, nw + 8));
+            frag[kk][2] = ld_shared_b32(sb + v7t_b_offset(k + 4, nw));
+            frag[kk][3] = ld_shared_b32(sb + v7t_b_offset(k + 4, nw + 8));
+        }
+        fence_accumulators(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < V7T_BK / 8; ++kk)              // k8 steps: 32 bytes along A's 128-byte rows
+            wgmma_m64n256k8_tf32_rs(d, frag[kk], wgmma_desc(sa + kk * 32, 16, 1024));
+        wgmma_commit();
+        fence_accumulators(d);
+        wgmma_wait<1>();
+        fence_accumulators(d);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(d);
+    cp_async_wait<0>();
+    // d[4i + v0 + 2 v1] is C^T[row 16 warp + g + 8 v1][col 8i + 2t + v0]: C[m0 + 8i + 2t + v0][n]
+    const int n = n0 + nw;
+#pragma unroll
+    for (int i = 0; i < V7T_BM / 8; ++i) {
+        const size_t m = (size_t)(m0 + i * 8 + 2 * t);
+        C[m * N + n] = d[4 * i];
+        C[(m + 1) * N + n] = d[4 * i + 1];
+        C[m * N + n + 8] = d[4 * i + 2];
+        C[(m + 1) * N + n + 8] = d[4 * i + 3];
+    }
+#endif
+}
+
+// Bt is B^T: N x K, row-major (K-major): the tiles of A and of Bt are copied alike
+__device__ __forceinline__ void wgmma_tf32_bt_gemm(const float* __restrict__ A, const float* __restrict__ Bt, float* __restrict__ C,
+                                                   int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int A_BYTES = V7B_BM * V7B_BK * 4, B_BYTES = V7B_BN * V7B_BK * 4, STAGE = A_BYTES + B_BYTES;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const u32 base = (smem_u32(smem) + 1023) & ~1023u;
+    const int warpgroup = threadIdx.x / 128, wlane = threadIdx.x % 128;
+    int bm, bn;
+    grouped_block<8>(bm, bn);
+    const int m0 = bm * V7B_BM, n0 = bn * V7B_BN;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    const int tiles = K / V7B_BK;
+#pragma unroll
+    for (int s = 0; s < V7B_STAGES - 2; ++s) {
+        if (s < tiles) {
+            load_kmajor_tf32<V7B_BM, 256>(A, base + s * STAGE, m0, s * V7B_BK, K);
+            load_kmajor_tf32<V7B_BN, 256>(Bt, base + s * STAGE + A_BYTES, n0, s * V7B_BK, K);
+        }
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < tiles; ++kt) {
+        cp_async_wait<V7B_STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        const int next = kt + V7B_STAGES - 2;
+        if (next < tiles) {
+            const u32 s = base + (next % V7B_STAGES) * STAGE;
+            load_kmajor_tf32<V7B_BM, 256>(A, s, m0, next * V7B_BK, K);
+            load_kmajor_tf32<V7B_BN, 256>(Bt, s + A_BYTES, n0, next * V7B_BK, K);
+        }
+        cp_async_commit();
+        const u32 sa = base + (kt % V7B_STAGES) * STAGE + warpgroup * 64 * 128, sb = base + (kt % V7B_STAGES) * STAGE + A_BYTES;
+        fence_accumulators(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < V7B_BK / 8; ++kk)
+            wgmma_m64n256k8_tf32_ss(d, wgmma_desc(sa + kk * 32, 16, 1024), wgmma_desc(sb + kk * 32, 16, 1024));
+        wgmma_commit();
+        fence_accumulators(d);
+        wgmma_wait<1>();
+        fence_accumulators(d);
+    }
+    wgmma_wait<0>();
+    fence_accumulators(d);
+    cp_async_wait<0>();
+    const int warp = wlane / 32, lane = wlane % 32;
+    const int row = m0 + warpgroup * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < V7B_BN / 8; ++i) {
+        const int col = n0 + i * 8 + (lane & 3) * 2;
+        *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(d[4 * i], d[4 * i + 1]);
+        *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(d[4 * i + 2], d[4 * i + 3]);
+    }
+#endif
+}
+
+// ---- v7 TF32: wgmma in TF32 (m64n256k8); B's fragments from registers (C^T = B^T A^T), B as given
+extern "C" __global__ void __launch_bounds__(256, 1)
+tc_v7_wgmma_tf32(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
+{
+    wgmma_tf32_gemm(A, B, C, M, N, K);
+}
+// ---- v7 TF32, B^T given: both operands K-major in shared memory, by descriptor (the caller passes B^T, N x K)
+extern "C" __global__ void __launch_bounds__(256, 1)
+tc_v7_wgmma_tf32_bt(const float* __restrict__ A, const float* __restrict__ Bt, float* __restrict__ C, int M, int N, int K)
+{
+    wgmma_tf32_bt_gemm(A, Bt, C, M, N, K);
+}
+
+// ============================================================================================
+// v8 (sm_90a): v7 fed by the Tensor Memory Accelerator. The host describes A and B once
+// (cuTensorMapEncodeTiled: sizes, strides, a box of 64 x 128 / 64 x 64 elements, 128-byte
+// swizzle) in a 128-byte CUtensorMap passed by value as a __grid_constant__ parameter; one
+// producer thread asks the TMA for whole tiles (cp.async.bulk.tensor: no address arithmetic,
+// no registers, no copy instructions in the consumers), which land in exactly v7's swizzled
+// layout. Stages are handed over with mbarriers: full[s] completes when the TMA has written the
+// stage's bytes (expect_tx), empty[s] when the 8 consumer warps are done with it. Block: 2
+// consumer warpgroups (v7's 128 x 256 tile) + 1 producer warp = 288 threads.
+// ============================================================================================
+#define V8_STAGES 4
+#define V8_THREADS 288
+#define V8_CONSUMERS 256
+// the CUtensorMap of cuda.h (64-byte aligned, 128 bytes; opaque, filled by the driver)
+struct __align__(64) TmaDescriptor { unsigned long long opaque[16]; };
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbar_init(u32 bar, u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(u32 bar, u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(u32 bar, u32 parity)
+{
+    u32 done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.b32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
+__device__ __forceinline__ unsigned long long global_timer_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;\n" : "=l"(t));
+    return t;
+}
+// waits for the phase of parity `parity` to complete; a wait of over 2 s is a bug (a tile that
+// never arrives, a slot never released): trap, which ends the launch with an error instead of
+// hanging the GPU
+__device__ __forceinline__ void mbar_wait(u32 bar, u32 parity)
+{
+    if (mbar_try_wait(bar, parity)) return;
+    const unsigned long long start = global_timer_ns();
+    while (!mbar_try_wait(bar, parity))
+        if (global_timer_ns() - start > 2000000000ull) asm volatile("trap;\n");
+}
+// the TMA copies box (c0 = column, c1 = row) of the tensor `map` describes into shared memory
+// at dst and counts its bytes on the mbarrier bar
+__device__ __forceinline__ void tma_load_2d(u32 dst, const TmaDescriptor* map, int c0, int c1, u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+#endif
+
+// tma_a: A (M x K, 16-bit) in boxes of 64 (k) x 128 (m); tma_b: B (K x N) in boxes of 64 (n) x 64 (k)
+template <class P>
+__device__ __forceinline__ void tma_wgmma_gemm(const TmaDescriptor* tma_a, const TmaDescriptor* tma_b, float* __restrict__ C,
+                                               int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    constexpr int A_BYTES = V7_BM * V7_BK * 2, B_BYTES = V7_BK * V7_BN * 2, STAGE = A_BYTES + B_BYTES;
+    extern __shared__ __align__(128) unsigned char smem[];
+    __shared__ __align__(8) unsigned long long bars[2 * V8_STAGES];      // full[0..S-1], empty[0..S-1]
+    const u32 base = (smem_u32(smem) + 1023) & ~1023u;       // TMA's 128-byte swizzle repeats every 1024 bytes
+    const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[V8_STAGES]);
+    int bm, bn;
+    grouped_block<8>(bm, bn);
+    const int m0 = bm * V7_BM, n0 = bn * V7_BN;
+    const int tiles = K / V7_BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < V8_STAGES; ++s) {
+            mbar_init(full + 8 * s, 1);                       // the producer's arrive.expect_tx (+ the TMA's bytes)
+            mbar_init(empty + 8 * s, V8_CONSUMERS / 32);      // one arrive per consumer warp
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    if (threadIdx.x >= V8_CONSUMERS) {                        // the producer warp: one thread issues every copy
+        if (threadIdx.x == V8_CONSUMERS) {
+            for (int kt = 0; kt < tiles; ++kt) {
+                const int s = kt % V8_STAGES;
+                if (kt >= V8_STAGES) mbar_wait(empty + 8 * s, ((kt / V8_STAGES) & 1) ^ 1);   // tile kt-S is done with
+                const u32 sa = base + s * STAGE, sb = sa + A_BYTES;
+                mbar_arrive_expect_tx(full + 8 * s, STAGE);
+                tma_load_2d(sa, tma_a, kt * V7_BK, m0, full + 8 * s);
+#pragma unroll
+                for (int j = 0; j < V7_BN / 64; ++j)          // v7's 4 column blocks of 64 x 64
+                    tma_load_2d(sb + j * (V7_BK * 128), tma_b, n0 + j * 64, kt * V7_BK, full + 8 * s);
+            }
+        }
+        return;
+    }
+    const int warpgroup = threadIdx.x / 128, wlane = threadIdx.x % 128, warp = wlane / 32, lane = wlane % 32;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int kt = 0; kt < tiles; ++kt) {
+        const int s = kt % V8_STAGES;
+        mbar_wait(full + 8 * s, (kt / V8_STAGES) & 1);        // the TMA has written tile kt
+        const u32 sa = base + s * STAGE + warpgroup * 64 * 128, sb = base + s * STAGE + A_BYTES;
+        fence_accumulators(d);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < V7_BK / 16; ++kk)
+            wgmma_m64n256k16<P>(d, wgmma_desc(sa + kk * 32, 16, 1024), wgmma_desc(sb + kk * 16 * 128, V7_BK * 128, 1024));
+        wgmma_commit();
+        fence_accumulators(d);
+        wgmma_wait<1>();                                      // tile kt-1's wgmma is done: its stage goes back
+        fence_accumulators(d);
+        if (kt > 0 && lane == 0) mbar_arrive(empty + 8 * ((kt - 1) % V8_STAGES));
+    }
+    wgmma_wait<0>();
+    fence_accumulators(d);
+    const int row = m0 + warpgroup * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+    for (int i = 0; i < V7_BN / 8; ++i) {
+        const int col = n0 + i * 8 + (lane & 3) * 2;
+        *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(d[4 * i], d[4 * i + 1]);
+        *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(d[4 * i + 2], d[4 * i + 3]);
+    }
+#endif
+}
+
+// ---- v8: wgmma fed by TMA: one thread's cp.async.bulk.tensor moves a whole swizzled tile, mbarriers hand stages between a producer warp and the consumer warpgroups (sm_90a only)
+extern "C" __global__ void __launch_bounds__(V8_THREADS, 1)
+tc_v8_tma_wgmma_f16(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
+                    float* __restrict__ C, int M, int N, int K)
+{
+    tma_wgmma_gemm<F16>(&tma_a, &tma_b, C, M, N, K);
+}
+extern "C" __global__ void __launch_bounds__(V8_THREADS, 1)
+tc_v8_tma_wgmma_bf16(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_b,
+                     float* __restrict__ C, int M, int N, int K)
+{
+    tma_wgmma_gemm<Bf16>(&tma_a, &tma_b, C, M, N, K);
+}

@@ -180,6 +180,9 @@ class TcVersion:
     dynamic_smem: int = 0          # bytes
     sm90a: bool = False            # wgmma: needs a CUBIN for sm_90a
     note: str = ""
+    b_transposed: bool = False     # the kernel reads B^T (N x K row-major), not B
+    tma: bool = False              # A and B reach the kernel as CUtensorMaps (v8), not pointers
+    isolate: bool = False          # checked and timed in a child process (a fault or trap there ends only it)
 
     @property
     def name(self) -> str:
@@ -195,6 +198,14 @@ MMA_TILE = {"tf32": (128, 128, 32), "fp16": (128, 256, 32), "bf16": (128, 256, 3
 V3_TILE = (128, 128, 32)
 V7_TILE = (128, 256, 64)
 V7_STAGES = 4
+#: v7 TF32 (tensor_cores.cu V7T_*: C^T = B^T A^T, BM is wgmma's N) and v7 TF32 with B^T given (V7B_*)
+V7T_TILE = (256, 128, 32)
+V7B_TILE = (128, 256, 32)
+#: v8: v7's tile, 4 stages, 2 consumer warpgroups + 1 producer warp
+V8_THREADS = 288
+#: kernels of tensor_cores.cu that are not GEMM versions: tc_transpose_f32 makes the B^T that
+#: tc_v7_wgmma_tf32_bt reads (the benchmark times a row with it)
+HELPER_KERNELS = ("tc_transpose_f32",)
 
 
 _PRECISION_OF = {"Tf32": "tf32", "F16": "fp16", "Bf16": "bf16"}
@@ -281,6 +292,23 @@ def _versions() -> tuple:
         out.append(TcVersion("v7 wgmma", p, f"tc_v7_wgmma_{suffix[p]}", (bm, bn), V7_TILE, 256,
                              _tile_bytes(bm, bn, bk, p, V7_STAGES) + 1024, sm90a=True,
                              note="cp.async + wgmma, 4 stages (1 KB extra: tiles aligned to 1024 bytes)"))
+    # TF32 wgmma needs both operands K-major: B's fragments from registers (C^T = B^T A^T), or B^T given
+    bm, bn, bk = V7T_TILE
+    out.append(TcVersion("v7 wgmma", "tf32", "tc_v7_wgmma_tf32", (bm, bn), V7T_TILE, 256,
+                         _tile_bytes(bm, bn, bk, "tf32", V7_STAGES) + 1024, sm90a=True, isolate=True,
+                         note="cp.async + wgmma m64n256k8 TF32, 4 stages; C^T = B^T A^T: B^T's fragments from "
+                              "registers (32-bit shared loads of the row-major B tile), A's tile read by descriptor"))
+    bm, bn, bk = V7B_TILE
+    out.append(TcVersion("v7 wgmma, B^T given", "tf32", "tc_v7_wgmma_tf32_bt", (bm, bn), V7B_TILE, 256,
+                         _tile_bytes(bm, bn, bk, "tf32", V7_STAGES) + 1024, sm90a=True, isolate=True, b_transposed=True,
+                         note="cp.async + wgmma m64n256k8 TF32, 4 stages; the caller passes B^T (N x K): both "
+                              "operands K-major by descriptor; timed without (this row) and with tc_transpose_f32"))
+    for p in ("fp16", "bf16"):
+        bm, bn, bk = V7_TILE
+        out.append(TcVersion("v8 wgmma + TMA", p, f"tc_v8_tma_wgmma_{suffix[p]}", (bm, bn), V7_TILE, V8_THREADS,
+                             _tile_bytes(bm, bn, bk, p, V7_STAGES) + 1024, sm90a=True, tma=True, isolate=True,
+                             note="TMA (cp.async.bulk.tensor, 128-byte swizzle) + mbarriers, 1 producer warp, "
+                                  "2 consumer warpgroups, wgmma m64n256k16, 4 stages"))
     return tuple(out)
 
 
@@ -488,3 +516,22 @@ def fragment_offsets(cfg: V6Config, lane: int, wm: int, wn: int) -> dict:
             rows = kk * (8 if tf32 else 16) * b_chunks * 16
             out[("b", kk, j)] = (ob ^ ((j & 3) * 32)) + (j >> 2) * 128 + rows
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# v7 TF32 (tc_v7_wgmma_tf32) on the CPU: its B tile and the B^T fragments each lane loads
+# ------------------------------------------------------------------------------------------
+def v7_tf32_b_offset(k: int, n: int) -> int:
+    """tensor_cores.cu v7t_b_offset: byte offset of B[k][n] in the 32 x 128 TF32 B tile (rows of
+    512 bytes, chunk n / 4 XOR 2 (k & 3))."""
+    bn = V7T_TILE[1]
+    return k * bn * 4 + (((n >> 2) ^ ((k & 3) << 1)) << 4) + (n & 3) * 4
+
+
+def v7_tf32_fragment(lane: int, warpgroup: int, warp: int, kk: int) -> list:
+    """The (k, n) of B each of the lane's four registers holds for k-step ``kk`` in tc_v7_wgmma_tf32,
+    as the kernel loads them: wgmma's A operand is B^T, row = n, so registers 0-3 hold
+    B^T[nw][t], B^T[nw + 8][t], B^T[nw][t + 4], B^T[nw + 8][t + 4] (nw = 64 warpgroup + 16 warp + g)."""
+    g, t = lane >> 2, lane & 3
+    nw, k = warpgroup * 64 + warp * 16 + g, kk * 8 + t
+    return [(k, nw), (k, nw + 8), (k + 4, nw), (k + 4, nw + 8)]

@@ -671,7 +671,10 @@ def _tensor_core_cases():
             n = int(b.shape[1])
             c = xp.zeros((m, n), xp.float32)
             grid, block, smem = T.launch_config(v, m, n, k)
-            return [Launch(v.kernel, grid, block, (a, b, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
+            b_arg = xp.ascontiguousarray(b.T) if v.b_transposed else b          # tc_v7_wgmma_tf32_bt reads B^T
+            # (v8's first two parameters are CUtensorMaps, which only a driver makes: the arrays
+            # stand in for them here, and the engine refuses them: the case is a strict xfail)
+            return [Launch(v.kernel, grid, block, (a, b_arg, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
 
         def check(outputs, a, b, v=v):
             k = a.shape[1]
@@ -679,14 +682,38 @@ def _tensor_core_cases():
             assert err <= T.tolerance(v.precision, k), f"{v.name}: relative error {err:.3g} > {T.tolerance(v.precision, k):.3g}"
 
         xfail = gpu_skip = None
-        if v.sm90a:
+        if v.tma:
+            why = ("the PTX engine has no cp.async.bulk.tensor (TMA), mbarrier or wgmma.mma_async, and v8's body, "
+                   "sm_90a only, compiles to nothing in NVRTC's compute_90 PTX; its CUtensorMap parameters are made "
+                   "by a driver (cuTensorMapEncodeTiled)")
+            xfail, gpu_skip = f"{why}: the launch is refused or C stays zero", why
+        elif v.sm90a:
             why = ("wgmma exists only on sm_90a: NVRTC's compute_90 PTX (the engine's and this test's) compiles "
-                   "v7's body to nothing, and the PTX engine has no wgmma.mma_async")
+                   f"{v.label.split()[0]}'s body to nothing, and the PTX engine has no wgmma.mma_async")
             xfail, gpu_skip = f"{why}: C stays zero", why
         cases.append(Case(f"tensor_cores/{v.kernel}", "tensor_cores", (v.kernel,), inputs, plan, check,
                           tensor_core_bound={"out": lambda a, b, p=v.precision: tensor_core_bound(a, b, p)},
                           xfail=xfail, gpu_skip=gpu_skip))
-    return cases
+    return cases + [_transpose_case()]
+
+
+def _transpose_case():
+    """tc_transpose_f32 (B -> B^T for tc_v7_wgmma_tf32_bt) at sizes that are not multiples of its
+    32 x 32 tile: every element moved, bit for bit."""
+    def inputs(rng, scale):
+        rows, cols = {CPU: (37, 70), GPU: (300, 517)}[scale]
+        return (_signed(rng, (rows, cols)),)
+
+    def plan(xp, x):
+        rows, cols = map(int, x.shape)
+        out = xp.zeros((cols, rows), xp.float32)
+        return [Launch("tc_transpose_f32", (cdiv(cols, 32), cdiv(rows, 32)), (32, 8),
+                       (x, out, np.int32(rows), np.int32(cols)))], {"out": out}
+
+    def check(outputs, x):
+        assert np.array_equal(outputs["out"], x.T)
+
+    return Case("tensor_cores/tc_transpose_f32", "tensor_cores", ("tc_transpose_f32",), inputs, plan, check)
 
 
 # --- tensor cores: the shared-memory side the PTX engine runs (tensor_cores_smem.cu) ----------------

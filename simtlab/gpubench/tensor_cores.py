@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -116,24 +117,34 @@ def resource_usage(log: str) -> dict:
 
 
 _MODULE = {}
+#: environment variable naming a CUBIN of tensor_cores.cu that module() loads instead of compiling
+CUBIN_ENV = "SIMTLAB_TC_CUBIN"
 
 
 def module():
     """The CuPy module of tensor_cores.cu for sm_90a (compiled once per process) and its compile report."""
     if "module" not in _MODULE:
+        import os
+
         import cupy
 
-        built = compile_cubin()
+        cached = os.environ.get(CUBIN_ENV)
+        if cached:                                          # a child of run() / check_isolated: the parent's CUBIN
+            built = {"cubin": Path(cached).read_bytes(), "log": "", "tool": f"the parent's CUBIN ({cached})"}
+        else:
+            built = compile_cubin()
         tmp = Path(tempfile.mkdtemp(prefix="simtlab_tc_")) / "tensor_cores.cubin"
         tmp.write_bytes(built["cubin"])
         mod = cupy.RawModule(path=str(tmp))
         ptxas = resource_usage(built["log"])
         source = "ptxas -v"
-        if not ptxas:                                       # the device's NVRTC gave no -v log (first H100 run)
+        if not ptxas and not cached:                        # the device's NVRTC gave no -v log (first H100 run)
             ptxas, source = cuobjdump_usage(tmp), "cuobjdump --dump-resource-usage"
         _MODULE["module"] = mod
+        _MODULE["path"] = tmp
         _MODULE["report"] = {"tool": built["tool"], "ptxas": ptxas, "ptxas_source": source, "log": built["log"],
-                             "attributes": kernel_attributes(mod, [v.kernel for v in T.VERSIONS + T.SWEEP])}
+                             "attributes": kernel_attributes(mod, [v.kernel for v in T.VERSIONS + T.SWEEP]
+                                                             + list(T.HELPER_KERNELS))}
     return _MODULE["module"], _MODULE["report"]
 
 
@@ -199,8 +210,15 @@ def _check_operands(version_precision: str, a, b, c):
         raise ValueError(f"shapes do not multiply: A {a.shape}, B {b.shape}, C {c.shape}")
 
 
-def runner(version: T.TcVersion, a, b, c):
-    """``run()`` enqueues C = A @ B with ``version`` on CuPy arrays, without synchronising."""
+def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
+    """``run()`` enqueues C = A @ B with ``version`` on CuPy arrays, without synchronising.
+
+    A version that reads B^T (``b_transposed``) gets it made here, once, outside ``run()``; with
+    ``transpose=True`` ``run()`` makes it itself (tc_transpose_f32, then the GEMM), so its time
+    counts. A TMA version (v8) gets tensor maps of ``a`` and ``b`` (:func:`tensor_map`) and is
+    launched through the driver (:func:`launch_with_tensor_maps`): CuPy passes no structs by value."""
+    import cupy
+
     _check_operands(version.precision, a, b, c)
     m, k = a.shape
     n = b.shape[1]
@@ -209,12 +227,120 @@ def runner(version: T.TcVersion, a, b, c):
     kernel = mod.get_function(version.kernel)
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
-    args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
+    if version.tma:
+        maps = (tensor_map(a, (T.V7_TILE[2], T.V7_TILE[0])),         # boxes: 64 k x 128 rows of A,
+                tensor_map(b, (64, T.V7_TILE[2])))                   # 64 n x 64 k of B (128-byte rows)
+        sizes = (np.int32(m), np.int32(n), np.int32(k))
+
+        def run():
+            launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes)
+        run.keep = (a, b, c, maps)
+        return run
+    if not version.b_transposed:
+        args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
+
+        def run():
+            kernel(grid, block, args, shared_mem=smem)
+        run.keep = (a, b, c)
+        return run
+    bt = cupy.empty((n, k), cupy.float32)
+    transpose_kernel = mod.get_function("tc_transpose_f32")
+    t_grid, t_args = ((n + 31) // 32, (k + 31) // 32), (b, bt, np.int32(k), np.int32(n))
+    args = (a, bt, c, np.int32(m), np.int32(n), np.int32(k))
+    if not transpose:
+        transpose_kernel(t_grid, (32, 8), t_args)
 
     def run():
+        if transpose:
+            transpose_kernel(t_grid, (32, 8), t_args)
         kernel(grid, block, args, shared_mem=smem)
-    run.keep = (a, b, c)
+    run.keep = (a, b, c, bt)
     return run
+
+
+# cuda.h: CUtensorMapDataType UINT16 (FP16 and BF16 move as 16-bit patterns; no arithmetic or
+# out-of-bounds fill here), FLOAT32; CU_TENSOR_MAP_SWIZZLE_128B; L2 promotion 256 B
+_TMA_UINT16, _TMA_FLOAT32, _TMA_SWIZZLE_128B, _TMA_L2_256B = 1, 7, 3, 3
+
+
+def tensor_map(x, box) -> bytes:
+    """The 128 bytes of a CUtensorMap of the 2-D row-major CuPy array ``x``: ``box`` = (columns,
+    rows) of one TMA copy, 128-byte swizzle (the layout v7's descriptors read). cuda-bindings'
+    cuTensorMapEncodeTiled, else the driver's through ctypes."""
+    rows, cols = x.shape
+    dtype = _TMA_UINT16 if x.itemsize == 2 else _TMA_FLOAT32
+    if box[0] * x.itemsize != 128:
+        raise ValueError(f"a 128-byte swizzle needs boxes 128 bytes wide, not {box[0]} x {x.itemsize} bytes")
+    dims, strides = (cols, rows), (cols * x.itemsize,)
+    errors = []
+    for encode in (_tensor_map_bindings, _tensor_map_ctypes):
+        try:
+            return encode(x.data.ptr, dtype, dims, strides, box)
+        except Exception as e:                              # the other way may work
+            errors.append(f"{encode.__name__}: {type(e).__name__}: {e}")
+    raise RuntimeError("cuTensorMapEncodeTiled failed:\n" + "\n".join(errors))
+
+
+def _tensor_map_bindings(ptr, dtype, dims, strides, box) -> bytes:
+    import ctypes
+
+    from cuda.bindings import driver as d
+
+    err, tmap = d.cuTensorMapEncodeTiled(
+        d.CUtensorMapDataType(dtype), 2, ptr, [d.cuuint64_t(v) for v in dims], [d.cuuint64_t(v) for v in strides],
+        [d.cuuint32_t(v) for v in box], [d.cuuint32_t(1), d.cuuint32_t(1)],
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, d.CUtensorMapSwizzle(_TMA_SWIZZLE_128B),
+        d.CUtensorMapL2promotion(_TMA_L2_256B), d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if int(err) != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled returned {err}")
+    return ctypes.string_at(tmap.getPtr(), 128)
+
+
+def _libcuda():
+    import ctypes
+
+    return ctypes.CDLL("libcuda.so.1")
+
+
+def _tensor_map_ctypes(ptr, dtype, dims, strides, box) -> bytes:
+    import ctypes
+
+    out = (ctypes.c_uint64 * 24)()                          # 128 bytes at a 64-byte boundary inside
+    start = (ctypes.addressof(out) + 63) // 64 * 64
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    status = _libcuda().cuTensorMapEncodeTiled(
+        ctypes.c_void_p(start), ctypes.c_int(dtype), u32(2), ctypes.c_void_p(ptr), (u64 * 2)(*dims), (u64 * 1)(*strides),
+        (u32 * 2)(*box), (u32 * 2)(1, 1), ctypes.c_int(0), ctypes.c_int(_TMA_SWIZZLE_128B), ctypes.c_int(_TMA_L2_256B),
+        ctypes.c_int(0))
+    if status != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled returned CUresult {status}")
+    return ctypes.string_at(start, 128)
+
+
+def launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes):
+    """cuLaunchKernel (the driver's, ctypes) of a CuPy-loaded kernel whose first parameters are
+    CUtensorMaps passed by value, then C and the int sizes, on CuPy's current stream."""
+    import ctypes
+
+    import cupy
+
+    values = [ctypes.create_string_buffer(m, 128) for m in maps]
+    values.append(ctypes.c_uint64(c.data.ptr))
+    values += [ctypes.c_int32(int(v)) for v in sizes]
+    params = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+    gx, gy = (tuple(grid) + (1,))[:2]
+    status = _libcuda().cuLaunchKernel(
+        ctypes.c_void_p(_function_ptr(kernel)), ctypes.c_uint(gx), ctypes.c_uint(gy), ctypes.c_uint(1),
+        ctypes.c_uint(block[0]), ctypes.c_uint(1), ctypes.c_uint(1), ctypes.c_uint(smem),
+        ctypes.c_void_p(cupy.cuda.get_current_stream().ptr), params, None)
+    if status != 0:
+        raise RuntimeError(f"cuLaunchKernel returned CUresult {status}")
+
+
+def _function_ptr(kernel) -> int:
+    """The CUfunction of a CuPy RawModule kernel (RawKernel.kernel is its cupy.cuda.Function)."""
+    fn = getattr(kernel, "kernel", kernel)
+    return int(fn.ptr)
 
 
 def numba_runner(precision: str, a, b, c):
@@ -390,8 +516,108 @@ def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None, che
     return row
 
 
+# ------------------------------------------------------------------------------------------
+# versions run in a child process (T.TcVersion.isolate): a kernel checked blind for the first
+# time (wgmma TF32, TMA + mbarriers) that faults or traps kills its CUDA context, and with it
+# every later row of a process; in a child it ends only that child. The child loads the
+# parent's CUBIN (CUBIN_ENV) instead of compiling again.
+# ------------------------------------------------------------------------------------------
+ISOLATE_TIMEOUT_S = 150
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _transpose_label(version: T.TcVersion) -> str:
+    return "v7 wgmma + B transpose kernel"
+
+
+def version_rows(version: T.TcVersion, shape, repeat: int, log, check_shapes=None) -> list:
+    """The table rows of one version, in this process: its own, and for a B^T version a second
+    one that times tc_transpose_f32 with it."""
+    check_shapes = check_shapes or [T.legal_shape(version, s) for s in CHECK_SHAPES]
+    ref = CUBLAS_REFERENCES[version.precision][0]
+    rows = [_row(version.name, version.precision, "cuda-c", lambda a, b, c: runner(version, a, b, c), shape, repeat, log,
+                 ref_name=ref, check_shapes=check_shapes)]
+    if version.b_transposed:
+        rows.append(_row(f"{_transpose_label(version)} {version.precision.upper()}", version.precision, "cuda-c",
+                         lambda a, b, c: runner(version, a, b, c, transpose=True), shape, repeat, log,
+                         ref_name=ref, check_shapes=check_shapes))
+        rows[-1]["note"] = "tc_transpose_f32 (B -> B^T) + tc_v7_wgmma_tf32_bt, both timed"
+    for r in rows:
+        r["kernel"] = version.kernel
+        r.setdefault("note", version.note)
+    return rows
+
+
+def _child(request_json: str) -> None:
+    """A child process's work (see _in_child): prints ``RESULT <json>`` last."""
+    import json
+
+    req = json.loads(request_json)
+    version = T.find(req["kernel"])
+    log = lambda text: print(text, file=sys.stderr, flush=True)     # noqa: E731
+    if req["mode"] == "rows":
+        out = version_rows(version, tuple(req["shape"]), req["repeat"], log)
+    else:                                                   # "check": every shape, each in its own try
+        out = {}
+        for shape in req["shapes"]:
+            key = "x".join(map(str, shape))
+            try:
+                out[key] = check_version(lambda a, b, c: runner(version, a, b, c), version.precision, tuple(shape))
+                if version.b_transposed:
+                    check_version(lambda a, b, c: runner(version, a, b, c, transpose=True), version.precision, tuple(shape))
+            except Exception as e:
+                out[key] = {"error": f"{type(e).__name__}: {str(e)[:2000]}"}
+    print("RESULT " + json.dumps(out, default=str), flush=True)
+
+
+def _in_child(request: dict, timeout: float) -> tuple:
+    """``(result, None)`` of _child(request) in a fresh interpreter with the parent's CUBIN, or
+    ``(None, why)`` when it crashed, trapped, timed out or printed no result."""
+    import json
+    import os
+
+    module()                                                # compile here once; the child loads the file
+    env = {**os.environ, CUBIN_ENV: str(_MODULE["path"])}
+    code = (f"import sys; sys.path.insert(0, {str(_ROOT)!r}); from simtlab.gpubench import tensor_cores as b; "
+            "b._child(sys.argv[1])")
+    try:
+        done = subprocess.run([sys.executable, "-c", code, json.dumps(request)], capture_output=True, text=True,
+                              timeout=timeout, env=env, cwd=str(_ROOT))
+    except subprocess.TimeoutExpired as e:
+        tail = (e.stderr or b"")[-1500:]
+        return None, f"TimeoutExpired: the child ran past {timeout:.0f} s (a hang?) {tail!r}"
+    lines = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return None, f"ChildFailed: exit status {done.returncode}: {(done.stderr or done.stdout)[-1500:]}"
+    return json.loads(lines[-1][len("RESULT "):]), done.stderr
+
+
+def isolated_rows(version: T.TcVersion, shape, repeat: int, log, timeout: float = ISOLATE_TIMEOUT_S) -> list:
+    """version_rows in a child process; one error row (``error``) when the child did not come back."""
+    result, info = _in_child({"mode": "rows", "kernel": version.kernel, "shape": list(shape), "repeat": repeat}, timeout)
+    if result is None:
+        log(f"  {version.name:<48} FAILED in its child process: {info.splitlines()[0][:300]}")
+        return [{"name": version.name, "precision": version.precision, "impl": "cuda-c", "kernel": version.kernel,
+                 "note": version.note, "error": info, "isolated": True}]
+    for line in (info or "").splitlines():
+        if line.startswith("  "):
+            log(line)
+    for r in result:
+        r["isolated"] = True
+    return result
+
+
+def check_isolated(version: T.TcVersion, shapes, timeout: float = ISOLATE_TIMEOUT_S) -> dict:
+    """check_version of ``version`` at each shape in a child process: ``{"MxNxK": errors or {"error"}}``;
+    every shape ``{"error": why}`` when the child did not come back."""
+    result, info = _in_child({"mode": "check", "kernel": version.kernel, "shapes": [list(s) for s in shapes]}, timeout)
+    if result is None:
+        return {"x".join(map(str, s)): {"error": info} for s in shapes}
+    return result
+
+
 def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: bool = True, only=None,
-        budget_s: float | None = None, log=print) -> dict:
+        budget_s: float | None = None, torch: bool = True, log=print) -> dict:
     """Check and time every version, the v6 sweep (``sweep``) and the references at ``shape``;
     JSON-ready results, with ``best``: the fastest correct kernel per precision among the v6 rows
     (the chapter's and the sweep's) and the cuBLAS figure it is measured against. Rows not started
@@ -414,8 +640,9 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: boo
     for precision in ("fp32", "tf32", "fp16", "bf16"):
         name = CUBLAS_REFERENCES[precision][0]
         rows.append(_row(name, precision, "cublas", lambda a, b, c, p=precision: cublas_runner(p, a, b, c), shape, repeat, log))
-        rows.append(_row(f"torch.matmul {precision.upper()}" + (" (16-bit out)" if precision in ("fp16", "bf16") else ""),
-                         precision, "torch", lambda a, b, c, p=precision: torch_runner(p, a, b, c), shape, repeat, log))
+        if torch:
+            rows.append(_row(f"torch.matmul {precision.upper()}" + (" (16-bit out)" if precision in ("fp16", "bf16") else ""),
+                             precision, "torch", lambda a, b, c, p=precision: torch_runner(p, a, b, c), shape, repeat, log))
     versions = T.VERSIONS + (T.SWEEP if sweep else ())
     for v in versions:
         if only and not any(key in v.name or key in v.kernel for key in only):
@@ -424,14 +651,16 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: boo
             rows.append({"name": v.name, "precision": v.precision, "impl": "cuda-c", "kernel": v.kernel,
                          "error": "skipped: the benchmark's time budget ran out"})
             continue
-        rows.append(_row(v.name, v.precision, "cuda-c", lambda a, b, c, v=v: runner(v, a, b, c), shape, repeat, log,
-                         ref_name=CUBLAS_REFERENCES[v.precision][0],
-                         check_shapes=[T.legal_shape(v, s) for s in CHECK_SHAPES]))
-        rows[-1]["kernel"] = v.kernel
-        rows[-1]["note"] = v.note
-        if "ptxas" in result["compile"]:
-            rows[-1]["ptxas"] = result["compile"]["ptxas"].get(v.kernel)
-            rows[-1]["attributes"] = result["compile"].get("attributes", {}).get(v.kernel)
+        try:
+            new_rows = isolated_rows(v, shape, repeat, log) if v.isolate else version_rows(v, shape, repeat, log)
+        except Exception as e:                              # (version_rows' own rows catch their errors)
+            new_rows = [{"name": v.name, "precision": v.precision, "impl": "cuda-c", "kernel": v.kernel,
+                         "error": f"{type(e).__name__}: {str(e)[:2000]}"}]
+        for r in new_rows:
+            if "ptxas" in result["compile"]:
+                r["ptxas"] = result["compile"]["ptxas"].get(v.kernel)
+                r["attributes"] = result["compile"].get("attributes", {}).get(v.kernel)
+        rows.extend(new_rows)
     if numba:
         for precision in ("fp16", "bf16"):
             rows.append(_row(f"numba + linked CUDA C mma.sync {precision.upper()}", precision, "numba",
@@ -446,6 +675,10 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: boo
     for precision, b in result["best"].items():
         log(f"best v6 {precision.upper()}: {b['kernel']} {b['tflops']:.1f} TFLOP/s"
             + (f" ({100 * b['vs_cublas']:.1f}% of cuBLAS)" if "vs_cublas" in b else ""))
+    result["best_wgmma"] = best_of(rows, ("tc_v7", "tc_v8"))
+    for precision, b in result["best_wgmma"].items():
+        log(f"best wgmma {precision.upper()}: {b['name']} {b['tflops']:.1f} TFLOP/s"
+            + (f" ({100 * b['vs_cublas']:.1f}% of cuBLAS)" if "vs_cublas" in b else ""))
     cupy.get_default_memory_pool().free_all_blocks()
     return result
 
@@ -453,9 +686,14 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: boo
 def best_v6(rows) -> dict:
     """Per precision, the fastest v6 row (chapter or sweep) that passed its checks: what the
     chapter's version table names as v6."""
+    return best_of(rows, ("tc_v6",))
+
+
+def best_of(rows, prefixes) -> dict:
+    """Per precision, the fastest row that passed its checks among kernels starting with ``prefixes``."""
     out = {}
     for r in rows:
-        if r.get("impl") != "cuda-c" or "tflops" not in r or not str(r.get("kernel", "")).startswith("tc_v6"):
+        if r.get("impl") != "cuda-c" or "tflops" not in r or not str(r.get("kernel", "")).startswith(tuple(prefixes)):
             continue
         if r["precision"] not in out or r["tflops"] > out[r["precision"]]["tflops"]:
             out[r["precision"]] = {k: r[k] for k in ("kernel", "name", "tflops", "median_ms", "note", "vs_cublas") if k in r}
@@ -474,7 +712,9 @@ def table(result: dict) -> str:
         regs = (r.get("ptxas") or {}).get("registers", (r.get("attributes") or {}).get("num_regs", ""))
         lines.append(f"{r['name']:<46} {r['median_ms']:8.3f} {r['tflops']:8.1f} {pct} "
                      f"{r['errors']['vs_inputs']:10.2e} {r['bound_vs_inputs']:8.1e} {r['errors']['vs_fp32']:11.2e} {regs!s:>5}")
-    for precision, b in result.get("best", {}).items():
-        pct = f" = {100 * b['vs_cublas']:.1f}% of cuBLAS" if "vs_cublas" in b else ""
-        lines.append(f"best v6 {precision.upper()}: {b['kernel']}  {b['tflops']:.1f} TFLOP/s{pct}  ({b.get('note', '')})")
+    for key, what in (("best", "v6"), ("best_wgmma", "wgmma (v7/v8)")):
+        for precision, b in result.get(key, {}).items():
+            pct = f" = {100 * b['vs_cublas']:.1f}% of cuBLAS" if "vs_cublas" in b else ""
+            lines.append(f"best {what} {precision.upper()}: {b['kernel']} ({b['name']})  {b['tflops']:.1f} TFLOP/s{pct}  "
+                         f"({b.get('note', '')})")
     return "\n".join(lines)
