@@ -5,7 +5,12 @@ against cuBLAS with the same precision, at 4096^3 by default.
 
 The v6 sweep (every tc_v6s_* configuration of tensor_cores.cu: block and warp tile, stages,
 __launch_bounds__ blocks per SM, L2 group, shared-memory epilogue) is timed as well, and the
-fastest correct v6 per precision is printed last (``best`` in the JSON): the version table's v6.
+fastest correct v6 per precision is printed last (``best`` in the JSON): the version table's v6,
+and the fastest wgmma version (v7, v8) per precision (``best_wgmma``).
+
+Versions marked ``isolate`` in kernels/tensor_cores.py (TF32 wgmma, v8's TMA + mbarriers) are
+checked and timed in a child process each, with a timeout: a fault, a trap (v8's mbarrier waits
+trap after 2 s) or a hang ends that child and its row says so; the other rows still run.
 
 Each version is first checked at two small shapes (rounded up to its tile) against a float64 product (the bound of
 kernels/tensor_cores.py: tolerance), then timed (CUDA events, warm-up, median of --repeat),
@@ -34,12 +39,13 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", help="versions whose name or kernel contains one of these")
     parser.add_argument("--no-numba", action="store_true", help="skip the numba + linked CUDA C rows")
     parser.add_argument("--no-sweep", action="store_true", help="skip the v6 sweep (tc_v6s_* configurations)")
+    parser.add_argument("--no-torch", action="store_true", help="skip the torch.matmul rows (cuBLAS stays)")
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds after which no further version is started (listed as skipped)")
     args = parser.parse_args(argv)
     shape = tuple(int(s) for s in args.shape.split(","))
     result = bench.run(shape, repeat=args.repeat, numba=not args.no_numba, sweep=not args.no_sweep, only=args.only,
-                       budget_s=args.budget)
+                       budget_s=args.budget, torch=not args.no_torch)
     result["command"] = "python benchmarks/tensor_cores_bench.py " + " ".join(argv if argv is not None else sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

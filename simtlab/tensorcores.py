@@ -145,6 +145,8 @@ def store_entry(bench: dict) -> dict:
         regs = (r.get("attributes") or {}).get("num_regs")
         if regs is not None:
             row["registers"] = regs
+        if "errors" not in r:                               # a row that failed has no figures to record
+            continue
         row["error_vs_fp64"] = r["errors"]["vs_inputs"]
         rows.append(row)
     return {"device": bench["device"], "date": bench["date"], "shape": bench["shape"], "versions": bench["versions"],
@@ -194,7 +196,10 @@ CHANGES = {
     "v5 + swizzle": "XOR swizzle of the shared tiles: ldmatrix without bank conflicts",
     "v6 + cp.async pipeline": "cp.async ring of 3-4 stages: the next tiles load while this one is computed",
     "v6 best of the sweep": "the fastest of the v6 configurations the benchmark timed (tile, stages, epilogue)",
-    "v7 wgmma": "Hopper's wgmma: each warpgroup (4 warps) issues asynchronous m64n256k16 MMAs straight from shared memory (tiles by cp.async, not TMA)",
+    "v7 wgmma": "Hopper's wgmma: each warpgroup (4 warps) issues asynchronous m64n256k16 MMAs straight from shared memory (tiles by cp.async, not TMA); TF32 (m64n256k8) computes C^T = B^T A^T with B^T's fragments in registers, since wgmma reads TF32 only K-major",
+    "v7 wgmma, B^T given": "TF32 wgmma with both operands K-major in shared memory: the caller passes B^T",
+    "v7 wgmma + B transpose kernel": "the same, B^T made by a transpose kernel inside the timed run",
+    "v8 wgmma + TMA": "v7 fed by the TMA: one producer thread copies whole swizzled tiles (cp.async.bulk.tensor), mbarriers hand stages to the wgmma warpgroups",
 }
 
 

@@ -27,13 +27,13 @@ def test_compiles_to_ptx_for_compute_90_with_every_kernel_of_the_table():
     CC = _nvrtc_or_skip()
     ptx = CC.compile_ptx(T.CU_PATH.read_text(), str(T.CU_PATH))
     entries = set(re.findall(r"\.visible \.entry (\w+)\(", ptx))
-    assert entries == {v.kernel for v in T.VERSIONS + T.SWEEP}
+    assert entries == {v.kernel for v in T.VERSIONS + T.SWEEP} | set(T.HELPER_KERNELS)
     assert set(T.exported_kernels()) == entries
     for v in T.VERSIONS + T.SWEEP:                                   # __launch_bounds__ = the launcher's threads
         body = ptx[ptx.index(f".entry {v.kernel}("):]
         assert re.search(r"\.maxntid (\d+), 1, 1", body).group(1) == str(v.threads), v.kernel
-    # compute_90 has no wgmma: v7's body is compiled only for sm_90a
-    assert "wgmma.mma_async" not in ptx and "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
+    # compute_90 has no wgmma: v7's and v8's bodies are compiled only for sm_90a
+    assert "wgmma.mma_async" not in ptx and "cp.async.bulk.tensor" not in ptx and "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ptx
 
 
 def _entry(ptx: str, name: str) -> str:
@@ -51,9 +51,16 @@ def test_each_version_uses_the_instructions_it_claims():
         want = {"v1": ["wmma.mma"], "v2": ["wmma.mma"], "v3": ["wmma.mma", "bar.sync"],
                 "v4": ["mma.sync", "ldmatrix"], "v5": ["mma.sync", "ldmatrix"],
                 "v6": ["mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group"],
-                "v7": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.cg", "fence.proxy.async"]}[label]
+                "v7": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.cg", "fence.proxy.async"],
+                "v8": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx",
+                       "mbarrier.try_wait.parity", "trap"]}[label]
         for instruction in want:
             assert instruction in body, f"{v.kernel} has no {instruction}"
+        if label == "v8":                                            # the TMA does every copy
+            assert "cp.async.cg" not in body and "ld.global" not in body, v.kernel
+        if label in ("v7", "v8"):
+            k = {"tf32": "m64n256k8.f32.tf32.tf32", "fp16": "m64n256k16.f32.f16.f16", "bf16": "m64n256k16.f32.bf16.bf16"}
+            assert k[v.precision] in body, v.kernel
         if label in ("v4", "v5"):
             assert "cp.async" not in body, v.kernel
         if label == "v4" or label == "v5" or label == "v6":
@@ -67,7 +74,7 @@ def test_sm90a_cubin_has_no_spills_and_ptxas_says_nothing_else():
 
     built = bench.compile_cubin()
     usage = bench.resource_usage(built["log"])
-    assert set(usage) == {v.kernel for v in T.VERSIONS + T.SWEEP}
+    assert set(usage) == {v.kernel for v in T.VERSIONS + T.SWEEP} | set(T.HELPER_KERNELS)
     for kernel, u in usage.items():
         assert u["spill_stores"] == 0 and u["spill_loads"] == 0, (kernel, u)
         assert u["registers"] <= 255, (kernel, u)
@@ -296,3 +303,49 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     assert len(lines) == len(T.V6_CONFIGS) >= 20
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
+
+
+# --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------
+def _cutlass_wgmma_a_tf32(tid: int, reg: int) -> tuple:
+    """(row, k) of register ``reg`` of thread ``tid`` (0-127) of a warpgroup in wgmma's A operand
+    from registers, 32-bit types (CUTLASS's ALayout_64x8: shape ((4, 8, 4), (2, 2)), strides
+    ((64, 1, 16), (8, 256)) over the 64 x 8 tile, column-major)."""
+    t, g, w = tid % 4, tid // 4 % 8, tid // 32
+    offset = t * 64 + g + w * 16 + (reg & 1) * 8 + (reg >> 1) * 256
+    return offset % 64, offset // 64
+
+
+def test_v7_tf32_b_fragments_are_wgmmas_a_layout_of_b_transposed_without_bank_conflicts():
+    """tc_v7_wgmma_tf32 computes C^T = B^T A^T: each lane's four 32-bit shared loads must read the
+    elements of B^T that wgmma's register A operand assigns to it, from where the cp.async copy
+    put them (v7t_b_offset), each warp's load of one register hitting 32 different banks."""
+    text = T.CU_PATH.read_text()
+    assert "return k * (V7T_BN * 4) + ((((n >> 2) ^ ((k & 3) << 1))) << 4) + (n & 3) * 4;" in text
+    bm, bn, bk = T.V7T_TILE
+    where = {}
+    for k in range(bk):                                 # the copy: chunk c of row k at v7t_b_offset(k, 4c)
+        for c in range(bn // 4):
+            for e in range(4):
+                where[T.v7_tf32_b_offset(k, 4 * c) + 4 * e] = (k, 4 * c + e)
+    assert len(where) == bk * bn and max(where) < bk * bn * 4
+    for warpgroup in range(2):
+        for warp in range(4):
+            for kk in range(bk // 8):
+                regs = [T.v7_tf32_fragment(lane, warpgroup, warp, kk) for lane in range(32)]
+                for reg in range(4):
+                    banks = set()
+                    for lane in range(32):
+                        k, n = regs[lane][reg]
+                        offset = T.v7_tf32_b_offset(k, n)
+                        assert where[offset] == (k, n)
+                        row, kc = _cutlass_wgmma_a_tf32(warp * 32 + lane, reg)      # B^T[row][kc] = B[kc][row]
+                        assert (k, n) == (kk * 8 + kc, warpgroup * 64 + row), (warpgroup, warp, lane, reg)
+                        banks.add(offset // 4 % 32)
+                    assert len(banks) == 32, (warpgroup, warp, kk, reg)
+
+
+def test_tensor_map_boxes_must_be_128_bytes_wide_for_the_swizzle():
+    from simtlab.gpubench import tensor_cores as bench
+
+    with pytest.raises(ValueError, match="128 bytes wide"):
+        bench.tensor_map(np.zeros((128, 256), np.uint16), (32, 64))

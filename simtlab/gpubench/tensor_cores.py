@@ -522,7 +522,7 @@ def _row(name, precision, impl, make_run, shape, repeat, log, ref_name=None, che
 # every later row of a process; in a child it ends only that child. The child loads the
 # parent's CUBIN (CUBIN_ENV) instead of compiling again.
 # ------------------------------------------------------------------------------------------
-ISOLATE_TIMEOUT_S = 150
+ISOLATE_TIMEOUT_S = 90
 _ROOT = Path(__file__).resolve().parents[2]
 
 
