@@ -14,6 +14,10 @@ module holds what the CUDA C versions are checked and launched with:
   builds each lane's fragments itself and calls one ``mma.sync`` written in CUDA C
   (``cuda.declare_device`` + ``link=``), the honest way to reach the tensor cores from numba.
 
+``kernels/tensor_cores_smem.cu`` holds the shared-memory side the chapter traces on the CPU
+(one ``ldmatrix`` phase's row addresses as plain 16-byte loads, a ``cp.async`` ring): CUDA C
+only, as numba has no ``cp.async``; its launches live in ``simtlab.tensorcores``.
+
 Napkin math: 2*M*N*K FLOPs (:func:`gemm_flops`); at least (M*K + K*N) * input bytes + 4*M*N
 bytes of DRAM traffic (:func:`gemm_bytes`).
 """

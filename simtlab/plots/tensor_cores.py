@@ -88,9 +88,12 @@ def plot_versions(res: dict):
     return fig
 
 
-def _draw_layout(ax, layout: TC.FragmentLayout):
+def _draw_layout(ax, layout: TC.FragmentLayout, lane: int | None = None):
     rows, cols = layout.rows, layout.cols
     ax.imshow(layout.lane, cmap=LANE_COLOURS, vmin=-0.5, vmax=31.5, aspect="equal")
+    if lane is not None:                        # one lane's elements outlined
+        for _, r, c in layout.elements_of(lane):
+            ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.2))
     small = rows * cols > 128
     for r in range(rows):
         for c in range(cols):
@@ -103,18 +106,21 @@ def _draw_layout(ax, layout: TC.FragmentLayout):
     label(ax, "column", "row", f"{name}: {rows} x {cols}")
 
 
-def plot_fragment_layouts(layouts):
+def plot_fragment_layouts(layouts, lane: int | None = None):
     """Each element of the given operands (one :class:`~simtlab.tensorcores.FragmentLayout` or a
     list): the lane that holds it (colour, top number) and which of its fragment elements it is
-    (a0, b1, c3...). The table can come from the PTX ISA's formulas or from a traced run."""
+    (a0, b1, c3...); ``lane``: that lane's elements outlined. The table can come from the PTX
+    ISA's formulas or from a traced run."""
     layouts = [layouts] if isinstance(layouts, TC.FragmentLayout) else list(layouts)
     first = layouts[0]
     widths = [lay.cols for lay in layouts]
-    fig, axes = new_figure(f"mma.sync.{first.shape} {first.precision.upper()}: which lane holds which element",
-                           ncols=len(layouts), figsize=(3.2 + 0.45 * sum(widths), 5.2),
+    title = f"mma.sync.{first.shape} {first.precision.upper()}: which lane holds which element"
+    if lane is not None:
+        title += f" (lane {lane} outlined)"
+    fig, axes = new_figure(title, ncols=len(layouts), figsize=(3.2 + 0.45 * sum(widths), 5.2),
                            gridspec_kw={"width_ratios": widths})
     for ax, lay in zip(np.atleast_1d(axes), layouts):
-        _draw_layout(ax, lay)
+        _draw_layout(ax, lay, lane)
     return fig
 
 

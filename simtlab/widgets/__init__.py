@@ -12,7 +12,8 @@ from .occupancy import occupancy_widget
 from .patterns import patterns_widget
 from .reduction import reduction_widget
 from .scan import scan_widget
+from .tensor_cores import fragment_widget
 
-__all__ = ["amdahl_widget", "cnn_widget", "device_panel", "divergence_widget", "gemm_widget", "mapping_widget",
+__all__ = ["amdahl_widget", "cnn_widget", "device_panel", "divergence_widget", "fragment_widget", "gemm_widget", "mapping_widget",
            "warp_access_widget", "occupancy_widget", "patterns_widget",
            "reduction_widget", "scan_widget", "unroll_widget"]
