@@ -3,8 +3,9 @@ thread per output to register-blocked tiles, and the Cairo graduation report's b
 
 Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
 multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
-kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6) and warp tiling with
-double buffering (v7). :data:`VERSIONS` is the table of versions with their launch plans;
+kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6), warp tiling with
+double buffering (v7) and a cp.async ring autotuned over its tiles (v8: :data:`V8_CONFIGS`, one per
+``V8_KERNEL`` line of the .cu; the chapter's row is :data:`V8_CHAMPION`). :data:`VERSIONS` is the table of versions with their launch plans;
 :func:`gemm_with` runs one version through any launcher (the emulator, or numba on a GPU).
 
 Napkin math (what the benchmark divides by): 2*M*N*K FLOPs; at best each matrix crosses DRAM
@@ -15,6 +16,9 @@ once, 4*(M*K + K*N + M*N) bytes. What a version actually asks of memory is
 from __future__ import annotations
 
 import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import cuda, float32
@@ -355,15 +359,108 @@ def gemm_bias_act(a, b, c, bias, use_bias, activation):
 TILE6, THREADS6 = (128, 128), 256
 TILE7, THREADS7 = (BM7, BN7), THREADS7N
 
+# ------------------------------------------------------------------------------------------
+# v8 (CUDA C only): the SgemmPipeline template of gemm.cu, one kernel per V8_KERNEL line
+# ------------------------------------------------------------------------------------------
+CU_PATH = Path(__file__).with_suffix(".cu")
+_V8_LINE = re.compile(r"^V8_KERNEL\((gemm_v8_\w+), " + ", ".join([r"(\d+)"] * 12) + r"\)\s*(?://\s*(.*))?$", re.M)
+#: sa's padding in floats (gemm.cu SgemmPipeline::PAD): A's transposed rows are BM + 4 floats
+V8_PAD = 4
+
+
+@dataclass(frozen=True)
+class V8Config:
+    """One instantiation of gemm.cu's SgemmPipeline (a ``V8_KERNEL(...)`` line): block tile
+    bm x bn x bk, warp tile wm x wn made of wmiter x wniter blocks of tm x tn outputs per lane,
+    ``stages`` tiles in the cp.async ring, block swizzle ``group``, ``__launch_bounds__``'s
+    ``min_blocks``; ``reason``: why it is in the sweep (the line's comment)."""
+    kernel: str
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    wmiter: int
+    wniter: int
+    tm: int
+    tn: int
+    stages: int
+    group: int
+    min_blocks: int
+    reason: str = ""
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def thread_tile(self) -> tuple:
+        """Outputs per thread (rows, columns)."""
+        return self.wmiter * self.tm, self.wniter * self.tn
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of one block: STAGES tiles of A (transposed, padded) and B."""
+        return self.stages * self.bk * (self.bm + V8_PAD + self.bn) * 4
+
+    @property
+    def describe(self) -> str:
+        fm, fn = self.thread_tile
+        return (f"{self.bm}x{self.bn}x{self.bk} tiles, {self.threads // 32} warps of {self.wm}x{self.wn}, "
+                f"{fm}x{fn} outputs a thread, {self.stages} stages, group {self.group}, "
+                f"min {self.min_blocks} block{'s' if self.min_blocks > 1 else ''}/SM")
+
+    @property
+    def label(self) -> str:
+        """The chapter's name of this configuration as the v8 row."""
+        fm, fn = self.thread_tile
+        return f"v8 cp.async {self.bm}x{self.bn}x{self.bk} {fm}x{fn}/thread {self.stages} stages"
+
+    @property
+    def plan(self) -> "GemmPlan":
+        return GemmPlan((self.bm, self.bn), (self.threads,), shared=self.shared_bytes)
+
+
+def _v8_configs(source: str | None = None) -> tuple:
+    text = CU_PATH.read_text() if source is None else source
+    return tuple(V8Config(m.group(1), *(int(m.group(i)) for i in range(2, 14)), (m.group(14) or "").strip())
+                 for m in _V8_LINE.finditer(text))
+
+
+#: every V8_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
+V8_CONFIGS = _v8_configs()
+#: the configuration the chapter's v8 row runs: the fastest correct one of the last sweep on the
+#: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best"); set by hand after a sweep
+V8_CHAMPION = "gemm_v8_256x128x8_w64x64_t16x8_s3_g8_b1"
+
+
+def v8_config(kernel: str) -> V8Config:
+    """The V8_CONFIGS entry of ``kernel`` (KeyError naming the known ones)."""
+    for c in V8_CONFIGS:
+        if c.kernel == kernel:
+            return c
+    raise KeyError(f"no v8 configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in V8_CONFIGS)}")
+
+
+def v8_source(kernel: str) -> str:
+    """gemm.cu with every V8_KERNEL line but ``kernel``'s blanked (lines kept): what the sweep
+    compiles per configuration, so one that fails to build leaves the others timed."""
+    v8_config(kernel)
+    lines = CU_PATH.read_text().splitlines(keepends=True)
+    return "".join("\n" if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},")
+                   else line for line in lines)
+
 
 class GemmPlan:
     """The launch plan of one GEMM version: one launch, a grid of blocks each covering a
     ``tile`` (rows, columns) of C with ``threads`` threads. ``scalar`` names the CUDA C twin
     for sizes whose rows float4 cannot load (None: the kernel takes any size); ``rows_on_x``:
-    blockIdx.x walks the rows of C (v1's uncoalesced mapping)."""
+    blockIdx.x walks the rows of C (v1's uncoalesced mapping); ``shared``: dynamic shared
+    memory per block in bytes (v8's ring)."""
 
-    def __init__(self, tile, block, scalar=None, rows_on_x=False):
+    def __init__(self, tile, block, scalar=None, rows_on_x=False, shared=0):
         self.tile, self.block, self.scalar, self.rows_on_x = tile, block, scalar, rows_on_x
+        self.shared = shared
         self.per_thread = tile[0] * tile[1] // int(np.prod(block))
 
     def grid(self, m: int, n: int) -> tuple:
@@ -379,7 +476,8 @@ class GemmPlan:
         name = version.kernel(impl)
         if impl == "cuda-c" and self.scalar and (n % 4 or k % 4):
             name = self.scalar            # rows of A and B start 16-byte aligned only when K, N % 4 == 0
-        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)))], c
+        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)),
+                       shared=self.shared)], c
 
 
 def _square_bytes(n):
@@ -407,6 +505,7 @@ VERSIONS = (
     _version("v6 float4 loads", None, "gemm_v6_float4", GemmPlan(TILE6, (THREADS6,), scalar="gemm_v6_float4_scalar")),
     _version("v7 warp tiling", "gemm_v7_warptile", "gemm_v7_warptile",
              GemmPlan(TILE7, (THREADS7,), scalar="gemm_v7_warptile_scalar")),
+    _version(v8_config(V8_CHAMPION).label, None, V8_CHAMPION, v8_config(V8_CHAMPION).plan),
 )
 #: labels of the versions numba (and so the emulator) runs
 NUMBA_VERSIONS = tuple(v.label for v in VERSIONS if v.numba)

@@ -437,10 +437,13 @@ def _gemm_cases():
 
     cases = []
     for v in G.VERSIONS:
+        if v.cuda_c.startswith("gemm_v8_"):
+            continue                                  # v8's row is one of the configurations below
         for kind in ("odd", "aligned") if v.plan.scalar else ("odd",):
             inputs = inputs_for(kind)
             kernels = _kernels_of(v, inputs(np.random.default_rng(0), CPU))
             cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(v), check))
+    cases += _gemm_v8_cases(G, check)
 
     def layer_inputs(rng, scale):
         m, k, n = {CPU: (19, 21, 23), GPU: (131, 257, 301)}[scale]
@@ -468,6 +471,26 @@ def _gemm_cases():
                       layer_plan("gemm_bias_act_seed", "none"), seed_check))
     cases.append(Case("gemm/gemm_bias_act", "gemm", ("gemm_bias_act",), layer_inputs,
                       layer_plan("gemm_bias_act", "swish"), fixed_check, approx=("out",)))
+    return cases
+
+
+def _gemm_v8_cases(G, check):
+    """Every v8 configuration (one kernel takes any sizes): float4-aligned K and N with ragged
+    M, N, K edges and one tile more than the ring holds (the ring wraps, the last tile is
+    partial), and odd sizes (the 4-byte copy and store path)."""
+    from simtlab.versions import Version
+
+    cases = []
+    for c in G.V8_CONFIGS:
+        shapes = {"aligned": {CPU: (c.bm + 3, (c.stages + 1) * c.bk + 4, c.bn + 4),
+                              GPU: (2 * c.bm + 3, (c.stages + 3) * c.bk + 4, 2 * c.bn + 4)},
+                  "odd": {CPU: (c.bm - 5, 2 * c.bk + 3, c.bn + 5), GPU: (2 * c.bm - 5, 5 * c.bk + 3, 2 * c.bn + 5)}}
+        version = Version(c.kernel, None, c.kernel, c.plan, G.gemm_bytes)
+        for kind, suffix in (("aligned", ""), ("odd", "/odd")):
+            def inputs(rng, scale, size=shapes[kind]):
+                m, k, n = size[scale]
+                return _rand(rng, (m, k)), _rand(rng, (k, n))
+            cases.append(Case(f"gemm/{c.kernel}{suffix}", "gemm", (c.kernel,), inputs, _version_plan(version), check))
     return cases
 
 
