@@ -405,6 +405,33 @@ gemm_v7_warptile_scalar(const float* __restrict__ A, const float* __restrict__ B
     gemm_v7_body<V7_CONFIG, false>(A, B, C, M, N, K);
 }
 
+// ==========================================================================================
+// numba: 128-bit loads for numba's v7 float4 variant (kernels/gemm.py numba_v7_float4_kernel links
+// this section, from here to "end numba", with cuda.declare_device; numba has no float4 load of
+// its own). numba's calling convention: int status, then a pointer to the return value (four
+// floats: numba's UniTuple(float32, 4)); addresses come as integers (numba's arr.ctypes.data).
+// ==========================================================================================
+struct GemmFloat4 { float v[4]; };
+
+// one LDG.128 through the read-only path: 4 consecutive floats of global memory, 16-byte aligned
+extern "C" __device__ int gemm_ld_global_f4(GemmFloat4* out, unsigned long long address)
+{
+    const float4 x = __ldg(reinterpret_cast<const float4*>(address));
+    out->v[0] = x.x; out->v[1] = x.y; out->v[2] = x.z; out->v[3] = x.w;
+    return 0;
+}
+
+// one LDS.128: 4 consecutive floats of shared memory (a generic address, converted to shared)
+extern "C" __device__ int gemm_ld_shared_f4(GemmFloat4* out, unsigned long long address)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(reinterpret_cast<const void*>(address));
+    float4 x;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(s) : "memory");
+    out->v[0] = x.x; out->v[1] = x.y; out->v[2] = x.z; out->v[3] = x.w;
+    return 0;
+}
+// ==================================== end numba =============================================
+
 // ------------------------------------------------------------------------------------------
 // v8: what v7 still lacked, measured against cuBLAS's own kernel (sm80_xmma_gemm_f32f32,
 // 256 x 128 x 8 tiles, 3 stages, 256 threads, 254 registers, one block per SM):

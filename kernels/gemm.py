@@ -15,6 +15,7 @@ once, 4*(M*K + K*N + M*N) bytes. What a version actually asks of memory is
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -289,6 +290,127 @@ def gemm_v7_warptile(a, b, c):
             col = col0 + wc + LN7 * j
             if row < m and col < n:
                 c[row, col] = acc[i, j]
+
+
+# ------------------------------------------------------------------------------------------
+# numba with 128-bit loads: v7's idea with float4 global and shared reads through linked CUDA C
+# ------------------------------------------------------------------------------------------
+#: the float4 variant's tiles: 128 x 128 x 8, 8 warps of 64 x 32; a lane owns 2 x 2 blocks of
+#: 4 x 4 outputs (rows a_col + 32 wm + i, columns b_col + 16 wn + j) so each block's 4 values of
+#: A and of B are consecutive in shared memory: one float4 read each
+F4_BM, F4_BN, F4_BK = 128, 128, 8
+F4_WM, F4_WN, F4_LANES_N = 64, 32, 4
+F4_WSUBM, F4_WSUBN = 32, 16
+F4_THREADS = (F4_BM // F4_WM) * (F4_BN // F4_WN) * 32      # 256
+F4_SA_WIDTH = F4_BM + 4                                      # A transposed, padded as v8's
+
+
+def numba_device_source() -> str:
+    """The section of gemm.cu that numba links: gemm_ld_global_f4 and gemm_ld_shared_f4."""
+    text = CU_PATH.read_text()
+    start = text.index("struct GemmFloat4")
+    end = text.index("// ==================================== end numba")
+    return text[start:end]
+
+
+@functools.lru_cache(maxsize=None)
+def numba_v7_float4_kernel():
+    """numba's v7 with 128-bit loads: ``kernel(a, b, c)`` (float32, K and N multiples of 4, any M;
+    launch with :func:`numba_v7_float4_launch`). Each thread fetches the next tile's A and B as one
+    float4 each (``gemm_ld_global_f4``: LDG.128) into registers while the FMAs of the current tile
+    run, parks them in the other shared buffer, and reads its fragments as float4
+    (``gemm_ld_shared_f4``: LDS.128): 4 shared reads per k for 64 FMAs instead of 16. The two
+    loads are CUDA C device functions linked with ``cuda.declare_device`` (LTO inlines them);
+    numba passes addresses as integers (``arr.ctypes.data``). Not run by the emulator (the
+    foreign functions are CUDA C): the GPU test and benchmarks/gemm_v8_sweep.py run it."""
+    from numba import cuda, types, uint64
+
+    source = numba_device_source()
+    try:
+        code = cuda.CUSource(source)
+    except AttributeError:                                  # an older numba-cuda: a file on disk
+        import tempfile
+
+        path = Path(tempfile.gettempdir()) / "simtlab_gemm_float4.cu"
+        path.write_text(source)
+        code = str(path)
+    four = types.UniTuple(types.float32, 4)
+    ldg4 = cuda.declare_device("gemm_ld_global_f4", four(types.uint64), link=[code])
+    lds4 = cuda.declare_device("gemm_ld_shared_f4", four(types.uint64), link=[code])
+    BM, BN, BK, SAW = F4_BM, F4_BN, F4_BK, F4_SA_WIDTH
+    WM, WN, LN, WSUBM, WSUBN = F4_WM, F4_WN, F4_LANES_N, F4_WSUBM, F4_WSUBN
+
+    @cuda.jit
+    def gemm_v7_float4(a, b, c):
+        sa = cuda.shared.array((2, BK, SAW), float32)      # two buffers, A transposed: sa[s, k, row]
+        sb = cuda.shared.array((2, BK, BN), float32)
+        acc = cuda.local.array((8, 8), float32)
+        pa = cuda.local.array(4, float32)                  # the next tile's float4 of A and of B
+        pb = cuda.local.array(4, float32)
+        ra = cuda.local.array(8, float32)
+        rb = cuda.local.array(8, float32)
+        t = cuda.threadIdx.x
+        warp, lane = t // 32, t % 32
+        a_col = (warp // (BN // WN)) * WM + (lane // LN) * 4
+        b_col = (warp % (BN // WN)) * WN + (lane % LN) * 4
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+        a_base, b_base = a.ctypes.data, b.ctypes.data      # byte addresses (uint64)
+        sa_base, sb_base = sa.ctypes.data, sb.ctypes.data
+        ar, aq = (t * 4) // BK, (t * 4) % BK               # this thread's float4 of the A tile
+        br, bq = (t * 4) // BN, (t * 4) % BN               # and of the B tile
+        for i in range(8):
+            for j in range(8):
+                acc[i, j] = float32(0.0)
+        tiles = (kk + BK - 1) // BK
+        for tile in range(tiles + 1):
+            s = tile % 2
+            if tile < tiles:                               # fetch tile `tile`: K, N % 4 == 0, so a
+                k0 = tile * BK                             # float4 is wholly inside or outside
+                if row0 + ar < m and k0 + aq < kk:
+                    pa[0], pa[1], pa[2], pa[3] = ldg4(a_base + uint64(((row0 + ar) * kk + k0 + aq) * 4))
+                else:
+                    for e in range(4):
+                        pa[e] = float32(0.0)
+                if k0 + br < kk and col0 + bq < n:
+                    pb[0], pb[1], pb[2], pb[3] = ldg4(b_base + uint64(((k0 + br) * n + col0 + bq) * 4))
+                else:
+                    for e in range(4):
+                        pb[e] = float32(0.0)
+            if tile > 0:                                   # multiply the previous tile (buffer 1 - s)
+                o = 1 - s
+                for k in range(BK):
+                    for w in range(2):
+                        ra[4 * w], ra[4 * w + 1], ra[4 * w + 2], ra[4 * w + 3] = \
+                            lds4(sa_base + uint64(((o * BK + k) * SAW + a_col + w * WSUBM) * 4))
+                        rb[4 * w], rb[4 * w + 1], rb[4 * w + 2], rb[4 * w + 3] = \
+                            lds4(sb_base + uint64(((o * BK + k) * BN + b_col + w * WSUBN) * 4))
+                    for i in range(8):
+                        for j in range(8):
+                            acc[i, j] += ra[i] * rb[j]
+            if tile < tiles:                               # park the fetched tile in buffer s
+                for e in range(4):
+                    sa[s, aq + e, ar] = pa[e]
+                    sb[s, br, bq + e] = pb[e]
+            cuda.syncthreads()                             # buffer s is full; buffer 1 - s is free
+        for i in range(8):
+            row = row0 + a_col + (i // 4) * WSUBM + i % 4
+            for j in range(8):
+                col = col0 + b_col + (j // 4) * WSUBN + j % 4
+                if row < m and col < n:
+                    c[row, col] = acc[i, j]
+
+    return gemm_v7_float4
+
+
+def numba_v7_float4_launch(m: int, n: int, k: int) -> tuple:
+    """``(grid, block)`` of :func:`numba_v7_float4_kernel`; ValueError unless K and N are multiples
+    of 4 (each row of A and B must start 16-byte aligned for its float4 loads)."""
+    bad = [f"{name} = {val} is not a multiple of 4" for name, val in (("K", k), ("N", n)) if val % 4]
+    if bad:
+        raise ValueError("the numba float4 kernel loads rows of A and B as float4: " + "; ".join(bad))
+    return (cdiv(n, F4_BN), cdiv(m, F4_BM)), F4_THREADS
 
 
 # ------------------------------------------------------------------------------------------

@@ -570,6 +570,13 @@ def _cnn_cases():
     def fused_check(outputs, x, w, bias):
         assert np.allclose(outputs["out"], CN.maxpool_cpu(conv_ref(x, w, bias)), rtol=1e-5, atol=1e-5)
 
+    def direct_inputs(c, m):
+        # the direct kernel is compiled for the network's layers: C = 1 or 6, K = 5, even outputs
+        def inputs(rng, scale):
+            b, h, w = {CPU: (2, 12, 14), GPU: (9, 28, 24)}[scale]
+            return _rand(rng, (b, c, h, w)), _signed(rng, (m, c, 5, 5)), _signed(rng, m)
+        return inputs
+
     def pool_inputs(rng, scale):
         # maxpool2 reads a (2 Ho, 2 Wo) input (the network's are even): odd outputs, 5 x 7 and 11 x 13
         return (_signed(rng, {CPU: (3, 5, 10, 14), GPU: (17, 6, 22, 26)}[scale]),)
@@ -616,6 +623,10 @@ def _cnn_cases():
     return [Case("cnn/conv_bias_relu", "cnn", ("conv_bias_relu",), conv_inputs, conv_plan("implicit"), conv_check),
             Case("cnn/conv_bias_relu_pool", "cnn", ("conv_bias_relu_pool",), conv_inputs, conv_plan("fused"),
                  fused_check),
+            Case("cnn/conv_bias_relu_direct", "cnn", ("conv_bias_relu_direct",), direct_inputs(1, 6),
+                 conv_plan("direct"), conv_check),
+            Case("cnn/conv_bias_relu_direct/c6", "cnn", ("conv_bias_relu_direct",), direct_inputs(6, 16),
+                 conv_plan("direct"), conv_check),
             Case("cnn/maxpool2", "cnn", ("maxpool2",), pool_inputs, pool_plan, pool_check),
             Case("cnn/dense_bias_act", "cnn", ("dense_bias_act",), dense_inputs, fc_plan("gemm", True),
                  fc_check(True)),
