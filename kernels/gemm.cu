@@ -648,11 +648,11 @@ V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s3_g0_b1, 256, 128, 8, 64, 64, 4, 2, 4,
 V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s3_g16_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 3, 16, 1)    // a wider L2 group
 V8_KERNEL(gemm_v8_128x256x8_w64x64_t16x8_s3_g8_b1, 128, 256, 8, 64, 64, 4, 2, 4, 4, 3, 8, 1)      // the wide tile: warps 2 x 4, fewer A copies per FFMA
 V8_KERNEL(gemm_v8_128x128x8_w64x32_t8x8_s3_g8_b2, 128, 128, 8, 64, 32, 2, 2, 4, 4, 3, 8, 2)       // v7's tile and register cap, fed by cp.async (no staging registers to spill)
-V8_KERNEL(gemm_v8_128x128x16_w64x32_t8x8_s3_g8_b2, 128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 8, 2)     // v7's exact tile (BK 16) with cp.async, 2 blocks an SM (49 KB each)
+V8_KERNEL(gemm_v8_128x128x16_w64x32_t8x8_s3_g8_b2, 128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 8, 2)     // v7's exact tile (BK 16) with cp.async, 2 blocks an SM (49 KB each; ptxas spills 128 B under the cap)
 V8_KERNEL(gemm_v8_128x128x8_w64x32_t8x8_s4_g8_b2, 128, 128, 8, 64, 32, 2, 2, 4, 4, 4, 8, 2)       // v7's tile, 4 stages
 V8_KERNEL(gemm_v8_128x128x8_w64x64_t16x8_s3_g8_b2, 128, 128, 8, 64, 64, 4, 2, 4, 4, 3, 8, 2)      // 4 warps of 16 x 8 a lane, 2 blocks an SM: cuBLAS's thread tile on a 128 x 128 block
 V8_KERNEL(gemm_v8_128x128x16_w64x64_t16x8_s3_g8_b2, 128, 128, 16, 64, 64, 4, 2, 4, 4, 3, 8, 2)    // the same with BK 16
-V8_KERNEL(gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b4, 128, 64, 8, 64, 32, 2, 2, 4, 4, 4, 8, 4)         // small tiles, 4 blocks an SM: 2048 blocks, finer waves at 4096
+V8_KERNEL(gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b3, 128, 64, 8, 64, 32, 2, 2, 4, 4, 4, 8, 3)         // small tiles, 3 blocks an SM (168 registers; at 4 blocks' 128 ptxas spills 244 B): 2048 blocks, finer waves at 4096
 
 // ------------------------------------------------------------------------------------------
 // The seed report's layer: P = act(W @ X + bias), one bias per output row, fused into the store

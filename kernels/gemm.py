@@ -565,12 +565,27 @@ def v8_config(kernel: str) -> V8Config:
 
 
 def v8_source(kernel: str) -> str:
-    """gemm.cu with every V8_KERNEL line but ``kernel``'s blanked (lines kept): what the sweep
-    compiles per configuration, so one that fails to build leaves the others timed."""
+    """gemm.cu reduced to what v8's ``kernel`` needs, every other line blanked (line numbers
+    kept): the file's head, the float4 helpers (load4/store4), the v8 section with only that
+    V8_KERNEL line. What the sweep compiles per configuration: quick, and one configuration
+    that fails to build leaves the others timed."""
     v8_config(kernel)
-    lines = CU_PATH.read_text().splitlines(keepends=True)
-    return "".join("\n" if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},")
-                   else line for line in lines)
+    text = CU_PATH.read_text()
+    lines = text.splitlines(keepends=True)
+
+    def line_of(marker):
+        return text[:text.index(marker)].count("\n")
+
+    keep = [(0, line_of("#define TILE 16") + 1),
+            (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
+            (line_of("// v8: what v7 still lacked") - 1, line_of("// The seed report's layer") - 1)]
+    out = []
+    for i, line in enumerate(lines):
+        kept = any(a <= i < b for a, b in keep)
+        if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},"):
+            kept = False
+        out.append(line if kept else "\n")
+    return "".join(out)
 
 
 class GemmPlan:

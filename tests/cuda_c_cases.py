@@ -483,8 +483,8 @@ def _gemm_v8_cases(G, check):
     cases = []
     for c in G.V8_CONFIGS:
         shapes = {"aligned": {CPU: (c.bm + 3, (c.stages + 1) * c.bk + 4, c.bn + 4),
-                              GPU: (2 * c.bm + 3, (c.stages + 3) * c.bk + 4, 2 * c.bn + 4)},
-                  "odd": {CPU: (c.bm - 5, 2 * c.bk + 3, c.bn + 5), GPU: (2 * c.bm - 5, 5 * c.bk + 3, 2 * c.bn + 5)}}
+                              GPU: (c.bm + 3, (c.stages + 3) * c.bk + 4, 2 * c.bn + 4)},
+                  "odd": {CPU: (c.bm - 5, 2 * c.bk + 3, c.bn + 5), GPU: (c.bm - 5, 5 * c.bk + 3, 2 * c.bn + 5)}}
         version = Version(c.kernel, None, c.kernel, c.plan, G.gemm_bytes)
         for kind, suffix in (("aligned", ""), ("odd", "/odd")):
             def inputs(rng, scale, size=shapes[kind]):

@@ -59,6 +59,14 @@ def test_v8_source_keeps_one_configuration_and_every_line():
         G.v8_source("gemm_v8_nothing")
 
 
+def test_each_configurations_reduced_source_compiles_to_that_kernel_alone():
+    _nvrtc()
+    for c in G.V8_CONFIGS:
+        ptx = CC.compile_ptx(G.v8_source(c.kernel), str(G.CU_PATH))
+        assert re.findall(r"\.entry (\w+)", ptx) == [c.kernel]
+        assert "cp.async.ca.shared.global" in ptx and "ld.shared.v4.f32" in ptx   # 4-byte copies of A, float4 reads
+
+
 def _run(config, shared, trace=False):
     m, k, n = config.bm + 3, (config.stages + 1) * config.bk + 4, config.bn + 4
     rng = np.random.default_rng(1)
@@ -70,7 +78,7 @@ def _run(config, shared, trace=False):
     return a, b, out, runs
 
 
-@pytest.mark.parametrize("kernel", ["gemm_v8_128x128x8_w64x32_t8x8_s3_g8_b2", "gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b4"])
+@pytest.mark.parametrize("kernel", ["gemm_v8_128x128x8_w64x32_t8x8_s3_g8_b2", "gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b3"])
 def test_the_plan_asks_for_exactly_the_shared_memory_the_ring_uses(kernel):
     _nvrtc()
     config = G.v8_config(kernel)
@@ -87,3 +95,40 @@ def test_the_ring_has_no_races_and_its_reads_no_bank_conflicts():
     np.testing.assert_allclose(out, G.gemm_cpu(a, b), rtol=1e-5, atol=1e-5)
     assert run.metrics["races"] == 0                     # every barrier of the ring is where it must be
     assert run.metrics["shared_bank_conflicts"] == 0     # A's transposed 4-byte copies and the float4 reads
+
+
+# ---- numba's v7 with float4 loads through linked CUDA C (runs on the GPU only) -----------------
+def test_the_linked_loads_are_128_bit_in_ptx():
+    _nvrtc()
+    source = G.numba_device_source()
+    assert "extern \"C\" __device__ int gemm_ld_global_f4" in source and "end numba" not in source
+    ptx = CC.compile_ptx(source + '\nextern "C" __global__ void probe(float* o, unsigned long long g, '
+                         'unsigned long long s) { GemmFloat4 v, w; gemm_ld_global_f4(&v, g); gemm_ld_shared_f4(&w, s);'
+                         ' o[0] = v.v[0] + v.v[3] + w.v[1] + w.v[2]; }\n', "probe.cu")
+    assert "ld.global.nc.v4.f32" in ptx and "ld.shared.v4.f32" in ptx
+
+
+def test_the_numba_float4_kernel_compiles_to_ptx_without_a_gpu():
+    """numba-cuda's compiler (no GPU needed) types and lowers the kernel: both foreign loads are
+    declared and called, and no float64 crept into the address arithmetic. In a subprocess:
+    numba.cuda must be numba-cuda's (its redirector), which a session may not have loaded."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import importlib.util\n"
+        "if importlib.util.find_spec('_numba_cuda_redirector'): import _numba_cuda_redirector\n"
+        "from numba import cuda, float32\n"
+        "if getattr(cuda, 'implementation', '') == 'Built-in': print('BUILTIN'); raise SystemExit\n"
+        "from simtlab.kernels import gemm as G\n"
+        "k = G.numba_v7_float4_kernel()\n"
+        "ptx, _ = cuda.compile_ptx(k.py_func, (float32[:, ::1],) * 3, cc=(9, 0))\n"
+        "print(ptx)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    if out.stdout.strip() == "BUILTIN" or "No module named 'numba_cuda'" in out.stderr:
+        pytest.skip("numba-cuda is not installed: numba's built-in CUDA target cannot link CUDA C")
+    assert out.returncode == 0, out.stderr[-2000:]
+    ptx = out.stdout
+    for name in ("gemm_ld_global_f4", "gemm_ld_shared_f4"):
+        assert re.search(rf"\.extern \.func .*{name}", ptx) and re.search(rf"call\.uni[^;]*{name}", ptx, re.S), name
+    assert ".f64" not in ptx                              # addresses stay integers (uint64 + uint64)
