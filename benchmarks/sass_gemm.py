@@ -59,14 +59,18 @@ def cuda_c_sass(name: str, source: str) -> str:
     from simtlab.gpubench.tensor_cores import _nvrtc_cubin
 
     cubin, _, tool = _nvrtc_cubin(source, "gemm.cu", ["-std=c++17", "--gpu-architecture=sm_90", "-lineinfo"])
-    tool_path = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+    cuobjdump = shutil.which("cuobjdump") or next((p for p in ("/usr/local/cuda/bin/cuobjdump",) if Path(p).exists()), None)
+    nvdisasm = shutil.which("nvdisasm") or next((p for p in ("/usr/local/cuda/bin/nvdisasm",) if Path(p).exists()), None)
+    if not (cuobjdump or nvdisasm):
+        raise RuntimeError("neither cuobjdump nor nvdisasm on this machine")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{name}.cubin"
         path.write_bytes(cubin)
-        out = subprocess.run([tool_path, "-sass", str(path)], capture_output=True, text=True, timeout=120)
+        command = [cuobjdump, "-sass", str(path)] if cuobjdump else [nvdisasm, "-c", str(path)]
+        out = subprocess.run(command, capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
-        raise RuntimeError(f"cuobjdump failed: {out.stderr[:500]}")
-    return f"(compiled by {tool}, sm_90)\n" + out.stdout
+        raise RuntimeError(f"{command[0]} failed: {out.stderr[:500]}")
+    return f"(compiled by {tool}, sm_90; {Path(command[0]).name})\n" + out.stdout
 
 
 def numba_sass(kernel) -> str:

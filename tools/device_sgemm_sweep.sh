@@ -13,7 +13,7 @@
 # Results under $OUT. Storing them: see the end of this script's output.
 #   bash tools/device_sgemm_sweep.sh          (from the repository root, .whl beside it)
 set -uo pipefail
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+OUT=${OUT:-/tmp/out}; export OUT; mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 export CUPY_TF32=0
