@@ -127,6 +127,68 @@ extern "C" __global__ void conv_bias_relu_pool(const float* __restrict__ x, cons
     y[((long long)b * M + m) * per_image + pix] = fmaxf(best, 0.0f);
 }
 
+// conv, direct and unfused: the fused kernel's thread (the four sums of one 2x2 pooling window,
+// the same loads and FMAs in the same order) storing its four outputs, biased and ReLU'd, to the
+// conv map y (B, M, Ho, Wo); maxpool2 then pools them. Against conv_bias_relu_pool this measures
+// what fusing saves (the map's store and reload, and one launch) apart from the change of
+// algorithm (direct sums instead of the implicit GEMM's tiles, which multiply padding zeros)
+template <int C, int K>
+__device__ __forceinline__ void conv_direct_body(const float* __restrict__ x, const float* __restrict__ w,
+                                                 const float* __restrict__ bias, float* __restrict__ y,
+                                                 int B, int H, int W, int M, int Ho, int Wo)
+{
+    const int m = blockIdx.y;
+    const int Po = Ho / 2, Qo = Wo / 2, per_window = Po * Qo;
+    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (long long)B * per_window)
+        return;
+    const int b = (int)(i / per_window), pix = (int)(i % per_window);
+    const int oy = 2 * (pix / Qo), ox = 2 * (pix % Qo);
+    float a00 = 0.0f, a01 = 0.0f, a10 = 0.0f, a11 = 0.0f;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+        const float* xc = x + (((long long)b * C + c) * H + oy) * W + ox;
+        const float* wc = w + ((long long)m * C + c) * K * K;
+#pragma unroll
+        for (int p = 0; p <= K; ++p) {
+            float row[K + 1];
+#pragma unroll
+            for (int q = 0; q <= K; ++q)
+                row[q] = __ldg(xc + p * W + q);
+#pragma unroll
+            for (int q = 0; q < K; ++q) {
+                if (p < K) {
+                    const float wv = __ldg(wc + p * K + q);
+                    a00 += row[q] * wv;
+                    a01 += row[q + 1] * wv;
+                }
+                if (p > 0) {
+                    const float wv = __ldg(wc + (p - 1) * K + q);
+                    a10 += row[q] * wv;
+                    a11 += row[q + 1] * wv;
+                }
+            }
+        }
+    }
+    const float bm = bias[m];
+    float* yr = y + (((long long)b * M + m) * Ho + oy) * Wo + ox;
+    yr[0] = fmaxf(a00 + bm, 0.0f);
+    yr[1] = fmaxf(a01 + bm, 0.0f);
+    yr[Wo] = fmaxf(a10 + bm, 0.0f);
+    yr[Wo + 1] = fmaxf(a11 + bm, 0.0f);
+}
+
+// the network's two layers (C = 1 and 6, K = 5; Ho and Wo even); one thread per 2x2 window
+extern "C" __global__ void conv_bias_relu_direct(const float* __restrict__ x, const float* __restrict__ w,
+                                                 const float* __restrict__ bias, float* __restrict__ y,
+                                                 int B, int C, int H, int W, int M, int K, int Ho, int Wo)
+{
+    if (C == 1 && K == 5)
+        conv_direct_body<1, 5>(x, w, bias, y, B, H, W, M, Ho, Wo);
+    else if (C == 6 && K == 5)
+        conv_direct_body<6, 5>(x, w, bias, y, B, H, W, M, Ho, Wo);
+}
+
 // pool: one thread per output, each reads its own 2x2 window
 extern "C" __global__ void maxpool2(const float* __restrict__ x, float* __restrict__ y,
                                     int B, int C, int Ho, int Wo)

@@ -19,7 +19,8 @@ twin in kernels/cnn.cu:
 - convolution, three ways: chapter 7's implicit GEMM with bias + ReLU in its store
   (``conv_bias_relu``), chapter 7's im2col + a tiled GEMM with the same store
   (``gemm_bias_relu_nchw``), and a direct convolution that also max-pools before it stores
-  (``conv_bias_relu_pool``: the pooling layer disappears);
+  (``conv_bias_relu_pool``: the pooling layer disappears); in CUDA C also that kernel's threads
+  unfused (``conv_bias_relu_direct`` + ``maxpool2``, conv="direct"): what the fusion alone saves;
 - ``maxpool2``: 2x2 max-pooling, one thread per output;
 - fully connected: a tiled GEMM with bias and ReLU in the store (``dense_bias_act``), and for
   batch 1 the lab seed's vector-matrix product, one block per output reducing in shared
@@ -61,7 +62,7 @@ LAYERS = (
 )
 PARAM_SHAPES = {"conv1_w": (6, 1, 5, 5), "conv1_b": (6,), "conv2_w": (16, 6, 5, 5), "conv2_b": (16,),
                 "fc1_w": (64, 256), "fc1_b": (64,), "fc2_w": (10, 64), "fc2_b": (10,)}
-CONV_PATHS = ("implicit", "im2col", "fused")
+CONV_PATHS = ("implicit", "im2col", "fused", "direct")
 FC_PATHS = ("gemm", "vecmat")
 
 
@@ -359,6 +360,13 @@ def conv_launches(xp, impl, x, w, bias, y, path):
         po, qo = ho // 2, wo // 2
         return [Launch("conv_bias_relu_pool", (cdiv(b * po * qo, BLOCK), m), BLOCK,
                        (x, w, bias, y, *_i32(b, c, h, wd, m, k, po, qo)))]
+    if path == "direct":
+        # the fused kernel's threads, unfused: each stores its 2x2 window of the conv map
+        if impl != "cuda-c" or (c, k) not in ((1, 5), (6, 5)) or ho % 2 or wo % 2:
+            raise ValueError("the direct unfused path is CUDA C only (kernels/cnn.cu conv_bias_relu_direct), "
+                             "for the network's layers (C = 1 or 6, K = 5, even outputs)")
+        return [Launch("conv_bias_relu_direct", (cdiv(b * (ho // 2) * (wo // 2), BLOCK), m), BLOCK,
+                       (x, w, bias, y, *_i32(b, c, h, wd, m, k, ho, wo)))]
     if impl == "cuda-c":
         raise ValueError("the im2col path is written in numba only (chapter 7's CUDA C im2col lives in "
                          "kernels/conv.cu): use conv='implicit' or 'fused' with impl='cuda-c'")
@@ -387,8 +395,9 @@ def fc_launches(impl, x, w, bias, y, relu, path):
 def network_plan(params: dict, x, xp=np, impl: str = "numba", conv: str = "implicit", fc: str = "gemm"):
     """The launches of one forward pass: ``(steps, out)``; ``steps`` is a list of
     ``(layer name, [Launch, ...])`` and ``out`` maps each layer to its output array (allocated
-    with ``xp``). ``conv``: "implicit", "im2col" or "fused" (conv + pool in one kernel: the pool
-    layers have no launches); ``fc``: "gemm" or "vecmat" (batch 1 only)."""
+    with ``xp``). ``conv``: "implicit", "im2col", "fused" (conv + pool in one kernel: the pool
+    layers have no launches) or "direct" (CUDA C: the fused kernel's threads storing the conv
+    map, then the pool); ``fc``: "gemm" or "vecmat" (batch 1 only)."""
     if conv not in CONV_PATHS:
         raise ValueError(f"conv must be one of {CONV_PATHS}, not {conv!r}")
     if fc not in FC_PATHS:

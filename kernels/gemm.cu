@@ -1,8 +1,9 @@
 // Chapter 6: C = A @ B in float32, row-major (A is M x K, B is K x N, C is M x N), the same
 // versions as kernels/gemm.py, launched through CuPy's RawModule
-// (simtlab.cuda_source.cu_kernel("gemm", name)), plus float4 loads (v6) and warp tiling with
-// double-buffered shared memory (v7). Every kernel takes M, N, K as int after its arrays and
-// works on any sizes: loads outside a matrix read 0, stores outside it are skipped.
+// (simtlab.cuda_source.cu_kernel("gemm", name)), plus float4 loads (v6), warp tiling with
+// double-buffered shared memory (v7) and a cp.async ring autotuned over its tiles (v8, a
+// template: one V8_KERNEL line per configuration). Every kernel takes M, N, K as int after its
+// arrays and works on any sizes: loads outside a matrix read 0, stores outside it are skipped.
 // The CPU reference is kernels/gemm.py: gemm_cpu (float64, rounded once to float32).
 //
 // Napkin math: 2*M*N*K FLOPs; at least 4*(M*K + K*N + M*N) bytes cross DRAM. At 4096^3 that is
@@ -403,6 +404,255 @@ gemm_v7_warptile_scalar(const float* __restrict__ A, const float* __restrict__ B
 {
     gemm_v7_body<V7_CONFIG, false>(A, B, C, M, N, K);
 }
+
+// ==========================================================================================
+// numba: 128-bit loads for numba's v7 float4 variant (kernels/gemm.py numba_v7_float4_kernel links
+// this section, from here to "end numba", with cuda.declare_device; numba has no float4 load of
+// its own). numba's calling convention: int status, then a pointer to the return value (four
+// floats: numba's UniTuple(float32, 4)); addresses come as integers (numba's arr.ctypes.data).
+// ==========================================================================================
+struct GemmFloat4 { float v[4]; };
+
+// one LDG.128 through the read-only path: 4 consecutive floats of global memory, 16-byte aligned
+extern "C" __device__ int gemm_ld_global_f4(GemmFloat4* out, unsigned long long address)
+{
+    const float4 x = __ldg(reinterpret_cast<const float4*>(address));
+    out->v[0] = x.x; out->v[1] = x.y; out->v[2] = x.z; out->v[3] = x.w;
+    return 0;
+}
+
+// one LDS.128: 4 consecutive floats of shared memory (a generic address, converted to shared)
+extern "C" __device__ int gemm_ld_shared_f4(GemmFloat4* out, unsigned long long address)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(reinterpret_cast<const void*>(address));
+    float4 x;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(x.x), "=f"(x.y), "=f"(x.z), "=f"(x.w) : "r"(s) : "memory");
+    out->v[0] = x.x; out->v[1] = x.y; out->v[2] = x.z; out->v[3] = x.w;
+    return 0;
+}
+// ==================================== end numba =============================================
+
+// ------------------------------------------------------------------------------------------
+// v8: what v7 still lacked, measured against cuBLAS's own kernel (sm80_xmma_gemm_f32f32,
+// 256 x 128 x 8 tiles, 3 stages, 256 threads, 254 registers, one block per SM):
+//  - a cp.async ring of STAGES tiles: global loads go straight to shared memory, STAGES - 1
+//    tiles ahead, so no registers hold a tile in transit (v7's staging registers are what
+//    spilled under its 128-register cap);
+//  - A still stored transposed (sa[k][row], read as float4 along the rows) by 4-byte cp.async,
+//    8 lanes a row: a warp reads 4 rows x 32 bytes (4 sectors) and writes 32 distinct banks;
+//    B copied 16 bytes at a time (float4 rows: K % 4 == 0 and N % 4 == 0) or 4 (any sizes);
+//  - the fragments double-buffered in registers: the shared reads of step k + 1 are issued
+//    before the FMAs of step k, so their latency hides behind 64-128 independent FFMAs;
+//  - thread tiles of WMITER x WNITER float4 blocks (lanes 4 or 8 apart read consecutive
+//    16-byte words: one wavefront per float4 read), up to 16 x 8 outputs per thread as cuBLAS;
+//  - GROUP block swizzle and __launch_bounds__(threads, MINB) as knobs.
+// Any sizes: copies outside A or B zero-fill (src-size 0, nothing read), stores outside C are
+// skipped. Shared memory is dynamic: STAGES * BK * (BM + 4 + BN) floats (the launch plan in
+// kernels/gemm.py computes the same; past 48 KB the launch opts in).
+// ------------------------------------------------------------------------------------------
+__device__ __forceinline__ unsigned shared_address(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+// BYTES (4 or 16) from global to shared memory without passing through registers; `in` false:
+// src-size 0, the destination is zero-filled and nothing is read (src is then any valid address)
+template <int BYTES>
+__device__ __forceinline__ void cp_async_zfill(unsigned dst, const float* src, bool in)
+{
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 16 : 0) : "memory");
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(in ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit_group() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>      // all but the N newest commit groups of this thread have landed
+__device__ __forceinline__ void cp_async_wait_group() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// v7's block walk: consecutive blocks go down GROUP block rows, then right (0: row-major)
+template <int GROUP>
+__device__ __forceinline__ void grouped_tile(int& bx, int& by)
+{
+    if (GROUP <= 0) return;
+    const int bid = by * gridDim.x + bx;
+    const int first = bid / (GROUP * gridDim.x) * GROUP;
+    const int rows = min((int)gridDim.y - first, GROUP);
+    const int in_group = bid % (GROUP * gridDim.x);
+    by = first + in_group % rows;
+    bx = in_group / rows;
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int WMITER, int WNITER, int TM, int TN, int STAGES, int GROUP>
+struct SgemmPipeline {
+    static constexpr int NT = (BM / WM) * (BN / WN) * 32;
+    static constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    static constexpr int LANES_M = WSUBM / TM, LANES_N = WSUBN / TN;
+    static constexpr int FM = WMITER * TM, FN = WNITER * TN;       // outputs per thread: FM x FN
+    static constexpr int PAD = 4;                                  // sa's rows: BM + 4 floats, 16-byte aligned
+    static constexpr int SA = BK * (BM + PAD), STAGE = SA + BK * BN;   // floats
+    static constexpr int COPIES_A = BM * BK / NT, COPIES_B = BK * BN / 4 / NT;
+    static_assert(LANES_M * LANES_N == 32, "a warp's 32 lanes must cover a WSUBM x WSUBN sub-tile");
+    static_assert(WMITER * WSUBM == WM && WNITER * WSUBN == WN && LANES_M * TM == WSUBM && LANES_N * TN == WSUBN,
+                  "the warp tile must split evenly");
+    static_assert(TM % 4 == 0 && TN % 4 == 0, "fragments are read as float4");
+    static_assert(BK % 8 == 0, "A is copied in runs of 8 k (32 bytes of a row)");
+    static_assert(COPIES_A * NT == BM * BK && COPIES_B * NT * 4 == BK * BN, "tile copies must split evenly");
+    static_assert(STAGES >= 2, "a ring needs two stages");
+
+    // issue the copies of the k-tile at k0 into one stage (the caller commits the group)
+    template <bool VEC>
+    static __device__ __forceinline__ void copy_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                                     float* sa, float* sb, int row0, int col0, int k0, int M, int N, int K)
+    {
+        const int t = threadIdx.x;
+#pragma unroll
+        for (int p = 0; p < COPIES_A; ++p) {       // lanes 8 apart: one row each, 8 consecutive k
+            const int f = t + p * NT;
+            const int r = (f / 8) % BM, k = f / (8 * BM) * 8 + f % 8;
+            const bool in = row0 + r < M && k0 + k < K;
+            cp_async_zfill<4>(shared_address(&sa[k * (BM + PAD) + r]), in ? A + (size_t)(row0 + r) * K + k0 + k : A, in);
+        }
+#pragma unroll
+        for (int p = 0; p < COPIES_B; ++p) {       // consecutive lanes: consecutive float4 of a row
+            const int f = t + p * NT;
+            const int r = f / (BN / 4), c = f % (BN / 4) * 4;
+            float* dst = &sb[r * BN + c];
+            const bool row_in = k0 + r < K;
+            if (VEC) {
+                const bool in = row_in && col0 + c < N;            // N % 4 == 0: all four in or out
+                cp_async_zfill<16>(shared_address(dst), in ? B + (size_t)(k0 + r) * N + col0 + c : B, in);
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const bool in = row_in && col0 + c + e < N;
+                    cp_async_zfill<4>(shared_address(dst + e), in ? B + (size_t)(k0 + r) * N + col0 + c + e : B, in);
+                }
+            }
+        }
+    }
+
+    // this lane's FM values of A and FN of B at step k of one stage, as float4 reads
+    static __device__ __forceinline__ void load_fragments(float (&fa)[FM], float (&fb)[FN], const float* sa,
+                                                          const float* sb, int k, int a_col, int b_col)
+    {
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4)
+                *reinterpret_cast<float4*>(&fa[wm * TM + i]) =
+                    *reinterpret_cast<const float4*>(&sa[k * (BM + PAD) + a_col + wm * WSUBM + i]);
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4)
+                *reinterpret_cast<float4*>(&fb[wn * TN + j]) =
+                    *reinterpret_cast<const float4*>(&sb[k * BN + b_col + wn * WSUBN + j]);
+    }
+
+    template <bool VEC>
+    static __device__ __forceinline__ void run(const float* __restrict__ A, const float* __restrict__ B,
+                                               float* __restrict__ C, int M, int N, int K)
+    {
+        extern __shared__ __align__(16) float smem[];
+        const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+        const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
+        const int lane_row = lane / LANES_N, lane_col = lane % LANES_N;
+        int bx = blockIdx.x, by = blockIdx.y;
+        grouped_tile<GROUP>(bx, by);
+        const int row0 = by * BM, col0 = bx * BN;
+        const int a_col = warp_row * WM + lane_row * TM, b_col = warp_col * WN + lane_col * TN;
+        const int tiles = (K + BK - 1) / BK;
+
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {     // the ring's first STAGES - 1 tiles
+            if (s < tiles)
+                copy_tile<VEC>(A, B, smem + s * STAGE, smem + s * STAGE + SA, row0, col0, s * BK, M, N, K);
+            cp_async_commit_group();               // empty groups too: the wait counts stay aligned
+        }
+        float acc[FM][FN];
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+            for (int j = 0; j < FN; ++j) acc[i][j] = 0.0f;
+        float fa[2][FM], fb[2][FN];
+        if (tiles > 0) {
+            cp_async_wait_group<STAGES - 2>();     // tile 0 has landed (this thread's copies) ...
+            __syncthreads();                       // ... and everyone's
+            load_fragments(fa[0], fb[0], smem, smem + SA, 0, a_col, b_col);
+        }
+        int read = 0, write = STAGES - 1;
+        for (int tile = 0; tile < tiles; ++tile) {
+            const float* sa = smem + read * STAGE;
+            const float* sb = sa + SA;
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                if (k == 0) {                      // refill the stage everyone left at the last barrier
+                    const int next = tile + STAGES - 1;
+                    if (next < tiles)
+                        copy_tile<VEC>(A, B, smem + write * STAGE, smem + write * STAGE + SA, row0, col0,
+                                       next * BK, M, N, K);
+                    cp_async_commit_group();
+                }
+                if (k + 1 < BK) {                  // step k + 1's fragments, before step k's FMAs
+                    load_fragments(fa[(k + 1) & 1], fb[(k + 1) & 1], sa, sb, k + 1, a_col, b_col);
+                } else if (tile + 1 < tiles) {     // the next tile's first step: wait for it to land
+                    cp_async_wait_group<STAGES - 2>();
+                    __syncthreads();               // also: nobody reads this tile's stage any more
+                    const float* na = smem + (read + 1 == STAGES ? 0 : read + 1) * STAGE;
+                    load_fragments(fa[(k + 1) & 1], fb[(k + 1) & 1], na, na + SA, 0, a_col, b_col);
+                }
+#pragma unroll
+                for (int i = 0; i < FM; ++i)
+#pragma unroll
+                    for (int j = 0; j < FN; ++j)
+                        acc[i][j] += fa[k & 1][i] * fb[k & 1][j];
+            }
+            read = read + 1 == STAGES ? 0 : read + 1;
+            write = write + 1 == STAGES ? 0 : write + 1;
+        }
+        cp_async_wait_group<0>();                  // only empty groups are left; none outlives the block
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const int row = row0 + a_col + wm * WSUBM + i;
+#pragma unroll
+                for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                    for (int j = 0; j < TN; j += 4) {
+                        const int col = col0 + b_col + wn * WSUBN + j;
+                        const float* v = &acc[wm * TM + i][wn * TN + j];
+                        store4<VEC>(C, row, col, M, N, make_float4(v[0], v[1], v[2], v[3]));
+                    }
+            }
+    }
+};
+
+// One v8 configuration: (name, BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, STAGES, GROUP, MINB):
+// (BM/WM) x (BN/WN) warps, each lane (WMITER*TM) x (WNITER*TN) outputs, at least MINB blocks per SM.
+// One kernel takes any sizes: float4 rows (K % 4 == 0, N % 4 == 0) or 4-byte copies and stores.
+// kernels/gemm.py reads these lines (and the comment after each) into V8_CONFIGS.
+#define V8_KERNEL(name, BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, STAGES, GROUP, MINB)                        \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                                \
+    name(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)    \
+    {                                                                                                             \
+        using P = SgemmPipeline<BM, BN, BK, WM, WN, WMITER, WNITER, TM, TN, STAGES, GROUP>;                       \
+        if (K % 4 == 0 && N % 4 == 0) P::run<true>(A, B, C, M, N, K);                                             \
+        else P::run<false>(A, B, C, M, N, K);                                                                     \
+    }
+
+// ---- v8: cp.async ring + register double buffering + float4 shared reads of both operands, autotuned over the configurations below (the chapter's row: kernels/gemm.py V8_CHAMPION)
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s3_g8_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 3, 8, 1)      // cuBLAS's own shape: 16 x 8 outputs a thread, 6 float4 reads per 128 FFMAs, 1 block of 8 warps an SM
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t8x16_s3_g8_b1, 256, 128, 8, 64, 64, 2, 4, 4, 4, 3, 8, 1)      // the same outputs as 8 x 16 (lanes 8 x 4): other bank phases, other store rows
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s4_g8_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 4, 8, 1)      // one more tile in flight (48 KB)
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s2_g8_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 2, 8, 1)      // the stage ablation: double buffering only
+V8_KERNEL(gemm_v8_256x128x16_w64x64_t16x8_s3_g8_b1, 256, 128, 16, 64, 64, 4, 2, 4, 4, 3, 8, 1)    // BK 16: half the barriers and waits per FFMA (73 KB, opt-in)
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s3_g0_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 3, 0, 1)      // the swizzle ablation: row-major block order
+V8_KERNEL(gemm_v8_256x128x8_w64x64_t16x8_s3_g16_b1, 256, 128, 8, 64, 64, 4, 2, 4, 4, 3, 16, 1)    // a wider L2 group
+V8_KERNEL(gemm_v8_128x256x8_w64x64_t16x8_s3_g8_b1, 128, 256, 8, 64, 64, 4, 2, 4, 4, 3, 8, 1)      // the wide tile: warps 2 x 4, fewer A copies per FFMA
+V8_KERNEL(gemm_v8_128x128x8_w64x32_t8x8_s3_g8_b2, 128, 128, 8, 64, 32, 2, 2, 4, 4, 3, 8, 2)       // v7's tile and register cap, fed by cp.async (no staging registers to spill)
+V8_KERNEL(gemm_v8_128x128x16_w64x32_t8x8_s3_g8_b2, 128, 128, 16, 64, 32, 2, 2, 4, 4, 3, 8, 2)     // v7's exact tile (BK 16) with cp.async, 2 blocks an SM (49 KB each; ptxas spills 128 B under the cap)
+V8_KERNEL(gemm_v8_128x128x8_w64x32_t8x8_s4_g8_b2, 128, 128, 8, 64, 32, 2, 2, 4, 4, 4, 8, 2)       // v7's tile, 4 stages
+V8_KERNEL(gemm_v8_128x128x8_w64x64_t16x8_s3_g8_b2, 128, 128, 8, 64, 64, 4, 2, 4, 4, 3, 8, 2)      // 4 warps of 16 x 8 a lane, 2 blocks an SM: cuBLAS's thread tile on a 128 x 128 block
+V8_KERNEL(gemm_v8_128x128x16_w64x64_t16x8_s3_g8_b2, 128, 128, 16, 64, 64, 4, 2, 4, 4, 3, 8, 2)    // the same with BK 16
+V8_KERNEL(gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b3, 128, 64, 8, 64, 32, 2, 2, 4, 4, 4, 8, 3)         // small tiles, 3 blocks an SM (168 registers; at 4 blocks' 128 ptxas spills 244 B): 2048 blocks, finer waves at 4096
 
 // ------------------------------------------------------------------------------------------
 // The seed report's layer: P = act(W @ X + bias), one bias per output row, fused into the store

@@ -3,8 +3,9 @@ thread per output to register-blocked tiles, and the Cairo graduation report's b
 
 Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
 multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
-kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6) and warp tiling with
-double buffering (v7). :data:`VERSIONS` is the table of versions with their launch plans;
+kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6), warp tiling with
+double buffering (v7) and a cp.async ring autotuned over its tiles (v8: :data:`V8_CONFIGS`, one per
+``V8_KERNEL`` line of the .cu; the chapter's row is :data:`V8_CHAMPION`). :data:`VERSIONS` is the table of versions with their launch plans;
 :func:`gemm_with` runs one version through any launcher (the emulator, or numba on a GPU).
 
 Napkin math (what the benchmark divides by): 2*M*N*K FLOPs; at best each matrix crosses DRAM
@@ -14,7 +15,11 @@ once, 4*(M*K + K*N + M*N) bytes. What a version actually asks of memory is
 
 from __future__ import annotations
 
+import functools
 import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numba import cuda, float32
@@ -288,6 +293,127 @@ def gemm_v7_warptile(a, b, c):
 
 
 # ------------------------------------------------------------------------------------------
+# numba with 128-bit loads: v7's idea with float4 global and shared reads through linked CUDA C
+# ------------------------------------------------------------------------------------------
+#: the float4 variant's tiles: 128 x 128 x 8, 8 warps of 64 x 32; a lane owns 2 x 2 blocks of
+#: 4 x 4 outputs (rows a_col + 32 wm + i, columns b_col + 16 wn + j) so each block's 4 values of
+#: A and of B are consecutive in shared memory: one float4 read each
+F4_BM, F4_BN, F4_BK = 128, 128, 8
+F4_WM, F4_WN, F4_LANES_N = 64, 32, 4
+F4_WSUBM, F4_WSUBN = 32, 16
+F4_THREADS = (F4_BM // F4_WM) * (F4_BN // F4_WN) * 32      # 256
+F4_SA_WIDTH = F4_BM + 4                                      # A transposed, padded as v8's
+
+
+def numba_device_source() -> str:
+    """The section of gemm.cu that numba links: gemm_ld_global_f4 and gemm_ld_shared_f4."""
+    text = CU_PATH.read_text()
+    start = text.index("struct GemmFloat4")
+    end = text.index("// ==================================== end numba")
+    return text[start:end]
+
+
+@functools.lru_cache(maxsize=None)
+def numba_v7_float4_kernel():
+    """numba's v7 with 128-bit loads: ``kernel(a, b, c)`` (float32, K and N multiples of 4, any M;
+    launch with :func:`numba_v7_float4_launch`). Each thread fetches the next tile's A and B as one
+    float4 each (``gemm_ld_global_f4``: LDG.128) into registers while the FMAs of the current tile
+    run, parks them in the other shared buffer, and reads its fragments as float4
+    (``gemm_ld_shared_f4``: LDS.128): 4 shared reads per k for 64 FMAs instead of 16. The two
+    loads are CUDA C device functions linked with ``cuda.declare_device`` (LTO inlines them);
+    numba passes addresses as integers (``arr.ctypes.data``). Not run by the emulator (the
+    foreign functions are CUDA C): the GPU test and benchmarks/gemm_v8_sweep.py run it."""
+    from numba import cuda, types, uint64
+
+    source = numba_device_source()
+    try:
+        code = cuda.CUSource(source)
+    except AttributeError:                                  # an older numba-cuda: a file on disk
+        import tempfile
+
+        path = Path(tempfile.gettempdir()) / "simtlab_gemm_float4.cu"
+        path.write_text(source)
+        code = str(path)
+    four = types.UniTuple(types.float32, 4)
+    ldg4 = cuda.declare_device("gemm_ld_global_f4", four(types.uint64), link=[code])
+    lds4 = cuda.declare_device("gemm_ld_shared_f4", four(types.uint64), link=[code])
+    BM, BN, BK, SAW = F4_BM, F4_BN, F4_BK, F4_SA_WIDTH
+    WM, WN, LN, WSUBM, WSUBN = F4_WM, F4_WN, F4_LANES_N, F4_WSUBM, F4_WSUBN
+
+    @cuda.jit
+    def gemm_v7_float4(a, b, c):
+        sa = cuda.shared.array((2, BK, SAW), float32)      # two buffers, A transposed: sa[s, k, row]
+        sb = cuda.shared.array((2, BK, BN), float32)
+        acc = cuda.local.array((8, 8), float32)
+        pa = cuda.local.array(4, float32)                  # the next tile's float4 of A and of B
+        pb = cuda.local.array(4, float32)
+        ra = cuda.local.array(8, float32)
+        rb = cuda.local.array(8, float32)
+        t = cuda.threadIdx.x
+        warp, lane = t // 32, t % 32
+        a_col = (warp // (BN // WN)) * WM + (lane // LN) * 4
+        b_col = (warp % (BN // WN)) * WN + (lane % LN) * 4
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        m, kk, n = a.shape[0], a.shape[1], b.shape[1]
+        a_base, b_base = a.ctypes.data, b.ctypes.data      # byte addresses (uint64)
+        sa_base, sb_base = sa.ctypes.data, sb.ctypes.data
+        ar, aq = (t * 4) // BK, (t * 4) % BK               # this thread's float4 of the A tile
+        br, bq = (t * 4) // BN, (t * 4) % BN               # and of the B tile
+        for i in range(8):
+            for j in range(8):
+                acc[i, j] = float32(0.0)
+        tiles = (kk + BK - 1) // BK
+        for tile in range(tiles + 1):
+            s = tile % 2
+            if tile < tiles:                               # fetch tile `tile`: K, N % 4 == 0, so a
+                k0 = tile * BK                             # float4 is wholly inside or outside
+                if row0 + ar < m and k0 + aq < kk:
+                    pa[0], pa[1], pa[2], pa[3] = ldg4(a_base + uint64(((row0 + ar) * kk + k0 + aq) * 4))
+                else:
+                    for e in range(4):
+                        pa[e] = float32(0.0)
+                if k0 + br < kk and col0 + bq < n:
+                    pb[0], pb[1], pb[2], pb[3] = ldg4(b_base + uint64(((k0 + br) * n + col0 + bq) * 4))
+                else:
+                    for e in range(4):
+                        pb[e] = float32(0.0)
+            if tile > 0:                                   # multiply the previous tile (buffer 1 - s)
+                o = 1 - s
+                for k in range(BK):
+                    for w in range(2):
+                        ra[4 * w], ra[4 * w + 1], ra[4 * w + 2], ra[4 * w + 3] = \
+                            lds4(sa_base + uint64(((o * BK + k) * SAW + a_col + w * WSUBM) * 4))
+                        rb[4 * w], rb[4 * w + 1], rb[4 * w + 2], rb[4 * w + 3] = \
+                            lds4(sb_base + uint64(((o * BK + k) * BN + b_col + w * WSUBN) * 4))
+                    for i in range(8):
+                        for j in range(8):
+                            acc[i, j] += ra[i] * rb[j]
+            if tile < tiles:                               # park the fetched tile in buffer s
+                for e in range(4):
+                    sa[s, aq + e, ar] = pa[e]
+                    sb[s, br, bq + e] = pb[e]
+            cuda.syncthreads()                             # buffer s is full; buffer 1 - s is free
+        for i in range(8):
+            row = row0 + a_col + (i // 4) * WSUBM + i % 4
+            for j in range(8):
+                col = col0 + b_col + (j // 4) * WSUBN + j % 4
+                if row < m and col < n:
+                    c[row, col] = acc[i, j]
+
+    return gemm_v7_float4
+
+
+def numba_v7_float4_launch(m: int, n: int, k: int) -> tuple:
+    """``(grid, block)`` of :func:`numba_v7_float4_kernel`; ValueError unless K and N are multiples
+    of 4 (each row of A and B must start 16-byte aligned for its float4 loads)."""
+    bad = [f"{name} = {val} is not a multiple of 4" for name, val in (("K", k), ("N", n)) if val % 4]
+    if bad:
+        raise ValueError("the numba float4 kernel loads rows of A and B as float4: " + "; ".join(bad))
+    return (cdiv(n, F4_BN), cdiv(m, F4_BM)), F4_THREADS
+
+
+# ------------------------------------------------------------------------------------------
 # The Cairo graduation report's layer: P = act(W @ X + bias), bias per output row, fused into the store
 # ------------------------------------------------------------------------------------------
 @cuda.jit(device=True)
@@ -355,15 +481,123 @@ def gemm_bias_act(a, b, c, bias, use_bias, activation):
 TILE6, THREADS6 = (128, 128), 256
 TILE7, THREADS7 = (BM7, BN7), THREADS7N
 
+# ------------------------------------------------------------------------------------------
+# v8 (CUDA C only): the SgemmPipeline template of gemm.cu, one kernel per V8_KERNEL line
+# ------------------------------------------------------------------------------------------
+CU_PATH = Path(__file__).with_suffix(".cu")
+_V8_LINE = re.compile(r"^V8_KERNEL\((gemm_v8_\w+), " + ", ".join([r"(\d+)"] * 12) + r"\)\s*(?://\s*(.*))?$", re.M)
+#: sa's padding in floats (gemm.cu SgemmPipeline::PAD): A's transposed rows are BM + 4 floats
+V8_PAD = 4
+
+
+@dataclass(frozen=True)
+class V8Config:
+    """One instantiation of gemm.cu's SgemmPipeline (a ``V8_KERNEL(...)`` line): block tile
+    bm x bn x bk, warp tile wm x wn made of wmiter x wniter blocks of tm x tn outputs per lane,
+    ``stages`` tiles in the cp.async ring, block swizzle ``group``, ``__launch_bounds__``'s
+    ``min_blocks``; ``reason``: why it is in the sweep (the line's comment)."""
+    kernel: str
+    bm: int
+    bn: int
+    bk: int
+    wm: int
+    wn: int
+    wmiter: int
+    wniter: int
+    tm: int
+    tn: int
+    stages: int
+    group: int
+    min_blocks: int
+    reason: str = ""
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def thread_tile(self) -> tuple:
+        """Outputs per thread (rows, columns)."""
+        return self.wmiter * self.tm, self.wniter * self.tn
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of one block: STAGES tiles of A (transposed, padded) and B."""
+        return self.stages * self.bk * (self.bm + V8_PAD + self.bn) * 4
+
+    @property
+    def describe(self) -> str:
+        fm, fn = self.thread_tile
+        return (f"{self.bm}x{self.bn}x{self.bk} tiles, {self.threads // 32} warps of {self.wm}x{self.wn}, "
+                f"{fm}x{fn} outputs a thread, {self.stages} stages, group {self.group}, "
+                f"min {self.min_blocks} block{'s' if self.min_blocks > 1 else ''}/SM")
+
+    @property
+    def label(self) -> str:
+        """The chapter's name of this configuration as the v8 row."""
+        fm, fn = self.thread_tile
+        return f"v8 cp.async {self.bm}x{self.bn}x{self.bk} {fm}x{fn}/thread {self.stages} stages"
+
+    @property
+    def plan(self) -> "GemmPlan":
+        return GemmPlan((self.bm, self.bn), (self.threads,), shared=self.shared_bytes)
+
+
+def _v8_configs(source: str | None = None) -> tuple:
+    text = CU_PATH.read_text() if source is None else source
+    return tuple(V8Config(m.group(1), *(int(m.group(i)) for i in range(2, 14)), (m.group(14) or "").strip())
+                 for m in _V8_LINE.finditer(text))
+
+
+#: every V8_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
+V8_CONFIGS = _v8_configs()
+#: the configuration the chapter's v8 row runs: the fastest correct one of the last sweep on the
+#: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best"); set by hand after a sweep
+V8_CHAMPION = "gemm_v8_256x128x8_w64x64_t16x8_s3_g8_b1"
+
+
+def v8_config(kernel: str) -> V8Config:
+    """The V8_CONFIGS entry of ``kernel`` (KeyError naming the known ones)."""
+    for c in V8_CONFIGS:
+        if c.kernel == kernel:
+            return c
+    raise KeyError(f"no v8 configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in V8_CONFIGS)}")
+
+
+def v8_source(kernel: str) -> str:
+    """gemm.cu reduced to what v8's ``kernel`` needs, every other line blanked (line numbers
+    kept): the file's head, the float4 helpers (load4/store4), the v8 section with only that
+    V8_KERNEL line. What the sweep compiles per configuration: quick, and one configuration
+    that fails to build leaves the others timed."""
+    v8_config(kernel)
+    text = CU_PATH.read_text()
+    lines = text.splitlines(keepends=True)
+
+    def line_of(marker):
+        return text[:text.index(marker)].count("\n")
+
+    keep = [(0, line_of("#define TILE 16") + 1),
+            (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
+            (line_of("// v8: what v7 still lacked") - 1, line_of("// The seed report's layer") - 1)]
+    out = []
+    for i, line in enumerate(lines):
+        kept = any(a <= i < b for a, b in keep)
+        if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},"):
+            kept = False
+        out.append(line if kept else "\n")
+    return "".join(out)
+
 
 class GemmPlan:
     """The launch plan of one GEMM version: one launch, a grid of blocks each covering a
     ``tile`` (rows, columns) of C with ``threads`` threads. ``scalar`` names the CUDA C twin
     for sizes whose rows float4 cannot load (None: the kernel takes any size); ``rows_on_x``:
-    blockIdx.x walks the rows of C (v1's uncoalesced mapping)."""
+    blockIdx.x walks the rows of C (v1's uncoalesced mapping); ``shared``: dynamic shared
+    memory per block in bytes (v8's ring)."""
 
-    def __init__(self, tile, block, scalar=None, rows_on_x=False):
+    def __init__(self, tile, block, scalar=None, rows_on_x=False, shared=0):
         self.tile, self.block, self.scalar, self.rows_on_x = tile, block, scalar, rows_on_x
+        self.shared = shared
         self.per_thread = tile[0] * tile[1] // int(np.prod(block))
 
     def grid(self, m: int, n: int) -> tuple:
@@ -379,7 +613,8 @@ class GemmPlan:
         name = version.kernel(impl)
         if impl == "cuda-c" and self.scalar and (n % 4 or k % 4):
             name = self.scalar            # rows of A and B start 16-byte aligned only when K, N % 4 == 0
-        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)))], c
+        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)),
+                       shared=self.shared)], c
 
 
 def _square_bytes(n):
@@ -407,6 +642,7 @@ VERSIONS = (
     _version("v6 float4 loads", None, "gemm_v6_float4", GemmPlan(TILE6, (THREADS6,), scalar="gemm_v6_float4_scalar")),
     _version("v7 warp tiling", "gemm_v7_warptile", "gemm_v7_warptile",
              GemmPlan(TILE7, (THREADS7,), scalar="gemm_v7_warptile_scalar")),
+    _version(v8_config(V8_CHAMPION).label, None, V8_CHAMPION, v8_config(V8_CHAMPION).plan),
 )
 #: labels of the versions numba (and so the emulator) runs
 NUMBA_VERSIONS = tuple(v.label for v in VERSIONS if v.numba)

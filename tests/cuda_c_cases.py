@@ -437,10 +437,13 @@ def _gemm_cases():
 
     cases = []
     for v in G.VERSIONS:
+        if v.cuda_c.startswith("gemm_v8_"):
+            continue                                  # v8's row is one of the configurations below
         for kind in ("odd", "aligned") if v.plan.scalar else ("odd",):
             inputs = inputs_for(kind)
             kernels = _kernels_of(v, inputs(np.random.default_rng(0), CPU))
             cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(v), check))
+    cases += _gemm_v8_cases(G, check)
 
     def layer_inputs(rng, scale):
         m, k, n = {CPU: (19, 21, 23), GPU: (131, 257, 301)}[scale]
@@ -468,6 +471,26 @@ def _gemm_cases():
                       layer_plan("gemm_bias_act_seed", "none"), seed_check))
     cases.append(Case("gemm/gemm_bias_act", "gemm", ("gemm_bias_act",), layer_inputs,
                       layer_plan("gemm_bias_act", "swish"), fixed_check, approx=("out",)))
+    return cases
+
+
+def _gemm_v8_cases(G, check):
+    """Every v8 configuration (one kernel takes any sizes): float4-aligned K and N with ragged
+    M, N, K edges and one tile more than the ring holds (the ring wraps, the last tile is
+    partial), and odd sizes (the 4-byte copy and store path)."""
+    from simtlab.versions import Version
+
+    cases = []
+    for c in G.V8_CONFIGS:
+        shapes = {"aligned": {CPU: (c.bm + 3, (c.stages + 1) * c.bk + 4, c.bn + 4),
+                              GPU: (c.bm + 3, (c.stages + 3) * c.bk + 4, 2 * c.bn + 4)},
+                  "odd": {CPU: (c.bm - 5, 2 * c.bk + 3, c.bn + 5), GPU: (c.bm - 5, 5 * c.bk + 3, 2 * c.bn + 5)}}
+        version = Version(c.kernel, None, c.kernel, c.plan, G.gemm_bytes)
+        for kind, suffix in (("aligned", ""), ("odd", "/odd")):
+            def inputs(rng, scale, size=shapes[kind]):
+                m, k, n = size[scale]
+                return _rand(rng, (m, k)), _rand(rng, (k, n))
+            cases.append(Case(f"gemm/{c.kernel}{suffix}", "gemm", (c.kernel,), inputs, _version_plan(version), check))
     return cases
 
 
@@ -547,6 +570,13 @@ def _cnn_cases():
     def fused_check(outputs, x, w, bias):
         assert np.allclose(outputs["out"], CN.maxpool_cpu(conv_ref(x, w, bias)), rtol=1e-5, atol=1e-5)
 
+    def direct_inputs(c, m):
+        # the direct kernel is compiled for the network's layers: C = 1 or 6, K = 5, even outputs
+        def inputs(rng, scale):
+            b, h, w = {CPU: (2, 12, 14), GPU: (9, 28, 24)}[scale]
+            return _rand(rng, (b, c, h, w)), _signed(rng, (m, c, 5, 5)), _signed(rng, m)
+        return inputs
+
     def pool_inputs(rng, scale):
         # maxpool2 reads a (2 Ho, 2 Wo) input (the network's are even): odd outputs, 5 x 7 and 11 x 13
         return (_signed(rng, {CPU: (3, 5, 10, 14), GPU: (17, 6, 22, 26)}[scale]),)
@@ -593,6 +623,10 @@ def _cnn_cases():
     return [Case("cnn/conv_bias_relu", "cnn", ("conv_bias_relu",), conv_inputs, conv_plan("implicit"), conv_check),
             Case("cnn/conv_bias_relu_pool", "cnn", ("conv_bias_relu_pool",), conv_inputs, conv_plan("fused"),
                  fused_check),
+            Case("cnn/conv_bias_relu_direct", "cnn", ("conv_bias_relu_direct",), direct_inputs(1, 6),
+                 conv_plan("direct"), conv_check),
+            Case("cnn/conv_bias_relu_direct/c6", "cnn", ("conv_bias_relu_direct",), direct_inputs(6, 16),
+                 conv_plan("direct"), conv_check),
             Case("cnn/maxpool2", "cnn", ("maxpool2",), pool_inputs, pool_plan, pool_check),
             Case("cnn/dense_bias_act", "cnn", ("dense_bias_act",), dense_inputs, fc_plan("gemm", True),
                  fc_check(True)),

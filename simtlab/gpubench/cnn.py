@@ -19,7 +19,7 @@ import numpy as np
 from ..kernels import cnn
 from .launch import bind
 
-__all__ = ["course_forward", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
+__all__ = ["course_forward", "conv1_paths", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
            "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS"]
 
 
@@ -47,6 +47,46 @@ def course_forward(params_gpu: dict, x_gpu, impl: str = "cuda-c", conv: str = "f
             s()
     run.keep = (plan, x_gpu, params_gpu)
     return run, out, steps
+
+
+def conv1_paths(batch: int = 10_000, log=print) -> dict:
+    """Chapter 8's first layer three ways at batch ``batch`` (CUDA C, the shipped sample
+    repeated, trained weights), each step timed alone (CUDA events, L2-warm, on the real input):
+    ``implicit`` (implicit GEMM conv1, then maxpool2), ``direct`` (the fused kernel's threads
+    storing the conv map, then maxpool2: the direct algorithm, unfused) and ``fused``. So the
+    1.41 -> 0.15 ms of chapter 8 splits into the algorithm's gain (implicit - direct) and the
+    fusion's own (direct - fused). Also the whole forward pass per path and whether pool1 is the
+    same bits in all three (direct and fused do the same sums in the same order)."""
+    import cupy
+
+    from .. import cnn_data
+    from .harness import stamp, time_launches
+
+    params = cnn_data.load_weights()
+    sample = cnn_data.load_sample()
+    reps = -(-batch // len(sample))
+    xg = cupy.asarray(cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:batch]))
+    pg = to_gpu_params(params)
+    rows, pools = {}, {}
+    for conv in ("implicit", "direct", "fused"):
+        run, out, steps = course_forward(pg, xg, impl="cuda-c", conv=conv, fc="gemm")
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        row = {layer: time_launches(steps[layer], repeat=15)["median_ms"]
+               for layer in ("conv1", "pool1", "conv1+pool1") if layer in steps}
+        row["conv1 and pool1"] = sum(row.values())
+        row["forward"] = time_launches(run, repeat=10)["median_ms"]
+        rows[conv] = row
+        pools[conv] = cupy.asnumpy(out["pool1"])
+        log(f"batch {batch:,} {conv:>8}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in row.items()))
+    total = {k: r["conv1 and pool1"] for k, r in rows.items()}
+    return {"batch": batch, "ms": rows, **stamp(),
+            "algorithm_gain_ms": total["implicit"] - total["direct"],
+            "fusion_gain_ms": total["direct"] - total["fused"],
+            "pool1_equal_bits": {k: bool(np.array_equal(pools[k].view(np.uint32), pools["fused"].view(np.uint32)))
+                                 for k in ("implicit", "direct")},
+            "pool1_max_abs_diff_vs_fused": {k: float(np.abs(pools[k] - pools["fused"]).max())
+                                            for k in ("implicit", "direct")}}
 
 
 def capture_graph(run):
@@ -213,7 +253,7 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
         xbg, xbt = cupy.asarray(xb), torch.from_numpy(xb).cuda()
         thr = {}
         runs = {}
-        for conv in ("fused", "implicit"):
+        for conv in ("fused", "implicit", "direct"):
             run, out, steps = course_forward(pg, xbg, impl="cuda-c", conv=conv, fc="gemm")
             runs[conv] = (run, out, steps)
             thr[f"course cuda-c {conv}"] = time_launches(run, repeat=15)["median_ms"]
@@ -238,10 +278,13 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
     section("batch big", throughput)
 
     # ---------------------------------------------------------------- per layer
-    def per_layer(xg, xt, course_steps_implicit, course_steps_fused):
+    def per_layer(xg, xt, course_steps_implicit, course_steps_fused, course_steps_direct=None):
         rows = {}
         for layer, step in course_steps_implicit.items():
             rows.setdefault(layer, {})["course implicit"] = time_launches(step, repeat=10)["median_ms"]
+        for layer, step in (course_steps_direct or {}).items():
+            if layer.startswith(("conv", "pool")):       # the unfused direct convolution's layers
+                rows.setdefault(layer, {})["course direct"] = time_launches(step, repeat=10)["median_ms"]
         for layer, step in course_steps_fused.items():
             if "+" in layer:
                 rows.setdefault(layer, {})["course fused"] = time_launches(step, repeat=10)["median_ms"]
@@ -259,8 +302,9 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
         run_i, out_i, steps_i = st["runs"]["implicit"]
         run_i()
         st["runs"]["fused"][0]()
+        st["runs"]["direct"][0]()
         sync_all()
-        result["per_layer_big_ms"] = per_layer(st["xbg"], st["xbt"], steps_i, st["steps_f"])
+        result["per_layer_big_ms"] = per_layer(st["xbg"], st["xbt"], steps_i, st["steps_f"], st["runs"]["direct"][2])
 
     def layers_1():
         result["per_layer_1_ms"] = per_layer(st["x1g"], st["x1t"], st["steps1i"], st["steps1"])

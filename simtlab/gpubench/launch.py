@@ -38,6 +38,8 @@ def bind(impl: str, topic: str, name: str, grid, block, *args, shared: int = 0):
         from ..cuda_source import cu_kernel
 
         kernel = cu_kernel(topic, name)
+        if shared > 48 * 1024:                # past 48 KB a kernel opts in (cudaFuncSetAttribute)
+            kernel.max_dynamic_shared_size_bytes = shared
         grid = grid if isinstance(grid, tuple) else (grid,)
         block = block if isinstance(block, tuple) else (block,)
 
