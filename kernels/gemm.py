@@ -553,7 +553,7 @@ def _v8_configs(source: str | None = None) -> tuple:
 V8_CONFIGS = _v8_configs()
 #: the configuration the chapter's v8 row runs: the fastest correct one of the last sweep on the
 #: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best"); set by hand after a sweep
-V8_CHAMPION = "gemm_v8_256x128x8_w64x64_t16x8_s3_g8_b1"
+V8_CHAMPION = "gemm_v8_128x256x8_w64x64_t16x8_s3_g8_b1"
 
 
 def v8_config(kernel: str) -> V8Config:
