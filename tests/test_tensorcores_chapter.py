@@ -73,8 +73,20 @@ def test_a_layout_table_from_entries_refuses_holes_and_doubles():
 
 # ------------------------------------------------------------------ recorded figures
 def test_the_store_holds_the_benchmark_json_as_recorded():
-    bench = json.loads(TC.BENCH_JSON.read_text())
-    assert gpubench.stored(TC.STORE_TOPIC) == json.loads(json.dumps(TC.store_entry(bench)))
+    bench, top = json.loads(TC.BENCH_JSON.read_text()), json.loads(TC.TOP_JSON.read_text())
+    assert gpubench.stored(TC.STORE_TOPIC) == json.loads(json.dumps(TC.merged_entry(bench, top)))
+
+
+def test_the_top_run_adds_only_the_rows_the_full_run_lacks():
+    bench, top = json.loads(TC.BENCH_JSON.read_text()), json.loads(TC.TOP_JSON.read_text())
+    merged = TC.merged_entry(bench, top)
+    names = [r["name"] for r in merged["rows"]]
+    assert len(names) == len(set(names))
+    full = {r["name"]: r for r in bench["rows"]}
+    for r in merged["rows"]:
+        source = full if r.get("run") != "top" else {t["name"]: t for t in top["rows"]}
+        assert r["tflops"] == source[r["name"]]["tflops"], r["name"]
+    assert {"v8 wgmma + TMA FP16", "v7 wgmma TF32"} <= set(names)
 
 
 def test_version_table_and_goals_read_the_recorded_run():
@@ -83,7 +95,7 @@ def test_version_table_and_goals_read_the_recorded_run():
     table = {r["version"]: r for r in TC.version_table(res)}
     raw = {r["name"]: r for r in bench["rows"]}
     assert table["v7 wgmma"]["bf16"] == (raw["v7 wgmma BF16"]["tflops"], raw["v7 wgmma BF16"]["vs_cublas"])
-    assert table["v1 WMMA naive"]["fp16"] is None and table["v7 wgmma"]["tf32"] is None
+    assert table["v1 WMMA naive"]["fp16"] is None and table["v7 wgmma"]["tf32"] is not None
     for p in ("tf32", "fp16", "bf16"):
         assert table["v6 best of the sweep"][p][0] == max(r["tflops"] for r in bench["rows"]
                                                           if r["precision"] == p and r.get("kernel", "").startswith("tc_v6"))
