@@ -63,6 +63,8 @@ LAYERS = (
 PARAM_SHAPES = {"conv1_w": (6, 1, 5, 5), "conv1_b": (6,), "conv2_w": (16, 6, 5, 5), "conv2_b": (16,),
                 "fc1_w": (64, 256), "fc1_b": (64,), "fc2_w": (10, 64), "fc2_b": (10,)}
 CONV_PATHS = ("implicit", "im2col", "fused", "direct")
+#: the convolution paths with a numba twin ("direct" is CUDA C only: chapter 8's fusion ablation)
+NUMBA_CONV_PATHS = ("implicit", "im2col", "fused")
 FC_PATHS = ("gemm", "vecmat")
 
 
@@ -499,7 +501,7 @@ def layer_table(batch: int = 1) -> list[dict]:
     return rows
 
 
-__all__ = ["TOPIC", "TILE", "BLOCK", "REDUCE_BLOCK", "LAYERS", "PARAM_SHAPES", "INPUT_SHAPE", "CONV_PATHS",
+__all__ = ["TOPIC", "TILE", "BLOCK", "REDUCE_BLOCK", "LAYERS", "PARAM_SHAPES", "INPUT_SHAPE", "CONV_PATHS", "NUMBA_CONV_PATHS",
            "FC_PATHS", "check_params", "init_params", "maxpool_cpu", "dense_cpu", "softmax_cpu", "forward_cpu",
            "conv_bias_relu", "gemm_bias_relu_nchw", "conv_bias_relu_pool", "maxpool2", "dense_bias_act",
            "vecmat_block_reduce", "softmax_argmax", "network_plan", "forward_with", "emulate_forward",

@@ -67,7 +67,7 @@ def test_layer_table_napkin_math():
 
 
 # ------------------------------------------------------------------ the kernels on the emulator
-@pytest.mark.parametrize("conv", cnn.CONV_PATHS)
+@pytest.mark.parametrize("conv", cnn.NUMBA_CONV_PATHS)
 def test_every_layer_matches_the_reference(conv):
     p, x = _params(), _images(3)
     ref = cnn.forward_cpu(p, x)
@@ -75,6 +75,12 @@ def test_every_layer_matches_the_reference(conv):
     assert set(out) == set(ref) - ({"conv1", "conv2"} if conv == "fused" else set())
     for layer, got in out.items():
         np.testing.assert_allclose(got, ref[layer], rtol=1e-4, atol=1e-5, err_msg=f"{conv}: layer {layer}")
+
+
+def test_the_direct_path_is_cuda_c_only_and_says_so():
+    with pytest.raises(ValueError, match="CUDA C only"):
+        cnn.emulate_forward(_params(), _images(1), conv="direct")
+    assert set(cnn.CONV_PATHS) - set(cnn.NUMBA_CONV_PATHS) == {"direct"}
 
 
 def test_batch_1_vector_matrix_path_matches_the_reference():
