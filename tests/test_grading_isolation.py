@@ -176,7 +176,7 @@ def test_the_fallback_removes_only_what_the_runs_uid_left(tmp_path):
 
 MEMORY_HOG = r"""
 import os, time
-SHARE = CAP // 3
+SHARE = CAP * 2 // 5      # 2 fit in the cap with room for the interpreters; 3 are 1.2 caps
 report_r, report_w = os.pipe()
 release_r, release_w = os.pipe()
 children = []
@@ -213,12 +213,14 @@ held_together = min(reported, len(holding))
 
 @pytest.mark.skipif(not cgroups.support()[0], reason=f"no writable cgroup here: {cgroups.support()[1]}")
 def test_four_forked_children_cannot_hold_more_than_the_runs_memory_cap():
-    """A forked memory hog: four children, each a third of the cap (within the per-process
-    RLIMIT_DATA), hold at most the cap together: the OOM killer ends the rest. Before, the cap was
-    per process only and all four held 4/3 of it."""
+    """A forked memory hog: four children, each 2/5 of the cap (within the per-process
+    RLIMIT_DATA), hold at most the cap together: the OOM killer ends the rest, so at most two
+    hold their share at once. Before, the cap was per process only and all four held 8/5 of it.
+    (With shares of exactly a third, three children could fit once the kernel dropped the
+    interpreters' file pages: a flaky margin, seen once in CI.)"""
     cap = 1536 * 2**20
-    result = _run(_job(MEMORY_HOG.replace("CAP", str(cap)), "assert held_together * (CAP // 3) < CAP, held_together"
-                       .replace("CAP", str(cap))), memory_limit=cap)
+    result = _run(_job(MEMORY_HOG.replace("CAP", str(cap)), "assert held_together <= 2, held_together"),
+                  memory_limit=cap)
     assert result.complete, result.log
     assert result.checks["probe"]["passed"], result.checks["probe"]["message"]
 
