@@ -485,3 +485,13 @@ def test_bf16_widens_to_float32_by_a_shift_keeping_nan_payloads():
     out = np.zeros(bits.size, np.float32)
     simtlab.emulate(k, 1, bits.size, bits, out)
     assert out.view(np.uint32).tolist() == (bits.astype(np.uint32) << 16).tolist()
+
+
+def test_a_loop_that_never_ends_stops_at_the_time_limit_with_its_partial_run():
+    # the wall-clock backstop (no iteration limit): the same error kind, the partial trace with it
+    with pytest.raises(RunawayKernelError) as err:
+        simtlab.emulate(simtlab.cuda_c(SPIN, "spin"), 1, 32, np.zeros(1, np.int32),
+                        np.zeros(32, np.int32), max_iterations=None, time_limit=0.2)
+    e = err.value
+    assert e.limit == "time_limit"
+    assert e.run is not None and len(e.run.accesses("flag", kind="read")) > 0
