@@ -4,9 +4,7 @@
 # Results under $OUT: probe_ch6_8.json, ncu_ch6_8.txt, sass_gemm_v1_v2.txt.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || echo "editable install failed"
+source tools/device_env.sh || exit 1
 python3 benchmarks/probe_ch6_8.py --out "$OUT" "$@"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null || true)
 if [ -n "$NCU" ]; then

@@ -5,9 +5,7 @@
 # IPython and their pure-Python needs for the playground's GPU tab), the course without
 # its dependencies, then the GPU tests. Results go to $OUT.
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || echo "editable install failed"
+source tools/device_env.sh || exit 1
 python3 - <<'PY'
 import importlib.metadata as m
 for d in ["numpy", "numba", "llvmlite", "numba-cuda", "cupy-cuda13x", "cuda-bindings", "cuda-core", "greenlet"]:

@@ -14,10 +14,9 @@
 #   bash tools/device_sgemm_sweep.sh          (from the repository root, .whl beside it)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; export OUT; mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
+source tools/device_env.sh || exit 1
+export PYTHONPATH=$PYTHONPATH:$PWD
 export CUPY_TF32=0
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || echo "editable install failed"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/device.txt"
 
 echo "== 1. v8 sweep (limit 150 s) =="

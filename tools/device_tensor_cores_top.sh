@@ -15,10 +15,9 @@ set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 START=$SECONDS
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD
+source tools/device_env.sh || exit 1
+export PYTHONPATH=$PYTHONPATH:$PWD
 export PATH=$PATH:/usr/local/cuda/bin
-python3 -m pip install -q --no-deps --no-build-isolation --no-index -e . >/dev/null 2>&1 || echo "editable install failed"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
 # 1. benchmark: stops starting new rows after 170 s, killed at 210 s
 timeout 210 python3 benchmarks/tensor_cores_bench.py --budget 170 --no-numba --no-torch \
