@@ -1,11 +1,11 @@
 """Chapter 6's top: every v8 configuration (kernels/gemm.cu V8_KERNEL lines) against cuBLAS SGEMM,
 and numba's v7 against its float4 variant, in one run on this GPU.
 
-    python benchmarks/gemm_v8_sweep.py [--size 4096] [--out DIR]
+    python benchmarks/gemm_v8_sweep.py [--size 4096] [--v8 all|champion|none] [--out DIR]
 
 1. cuBLAS SGEMM (``cupy.matmul``, FP32, ``CUPY_TF32=0``) and the course's v7 (CUDA C) at n^3,
    timed first and again at the end (cuBLAS's two medians bracket the run's clock drift).
-2. Each v8 configuration, compiled alone (``kernels/gemm.py: v8_source``, NVRTC through CuPy),
+2. Each v8 and v9 configuration, compiled alone (``kernels/gemm.py: v8_source, v9_source``, NVRTC through CuPy),
    checked against a float64 product at an odd shape (the 4-byte copy path) and at a
    float4-aligned shape with ragged edges (the 16-byte path), then timed at n^3: TFLOP/s, the
    ratio to cuBLAS, registers and local (spill) bytes. Each in its own try: one configuration
@@ -14,8 +14,8 @@ and numba's v7 against its float4 variant, in one run on this GPU.
    each checked, then timed.
 
 Writes ``DIR/gemm_v8_sweep.json`` and ``DIR/gemm_v8_sweep.txt`` (DIR: ``$OUT`` or
-benchmarks/results). The best correct v8 is ``best``; put its kernel into kernels/gemm.py
-``V8_CHAMPION`` (the chapter's v8 row) and keep the JSON as
+benchmarks/results). The best correct v8 is ``best``, v9 ``best_v9``; put their kernels into
+kernels/gemm.py ``V8_CHAMPION`` and ``V9_CHAMPION`` (the chapter's rows) and keep the JSON as
 benchmarks/results/gemm_v8_sweep_h100.json.
 """
 
@@ -119,6 +119,29 @@ def v8_launch(config):
     return prepare, kernel
 
 
+def v9_launch(config):
+    """``(launch, kernel)``: ``config``'s two kernels compiled alone; the launch picks the float4
+    kernel when K and N are multiples of 4, else the scalar twin (as the chapter's plan does)."""
+    import cupy
+
+    from simtlab.cuda_source import NVRTC_OPTIONS
+    from simtlab.kernels import gemm as G
+
+    module = cupy.RawModule(code=G.v9_source(config.kernel), options=NVRTC_OPTIONS)
+    vec, scalar = module.get_function(config.kernel), module.get_function(config.kernel + "_scalar")
+
+    def prepare(a, b, c):
+        m, k = a.shape
+        n = b.shape[1]
+        kernel = vec if k % 4 == 0 and n % 4 == 0 else scalar
+        grid, args = config.plan.grid(m, n), (a, b, c, cupy.int32(m), cupy.int32(n), cupy.int32(k))
+
+        def run():
+            kernel(grid, config.plan.block, args)
+        return run
+    return prepare, vec
+
+
 def numba_f4_launch():
     from numba import cuda
 
@@ -162,7 +185,7 @@ def run_row(name, body, log) -> dict:
     return row
 
 
-def sweep(n, log) -> dict:
+def sweep(n, log, v8="all") -> dict:
     from simtlab.kernels import gemm as G
 
     result = {"n": n, "check_shapes": CHECK_SHAPES, "rows": []}
@@ -176,12 +199,22 @@ def sweep(n, log) -> dict:
 
     reference("cuBLAS SGEMM (first)", cublas_launch, "library")
     reference("v7 warp tiling (CUDA C)", course_launch("v7 warp tiling", "cuda-c"), "cuda-c")
-    for config in G.V8_CONFIGS:
+    v8_configs = {"all": G.V8_CONFIGS, "champion": (G.v8_config(G.V8_CHAMPION),), "none": ()}[v8]
+    for config in v8_configs:
         def body(config=config):
             launch, kernel = v8_launch(config)
             errors = [_check(launch, shape) for shape in CHECK_SHAPES]
             return {"impl": "cuda-c", "kernel": config.kernel, "config": config.describe, "reason": config.reason,
                     "max_rel_error": max(errors), "registers": int(kernel.num_regs),
+                    "local_bytes": int(kernel.local_size_bytes), "shared_bytes": config.shared_bytes,
+                    **_time(launch, n)}
+        rows.append(run_row(config.kernel, body, log))
+    for config in G.V9_CONFIGS:
+        def body(config=config):
+            launch, kernel = v9_launch(config)
+            errors = [_check(launch, shape) for shape in CHECK_SHAPES]
+            return {"impl": "cuda-c", "kernel": config.kernel, "family": "v9", "config": config.describe,
+                    "reason": config.reason, "max_rel_error": max(errors), "registers": int(kernel.num_regs),
                     "local_bytes": int(kernel.local_size_bytes), "shared_bytes": config.shared_bytes,
                     **_time(launch, n)}
         rows.append(run_row(config.kernel, body, log))
@@ -200,10 +233,11 @@ def sweep(n, log) -> dict:
         for r in rows:
             if "tflops" in r:
                 r["of_cublas"] = r["tflops"] / result["cublas_tflops"]
-    v8 = [r for r in rows if r.get("kernel") and "tflops" in r]
-    if v8:
-        best = max(v8, key=lambda r: r["tflops"])
-        result["best"] = {k: best[k] for k in ("kernel", "config", "tflops", "of_cublas") if k in best}
+    for family, key in (("v8", "best"), ("v9", "best_v9")):
+        found = [r for r in rows if r.get("kernel", "").startswith(f"gemm_{family}_") and "tflops" in r]
+        if found:
+            best = max(found, key=lambda r: r["tflops"])
+            result[key] = {k: best[k] for k in ("kernel", "config", "tflops", "of_cublas") if k in best}
     return result
 
 
@@ -217,17 +251,20 @@ def table(result) -> str:
             continue
         lines.append(f"{r['name']:<48} {r['median_ms']:8.3f} {r['tflops']:8.2f} {r.get('of_cublas', float('nan')):7.1%} "
                      f"{r.get('registers', ''):>5} {r.get('local_bytes', ''):>6}  {r.get('reason', '')}")
-    if "best" in result:
-        b = result["best"]
-        lines.append(f"\nbest v8: {b['kernel']} ({b.get('config', '')}): {b['tflops']:.2f} TFLOP/s = "
-                     f"{b.get('of_cublas', float('nan')):.1%} of cuBLAS")
-        lines.append(f'set kernels/gemm.py: V8_CHAMPION = "{b["kernel"]}"')
+    for family, key in (("v8", "best"), ("v9", "best_v9")):
+        if key in result:
+            b = result[key]
+            lines.append(f"\nbest {family}: {b['kernel']} ({b.get('config', '')}): {b['tflops']:.2f} TFLOP/s = "
+                         f"{b.get('of_cublas', float('nan')):.1%} of cuBLAS")
+            lines.append(f'set kernels/gemm.py: {family.upper()}_CHAMPION = "{b["kernel"]}"')
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--v8", choices=("all", "champion", "none"), default="all",
+                   help="which v8 configurations to time (all: the whole sweep)")
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "benchmarks" / "results"))
     args = p.parse_args(argv)
     from simtlab.gpubench.gemm import fp32_reference
@@ -235,7 +272,7 @@ def main(argv=None) -> int:
 
     fp32_reference()
     t0 = time.perf_counter()
-    result = sweep(args.size, lambda s: print(s, flush=True))
+    result = sweep(args.size, lambda s: print(s, flush=True), v8=args.v8)
     result.update(stamp())
     result["seconds"] = round(time.perf_counter() - t0, 1)
     args.out.mkdir(parents=True, exist_ok=True)

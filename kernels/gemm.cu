@@ -655,6 +655,200 @@ V8_KERNEL(gemm_v8_128x128x16_w64x64_t16x8_s3_g8_b2, 128, 128, 16, 64, 64, 4, 2, 
 V8_KERNEL(gemm_v8_128x64x8_w64x32_t8x8_s4_g8_b3, 128, 64, 8, 64, 32, 2, 2, 4, 4, 4, 8, 3)         // small tiles, 3 blocks an SM (168 registers; at 4 blocks' 128 ptxas spills 244 B): 2048 blocks, finer waves at 4096
 
 // ------------------------------------------------------------------------------------------
+// v9: v8's sweep showed where it lost against cuBLAS: its 128-accumulator tiles spilled (24-40 B
+// at 255 registers) and its 8-warp tiles lost to v7's 2 blocks an SM. v9 keeps v7's register
+// staging (global loads into registers, stored to the other of two shared buffers once per tile,
+// one barrier per tile) and adds what the ncu and SASS reports of v7 showed missing:
+//  - thread tiles of MI x NI blocks of 4 x 4 (rows lane_row*4 + i*LANES_M*4): every float4
+//    fragment read of a warp is LANES_M (or LANES_N) consecutive float4, conflict-free and
+//    broadcast to the other lanes (v7's 8 consecutive rows a lane put 2 lanes on each bank);
+//  - the fragments double-buffered in registers: step k + 1's shared reads are issued before
+//    step k's FMAs, and the next tile's first fragments before the tile's last FMAs;
+//  - one kernel per path (float4 rows or any sizes), so ptxas allocates registers for one path;
+//  - BK 8 by default: 8 staging registers for 128 x 128 (v7's BK 16 needed 16 and spilled).
+// Any sizes: loads outside A or B read 0, stores outside C are skipped (load4/store4 above).
+// ------------------------------------------------------------------------------------------
+template <int BM, int BN, int BK, int WARPS_M, int WARPS_N, int MI, int NI, int GROUP, int ASYNC>
+struct SgemmStaged {
+    static constexpr bool A_ASYNC = ASYNC == 1, B_ASYNC = ASYNC >= 1;   // else through staging registers
+    static constexpr int NT = WARPS_M * WARPS_N * 32;
+    static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;          // a warp's tile
+    static constexpr int LANES_M = WM / (4 * MI), LANES_N = WN / (4 * NI);
+    static constexpr int FM = 4 * MI, FN = 4 * NI;                      // outputs per thread
+    static constexpr int SAW = BM + 4;                                  // sa's rows, 16-byte aligned
+    static constexpr int LOADS_A = BM * BK / 4 / NT, LOADS_B = BK * BN / 4 / NT;   // float4 per thread
+    static_assert(LANES_M * LANES_N == 32, "a warp's lanes must cover its tile");
+    static_assert(LANES_M * 4 * MI == WM && LANES_N * 4 * NI == WN, "the warp tile must split evenly");
+    static_assert(LOADS_A * NT * 4 == BM * BK && LOADS_B * NT * 4 == BK * BN, "tile loads must split evenly");
+    static_assert(BK % 8 == 0, "an even number of k steps per tile (two fragment buffers)");
+
+    template <bool VEC>
+    static __device__ __forceinline__ void run(const float* __restrict__ A, const float* __restrict__ B,
+                                               float* __restrict__ C, int M, int N, int K)
+    {
+        __shared__ __align__(16) float sa[2][BK][SAW];
+        __shared__ __align__(16) float sb[2][BK][BN];
+        const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+        const int a_off = (warp / WARPS_N) * WM + (lane / LANES_N) * 4;
+        const int b_off = (warp % WARPS_N) * WN + (lane % LANES_N) * 4;
+        int bx = blockIdx.x, by = blockIdx.y;
+        grouped_tile<GROUP>(bx, by);
+        const int row0 = by * BM, col0 = bx * BN;
+
+        float4 pa[LOADS_A], pb[LOADS_B];       // the next tile, on its way from global memory
+        auto fetch = [&](int k0) {
+#pragma unroll
+            for (int p = 0; p < LOADS_A && !A_ASYNC; ++p) {
+                const int f = t + p * NT;
+                pa[p] = load4<VEC>(A, row0 + f / (BK / 4), k0 + f % (BK / 4) * 4, M, K);
+            }
+#pragma unroll
+            for (int p = 0; p < LOADS_B && !B_ASYNC; ++p) {
+                const int f = t + p * NT;
+                pb[p] = load4<VEC>(B, k0 + f / (BN / 4), col0 + f % (BN / 4) * 4, K, N);
+            }
+        };
+        auto stash = [&](int s) {              // A transposed (sa[k][row]), B as it is
+#pragma unroll
+            for (int p = 0; p < LOADS_A && !A_ASYNC; ++p) {
+                const int f = t + p * NT, r = f / (BK / 4), q = f % (BK / 4) * 4;
+                sa[s][q + 0][r] = pa[p].x; sa[s][q + 1][r] = pa[p].y;
+                sa[s][q + 2][r] = pa[p].z; sa[s][q + 3][r] = pa[p].w;
+            }
+#pragma unroll
+            for (int p = 0; p < LOADS_B && !B_ASYNC; ++p) {
+                const int f = t + p * NT;
+                *reinterpret_cast<float4*>(&sb[s][f / (BN / 4)][f % (BN / 4) * 4]) = pb[p];
+            }
+        };
+        auto copy = [&](int s, int k0) {       // the cp.async operands of the tile at k0 into buffer s
+#pragma unroll
+            for (int p = 0; p < LOADS_A && A_ASYNC; ++p) {
+                const int f = t + p * NT, r = f / (BK / 4), q = f % (BK / 4) * 4;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const bool in = row0 + r < M && k0 + q + e < K;
+                    cp_async_zfill<4>(shared_address(&sa[s][q + e][r]), in ? A + (size_t)(row0 + r) * K + k0 + q + e : A, in);
+                }
+            }
+#pragma unroll
+            for (int p = 0; p < LOADS_B && B_ASYNC; ++p) {
+                const int f = t + p * NT, r = f / (BN / 4), c = f % (BN / 4) * 4;
+                const bool row_in = k0 + r < K;
+                if (VEC) {
+                    const bool in = row_in && col0 + c < N;
+                    cp_async_zfill<16>(shared_address(&sb[s][r][c]), in ? B + (size_t)(k0 + r) * N + col0 + c : B, in);
+                } else {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const bool in = row_in && col0 + c + e < N;
+                        cp_async_zfill<4>(shared_address(&sb[s][r][c + e]), in ? B + (size_t)(k0 + r) * N + col0 + c + e : B, in);
+                    }
+                }
+            }
+            cp_async_commit_group();
+        };
+        float fa[2][FM], fb[2][FN];
+        auto fragments = [&](int buf, int s, int k) {
+#pragma unroll
+            for (int i = 0; i < MI; ++i)
+                *reinterpret_cast<float4*>(&fa[buf][4 * i]) =
+                    *reinterpret_cast<const float4*>(&sa[s][k][a_off + i * LANES_M * 4]);
+#pragma unroll
+            for (int j = 0; j < NI; ++j)
+                *reinterpret_cast<float4*>(&fb[buf][4 * j]) =
+                    *reinterpret_cast<const float4*>(&sb[s][k][b_off + j * LANES_N * 4]);
+        };
+
+        float acc[FM][FN];
+#pragma unroll
+        for (int i = 0; i < FM; ++i)
+#pragma unroll
+            for (int j = 0; j < FN; ++j) acc[i][j] = 0.0f;
+        const int tiles = (K + BK - 1) / BK;
+        fetch(0);
+        copy(0, 0);
+        stash(0);
+        if (ASYNC) cp_async_wait_group<0>();
+        __syncthreads();
+        fragments(0, 0, 0);
+        for (int tile = 0; tile < tiles; ++tile) {
+            const int s = tile & 1;
+            // The next tile, in flight during this tile's FMAs. Unconditional on purpose: after the
+            // last tile it reads nothing (every k is past K: zeros) and fills a buffer nobody reads;
+            // under `if (tile + 1 < tiles)` NVVM merged it with the stash below and sank the global
+            // loads to the end of the tile, where their latency was no longer hidden (SASS, ncu).
+            fetch((tile + 1) * BK);
+            if (ASYNC) copy(s ^ 1, (tile + 1) * BK);    // s ^ 1 was last read before the last barrier
+#pragma unroll
+            for (int k = 0; k < BK; ++k) {
+                if (k + 1 < BK) {
+                    fragments((k + 1) & 1, s, k + 1);
+                } else {                       // the other buffer was last read before the last barrier
+                    stash(s ^ 1);
+                    if (ASYNC) cp_async_wait_group<0>();
+                    __syncthreads();
+                    fragments(0, s ^ 1, 0);
+                }
+#pragma unroll
+                for (int i = 0; i < FM; ++i)
+#pragma unroll
+                    for (int j = 0; j < FN; ++j)
+                        acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < MI; ++i)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const int row = row0 + a_off + i * LANES_M * 4 + r;
+#pragma unroll
+                for (int j = 0; j < NI; ++j) {
+                    const float* v = &acc[4 * i + r][4 * j];
+                    store4<VEC>(C, row, col0 + b_off + j * LANES_N * 4, M, N, make_float4(v[0], v[1], v[2], v[3]));
+                }
+            }
+    }
+};
+
+// One v9 configuration: (name, BM, BN, BK, WARPS_M, WARPS_N, MI, NI, GROUP, MINB, ASYNC): WARPS_M x WARPS_N
+// warps, each lane 4*MI x 4*NI outputs, at least MINB blocks per SM; ASYNC 1: the next tile goes
+// to shared memory by cp.async (no staging registers, no stores), waited for at the tile's end;
+// ASYNC 2: only B by cp.async (16-byte copies into the layout it keeps), A through registers. Two kernels each: `name` for
+// float4 rows (K % 4 == 0 and N % 4 == 0) and `name`_scalar for any sizes.
+// kernels/gemm.py reads these lines (and the comment after each) into V9_CONFIGS.
+#define V9_KERNEL(name, BM, BN, BK, WARPS_M, WARPS_N, MI, NI, GROUP, MINB, ASYNC)                                         \
+    extern "C" __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)                                    \
+    name(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)    \
+    {                                                                                                             \
+        SgemmStaged<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, GROUP, ASYNC>::run<true>(A, B, C, M, N, K);                    \
+    }                                                                                                             \
+    extern "C" __global__ void __launch_bounds__(WARPS_M * WARPS_N * 32, MINB)                                    \
+    name##_scalar(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N,  \
+                  int K)                                                                                          \
+    {                                                                                                             \
+        SgemmStaged<BM, BN, BK, WARPS_M, WARPS_N, MI, NI, GROUP, ASYNC>::run<false>(A, B, C, M, N, K);                   \
+    }
+
+// ---- v9: v7's register staging with conflict-free 4 x 4 fragment blocks, fragments double-buffered in registers and one kernel per path, autotuned over the configurations below (the chapter's row: kernels/gemm.py V9_CHAMPION)
+V9_KERNEL(gemm_v9_128x128x8_w2x4_t8x8_g8_b2, 128, 128, 8, 2, 4, 2, 2, 8, 2, 0)        // v7's tile, threads and register cap at BK 8: 8 warps of 64 x 32, 8 x 8 a lane
+V9_KERNEL(gemm_v9_128x128x8_w4x2_t8x8_g8_b2, 128, 128, 8, 4, 2, 2, 2, 8, 2, 0)        // the same as warps of 32 x 64: lanes 4 x 8
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g8_b2, 128, 128, 8, 2, 2, 4, 2, 8, 2, 0)       // 4 warps of 16 x 8 a lane, 2 blocks an SM: 6 float4 reads per 128 FFMAs (v7: 4 per 64)
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g8_b2_async, 128, 128, 8, 2, 2, 4, 2, 8, 2, 1) // cp.async instead of staging registers: no long-scoreboard wait at the stash, 16 registers freed
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g8_b2_basync, 128, 128, 8, 2, 2, 4, 2, 8, 2, 2) // B by cp.async (16 bytes, conflict-free), A through registers (it must be transposed): 8 staging registers and 2 stores fewer
+V9_KERNEL(gemm_v9_128x128x16_w2x2_t16x8_g8_b2_async, 128, 128, 16, 2, 2, 4, 2, 8, 2, 1) // cp.async with BK 16: half the barriers, no staging registers to spill
+V9_KERNEL(gemm_v9_256x128x8_w4x2_t16x8_g8_b1_async, 256, 128, 8, 4, 2, 4, 2, 8, 1, 1) // cuBLAS's shape with cp.async
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t8x16_g8_b2, 128, 128, 8, 2, 2, 2, 4, 8, 2, 0)       // the same outputs as 8 x 16 a lane
+V9_KERNEL(gemm_v9_128x128x16_w2x2_t16x8_g8_b2, 128, 128, 16, 2, 2, 4, 2, 8, 2, 0)     // BK 16: half the barriers per FFMA, 32 staging registers
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g0_b2, 128, 128, 8, 2, 2, 4, 2, 0, 2, 0)       // the swizzle ablation: row-major block order
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g4_b2, 128, 128, 8, 2, 2, 4, 2, 4, 2, 0)       // a narrower L2 group
+V9_KERNEL(gemm_v9_128x128x8_w2x2_t16x8_g16_b2, 128, 128, 8, 2, 2, 4, 2, 16, 2, 0)     // a wider L2 group
+V9_KERNEL(gemm_v9_128x64x8_w2x1_t16x8_g8_b4, 128, 64, 8, 2, 1, 4, 2, 8, 4, 0)         // 2 warps a block, 4 blocks an SM: four barrier domains an SM
+V9_KERNEL(gemm_v9_64x128x8_w1x2_t16x8_g8_b4, 64, 128, 8, 1, 2, 4, 2, 8, 4, 0)         // the same as 64 x 128 tiles
+V9_KERNEL(gemm_v9_256x128x8_w4x2_t16x8_g8_b1, 256, 128, 8, 4, 2, 4, 2, 8, 1, 0)       // cuBLAS's shape: 8 warps of 64 x 64, 16 x 8 a lane, 1 block an SM (the same warps and registers an SM as 2 x 4 warps)
+V9_KERNEL(gemm_v9_128x256x8_w2x4_t16x8_g8_b1, 128, 256, 8, 2, 4, 4, 2, 8, 1, 0)       // the wide tile, 16 x 8 a lane, 1 block an SM
+
+// ------------------------------------------------------------------------------------------
 // The seed report's layer: P = act(W @ X + bias), one bias per output row, fused into the store
 // ------------------------------------------------------------------------------------------
 #define ACT_NONE 0

@@ -578,11 +578,115 @@ def v8_source(kernel: str) -> str:
 
     keep = [(0, line_of("#define TILE 16") + 1),
             (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
-            (line_of("// v8: what v7 still lacked") - 1, line_of("// The seed report's layer") - 1)]
+            (line_of("// v8: what v7 still lacked") - 1, line_of("// v9: v8's sweep showed") - 1)]
     out = []
     for i, line in enumerate(lines):
         kept = any(a <= i < b for a, b in keep)
         if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},"):
+            kept = False
+        out.append(line if kept else "\n")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------
+# v9 (CUDA C only): the SgemmStaged template of gemm.cu, two kernels per V9_KERNEL line
+# ------------------------------------------------------------------------------------------
+_V9_LINE = re.compile(r"^V9_KERNEL\((gemm_v9_\w+), " + ", ".join([r"(\d+)"] * 10) + r"\)\s*(?://\s*(.*))?$", re.M)
+
+
+@dataclass(frozen=True)
+class V9Config:
+    """One instantiation of gemm.cu's SgemmStaged (a ``V9_KERNEL(...)`` line): block tile
+    bm x bn x bk, warps_m x warps_n warps, each lane mi x ni blocks of 4 x 4 outputs, block
+    swizzle ``group``, ``__launch_bounds__``'s ``min_blocks``, ``asynchronous`` (1: cp.async copies
+    instead of staging registers); ``reason``: the line's comment.
+    Two kernels: ``kernel`` (float4 rows: K % 4 == 0 and N % 4 == 0) and ``kernel + "_scalar"``."""
+    kernel: str
+    bm: int
+    bn: int
+    bk: int
+    warps_m: int
+    warps_n: int
+    mi: int
+    ni: int
+    group: int
+    min_blocks: int
+    asynchronous: int = 0
+    reason: str = ""
+
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * 32
+
+    @property
+    def thread_tile(self) -> tuple:
+        """Outputs per thread (rows, columns)."""
+        return 4 * self.mi, 4 * self.ni
+
+    @property
+    def shared_bytes(self) -> int:
+        """Static shared memory of one block: two tiles of A (transposed, padded) and B."""
+        return 2 * self.bk * (self.bm + V8_PAD + self.bn) * 4
+
+    @property
+    def describe(self) -> str:
+        fm, fn = self.thread_tile
+        return (f"{self.bm}x{self.bn}x{self.bk} tiles, {self.warps_m}x{self.warps_n} warps, "
+                f"{fm}x{fn} outputs a thread, group {self.group}, "
+                f"min {self.min_blocks} block{'s' if self.min_blocks > 1 else ''}/SM")
+
+    @property
+    def label(self) -> str:
+        """The chapter's name of this configuration as the v9 row."""
+        fm, fn = self.thread_tile
+        how = "cp.async" if self.asynchronous else "staged"
+        return f"v9 {how} {self.bm}x{self.bn}x{self.bk} {fm}x{fn}/thread"
+
+    @property
+    def plan(self) -> "GemmPlan":
+        return GemmPlan((self.bm, self.bn), (self.threads,), scalar=self.kernel + "_scalar")
+
+
+def _v9_configs(source: str | None = None) -> tuple:
+    text = CU_PATH.read_text() if source is None else source
+    return tuple(V9Config(m.group(1), *(int(m.group(i)) for i in range(2, 12)), (m.group(12) or "").strip())
+                 for m in _V9_LINE.finditer(text))
+
+
+#: every V9_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
+V9_CONFIGS = _v9_configs()
+#: the configuration the chapter's v9 row runs: the fastest correct one of the last sweep on the
+#: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best_v9"); set by hand after a sweep
+V9_CHAMPION = "gemm_v9_128x128x8_w2x4_t8x8_g8_b2"
+
+
+def v9_config(kernel: str) -> V9Config:
+    """The V9_CONFIGS entry of ``kernel`` (KeyError naming the known ones)."""
+    for c in V9_CONFIGS:
+        if c.kernel == kernel:
+            return c
+    raise KeyError(f"no v9 configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in V9_CONFIGS)}")
+
+
+def v9_source(kernel: str) -> str:
+    """gemm.cu reduced to what v9's ``kernel`` needs (as :func:`v8_source`): the file's head, the
+    float4 helpers, the block swizzle and the v9 section with only that V9_KERNEL line."""
+    v9_config(kernel)
+    text = CU_PATH.read_text()
+    lines = text.splitlines(keepends=True)
+
+    def line_of(marker):
+        return text[:text.index(marker)].count("\n")
+
+    keep = [(0, line_of("#define TILE 16") + 1),
+            (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
+            (line_of("__device__ __forceinline__ unsigned shared_address"),
+             line_of("template <int BM, int BN, int BK, int WM, int WN, int WMITER")),
+            (line_of("// v9: v8's sweep showed") - 1, line_of("// The seed report's layer") - 1)]
+    out = []
+    for i, line in enumerate(lines):
+        kept = any(a <= i < b for a, b in keep)
+        if line.startswith("V9_KERNEL(gemm_v9_") and not line.startswith(f"V9_KERNEL({kernel},"):
             kept = False
         out.append(line if kept else "\n")
     return "".join(out)

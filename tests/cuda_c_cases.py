@@ -437,13 +437,14 @@ def _gemm_cases():
 
     cases = []
     for v in G.VERSIONS:
-        if v.cuda_c.startswith("gemm_v8_"):
-            continue                                  # v8's row is one of the configurations below
+        if v.cuda_c.startswith(("gemm_v8_", "gemm_v9_")):
+            continue                                  # v8's and v9's rows are configurations below
         for kind in ("odd", "aligned") if v.plan.scalar else ("odd",):
             inputs = inputs_for(kind)
             kernels = _kernels_of(v, inputs(np.random.default_rng(0), CPU))
             cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(v), check))
     cases += _gemm_v8_cases(G, check)
+    cases += _gemm_v9_cases(G, check)
 
     def layer_inputs(rng, scale):
         m, k, n = {CPU: (19, 21, 23), GPU: (131, 257, 301)}[scale]
@@ -491,6 +492,24 @@ def _gemm_v8_cases(G, check):
                 m, k, n = size[scale]
                 return _rand(rng, (m, k)), _rand(rng, (k, n))
             cases.append(Case(f"gemm/{c.kernel}{suffix}", "gemm", (c.kernel,), inputs, _version_plan(version), check))
+    return cases
+
+
+def _gemm_v9_cases(G, check):
+    """Every v9 configuration, both kernels: float4 rows (K, N % 4 == 0) with ragged M, N, K edges
+    over three tiles of K (both shared buffers reused), and odd sizes (the scalar twin)."""
+    from simtlab.versions import Version
+
+    cases = []
+    for c in G.V9_CONFIGS:
+        shapes = {"aligned": {CPU: (c.bm + 3, 2 * c.bk + 4, c.bn + 4), GPU: (c.bm + 3, 5 * c.bk + 4, 2 * c.bn + 4)},
+                  "odd": {CPU: (c.bm - 5, 2 * c.bk + 3, c.bn + 5), GPU: (c.bm - 5, 5 * c.bk + 3, 2 * c.bn + 5)}}
+        version = Version(c.kernel, None, c.kernel, c.plan, G.gemm_bytes)
+        for kind, kernel in (("aligned", c.kernel), ("odd", c.kernel + "_scalar")):
+            def inputs(rng, scale, size=shapes[kind]):
+                m, k, n = size[scale]
+                return _rand(rng, (m, k)), _rand(rng, (k, n))
+            cases.append(Case(f"gemm/{kernel}", "gemm", (kernel,), inputs, _version_plan(version), check))
     return cases
 
 
