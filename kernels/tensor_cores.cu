@@ -839,6 +839,304 @@ V6_KERNEL(tc_v6s_tf32_128x128x32_w64x32_s4_b1, Tf32, float, 128, 128, 32, 64, 32
 V6_KERNEL(tc_v6s_tf32_128x128x32_w64x64_s3_b2_epi, Tf32, float, 128, 128, 32, 64, 64, 3, 2, 8, true) // 2 blocks + smem epilogue
 
 // ============================================================================================
+// v6t: TF32 mma.sync with every fragment from ldmatrix. v6 reads TF32 B as two 32-bit ld.shared
+// per n8 tile (ldmatrix.trans moves 16-bit elements, so it would split each float): a 64 x 64
+// warp tile issues 16 of them a k-step beside 4 ldmatrix.x4 for A. ldmatrix without .trans
+// gives lane l the 32-bit word at row l/4, column l%4 of each 8 x 4-float matrix: exactly the
+// m16n8k8 A fragment's (g, t) and, when B is stored n-major (B^T: row n holds the k's), the B
+// fragment's b0 = B[k = t][n = g], b1 = B[t + 4][g]. So B is transposed on its way into shared
+// memory and one ldmatrix.x4 gives the fragments of two n8 tiles: 8 loads a k-step, not 20.
+// A and B^T share one layout: rows of BK floats, 16-byte chunk c of row r at c ^ (r & 7), so
+// the 8 rows an ldmatrix phase reads fall in 8 different bank groups.
+// How B^T gets there (BCOPY):
+//   B_CP4      4-byte cp.async (.ca: cg copies 16 bytes only), no registers: a warp instruction
+//              copies 4 k-rows x 8 consecutive n (4 full 32-byte sectors), writing rows n .. n+7
+//              of one chunk: 32 different banks
+//   B_REGS     ld.global.v4 of 4 k-rows x 4 n into registers one tile ahead, transposed in
+//              registers, st.shared.v4 of 4 rows n (4 k each); lanes l&3 = k quad, l>>2 = n quad,
+//              so each 8-lane phase of a store covers 2 n quads x 4 k quads: 8 bank groups
+//   B_GIVEN_T  the caller passes B^T (N x K): copied like A with 16-byte cp.async (the bound on
+//              what the transposition costs; the benchmark times it with tc_transpose_f32 too)
+// B_LATE: the next k-step's B fragments are loaded after this k-step's MMAs, not before: one set of
+// B registers (16) instead of two (ptxas, sm_90: the 64 x 64 _rna configuration spills 16 bytes
+// without it, none with it; 64 x 64 warps with B_REGS' 32 staging registers spill even with it).
+// ROUND: the inputs are rounded to nearest TF32 (cvt.rna) as cuBLAS's TF32 GEMM does (its error
+// is WMMA's, which rounds, not mma.sync's truncation): A's fragments after ldmatrix; B while in
+// registers (B_REGS) or after ldmatrix. Without it the tensor core truncates (v6, v7 alike).
+// The loop is v6's: fragments double-buffered in registers, one barrier a k-tile.
+// ============================================================================================
+enum BCopy { B_CP4 = 0, B_REGS = 1, B_GIVEN_T = 2 };
+
+__device__ __forceinline__ void cp_async_4(u32 dst, const void* src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ float4 ld_global_f4(const float* p)
+{
+    float4 v;
+    asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ float tf32_round_f(float x) { return __uint_as_float(tf32_round(__float_as_uint(x))); }
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP, int BCOPY, bool ROUND, bool B_LATE>
+struct MmaTf32Bt {
+    static constexpr int WARPS = (BM / WM) * (BN / WN), THREADS = WARPS * 32;
+    static constexpr int MT = WM / 16, NT = WN / 8, KSTEPS = BK / 8;
+    static constexpr int CHUNKS = BK / 4, ROW_BYTES = BK * 4;          // A's and B^T's rows: BK floats
+    static constexpr int A_BYTES = BM * ROW_BYTES, B_BYTES = BN * ROW_BYTES, STAGE_BYTES = A_BYTES + B_BYTES;
+    static constexpr int SMEM = STAGES * STAGE_BYTES;
+    static_assert(CHUNKS % 8 == 0, "rows of at least 128 bytes: the XOR swizzle takes the row's low 3 bits");
+    static_assert(NT % 2 == 0, "one ldmatrix.x4 gives the B fragments of two n8 tiles");
+    static_assert(KSTEPS % 2 == 0 && STAGES >= 2, "v6's loop: two fragment sets, a ring of at least 2");
+    // v6's epilogue (float2 stores straight from the accumulators) and its grouped block order
+    typedef MmaPipeline<Tf32, BM, BN, BK, WM, WN, STAGES, GROUP, false> V6;
+
+    static __device__ __forceinline__ u32 swz(int row, int chunk) { return (row * CHUNKS + (chunk ^ (row & 7))) * 16; }
+
+    // ---- a K-major operand (A; B^T when given) by 16-byte cp.async: thread t copies chunk t % CHUNKS
+    // of rows t / CHUNKS + p * PASS_ROWS; PASS_ROWS is a multiple of 8, so every pass has the
+    // thread's swizzle: one shared offset plus a constant, one pointer advanced a tile at a time
+    static constexpr int PASS_ROWS = THREADS / CHUNKS;
+    static_assert(THREADS % CHUNKS == 0 && PASS_ROWS % 8 == 0 && BM % PASS_ROWS == 0 && BN % PASS_ROWS == 0,
+                  "K-major tile copies must split evenly");
+    struct KMajor { const float* src; u32 off; };
+    static __device__ __forceinline__ KMajor kmajor(const float* X, int row0, int K)
+    {
+        const int r = threadIdx.x / CHUNKS, c = threadIdx.x % CHUNKS;
+        return {X + (size_t)(row0 + r) * K + c * 4, swz(r, c)};
+    }
+    template <int ROWS>
+    static __device__ __forceinline__ void copy_kmajor(KMajor& x, u32 s, int K)
+    {
+#pragma unroll
+        for (int p = 0; p < ROWS / PASS_ROWS; ++p) cp_async_16(s + x.off + p * PASS_ROWS * ROW_BYTES, x.src + (size_t)p * PASS_ROWS * K);
+        x.src += BK;
+    }
+
+    // ---- B (K x N, row-major) into B^T by 4-byte cp.async: warp w's lane l copies B[k][n] with
+    // k = 4 kq + l / 8, n = 8 nq + l % 8 for the (kq, nq) blocks w, w + WARPS, ... (kq fastest).
+    // n % 8 = l % 8 in every block, so the swizzle is the lane's own constant, and the per-pass
+    // parts of the offsets are compile-time constants (written out: the compiler does not know
+    // that w < WARPS, and would otherwise keep 2 x 32 loop-invariant offsets in registers)
+    static constexpr int KQ = BK / 4, CP4_PASSES = KQ * (BN / 8) / WARPS;
+    static_assert(BCOPY != B_CP4 || WARPS % KQ == 0 || KQ % WARPS == 0, "4-byte copies must split evenly");
+    struct Cp4 { const float* src; u32 off; };             // this lane's first element, and where it lands
+    static __device__ __forceinline__ int cp4_warp_kq() { return WARPS >= KQ ? threadIdx.x / 32 % KQ : threadIdx.x / 32; }
+    static __device__ __forceinline__ int cp4_warp_nq() { return WARPS >= KQ ? threadIdx.x / 32 / KQ : 0; }
+    static __device__ __forceinline__ Cp4 cp4(const float* B, int n0, int N)
+    {
+        const int lane = threadIdx.x % 32, kq = cp4_warp_kq(), n = cp4_warp_nq() * 8 + lane % 8;
+        return {B + (size_t)(kq * 4 + lane / 8) * N + n0 + n, (u32)(n * ROW_BYTES + ((kq ^ (lane % 8)) << 4) + (lane / 8) * 4)};
+    }
+    static __device__ __forceinline__ void copy_b_cp4(Cp4& b, u32 s, int N)
+    {
+#pragma unroll
+        for (int p = 0; p < CP4_PASSES; ++p) {
+            // pass p moves the block WARPS * p further: in n when WARPS >= KQ, else in kq first
+            constexpr int KQ_STEP = WARPS >= KQ ? 0 : WARPS, KQ_PASSES = WARPS >= KQ ? 1 : KQ / WARPS;
+            constexpr int NQ_STEP = WARPS >= KQ ? WARPS / KQ : 1;
+            const int dkq = (p % KQ_PASSES) * KQ_STEP, dnq = (p / KQ_PASSES) * NQ_STEP;    // dkq: bits above the warp's kq
+            cp_async_4(s + (b.off ^ (dkq << 4)) + dnq * 8 * ROW_BYTES, b.src + (size_t)dkq * 4 * N + dnq * 8);
+        }
+        b.src += (size_t)BK * N;
+    }
+
+    // ---- B through registers: warp w's lane l holds the 4 x 4 block k = 16 kg + 4 (l % 4) + 0..3,
+    // n = 32 ng + 4 (l / 4) + 0..3 for the (kg, ng) groups w, w + WARPS, ... (each a 16 x 32 piece
+    // of the tile; kg fastest, and WARPS >= BK / 16, so a pass moves n only)
+    static constexpr int KG = BK / 16, REG_PASSES = KG * (BN / 32) / WARPS;
+    static_assert(BCOPY != B_REGS || (BK % 16 == 0 && WARPS % KG == 0 && KG * (BN / 32) % WARPS == 0),
+                  "register copies must split evenly");
+    struct Regs {
+        const float* src;                                     // this lane's first float4 of the next tile
+        u32 off;                                              // where its row n, chunk k / 4 lands
+        int x;                                                // the swizzle of row n: rows n + i have x ^ i
+        float4 v[BCOPY == B_REGS ? REG_PASSES : 1][4];        // v[p][r] = B[k + r][n + 32 (WARPS / KG) p .. + 3]
+    };
+    static __device__ __forceinline__ Regs regs(const float* B, int n0, int N)
+    {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int k = (warp % KG) * 16 + (lane % 4) * 4, n = (warp / KG) * 32 + (lane / 4) * 4;
+        Regs r;
+        r.src = B + (size_t)k * N + n0 + n;
+        r.x = n & 7;                                          // 0 or 4: rows n .. n+3 have x, x^1, x^2, x^3
+        r.off = n * ROW_BYTES + (((k / 4) ^ r.x) << 4);
+        return r;
+    }
+    static __device__ __forceinline__ void load_b_regs(Regs& b, int N)
+    {
+#pragma unroll
+        for (int p = 0; p < REG_PASSES; ++p)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) b.v[p][r] = ld_global_f4(b.src + (size_t)r * N + p * 32 * (WARPS / KG));
+        b.src += (size_t)BK * N;
+    }
+    static __device__ __forceinline__ u32 rounded(float x) { return __float_as_uint(ROUND ? tf32_round_f(x) : x); }
+    static __device__ __forceinline__ void store_b_regs(const Regs& b, u32 s)
+    {
+#pragma unroll
+        for (int p = 0; p < REG_PASSES; ++p) {
+            const float4* v = b.v[p];
+            const u32 at = s + b.off + p * 32 * (WARPS / KG) * ROW_BYTES;
+            // row n + i, chunk (k / 4) ^ (x ^ i) = ((k / 4) ^ x) ^ i: the offset's chunk bits XOR i
+            st_shared_v4(at + 0 * ROW_BYTES, make_uint4(rounded(v[0].x), rounded(v[1].x), rounded(v[2].x), rounded(v[3].x)));
+            st_shared_v4((at ^ (1 << 4)) + 1 * ROW_BYTES, make_uint4(rounded(v[0].y), rounded(v[1].y), rounded(v[2].y), rounded(v[3].y)));
+            st_shared_v4((at ^ (2 << 4)) + 2 * ROW_BYTES, make_uint4(rounded(v[0].z), rounded(v[1].z), rounded(v[2].z), rounded(v[3].z)));
+            st_shared_v4((at ^ (3 << 4)) + 3 * ROW_BYTES, make_uint4(rounded(v[0].w), rounded(v[1].w), rounded(v[2].w), rounded(v[3].w)));
+        }
+    }
+
+    // ---- fragments: the lane's ldmatrix addresses of k-step 0, fragment 0, once; chunk 2 kk + h
+    // of a row r is (h ^ (r & 7)) ^ 2 kk, and fragments 16 rows apart share the swizzle:
+    // A: off_a ^ 32 kk + 16 i rows; B^T: matrices (n 0-7, k lo), (n 0-7, k hi), (n 8-15, k lo),
+    // (n 8-15, k hi) of the pair j of n8 tiles: off_b ^ 32 kk + 16 j rows
+    struct Offsets { u32 a, b; };
+    static __device__ __forceinline__ Offsets fragment_offsets(int wm, int wn)
+    {
+        const int lane = threadIdx.x % 32;
+        const int ra = wm * WM + (lane & 15), rb = wn * WN + (lane >> 4) * 8 + (lane & 7);
+        return {swz(ra, lane >> 4), swz(rb, (lane >> 3) & 1)};
+    }
+    struct Frags { u32 a[MT][4]; u32 b[NT][2]; };
+    // A's fragments of k-step kk (rounded to nearest with ROUND)
+    static __device__ __forceinline__ void load_a_frags(Frags& f, u32 sa, Offsets o, int kk)
+    {
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            ldmatrix_x4(f.a[i], sa + (o.a ^ (kk * 32)) + i * 16 * ROW_BYTES);
+            if constexpr (ROUND) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) f.a[i][e] = tf32_round(f.a[i][e]);
+            }
+        }
+    }
+    // B's: one ldmatrix.x4 per pair of n8 tiles (B_REGS stored them rounded already)
+    static __device__ __forceinline__ void load_b_frags(Frags& f, u32 sb, Offsets o, int kk)
+    {
+#pragma unroll
+        for (int j = 0; j < NT / 2; ++j) {
+            u32 r[4];
+            ldmatrix_x4(r, sb + (o.b ^ (kk * 32)) + j * 16 * ROW_BYTES);
+            if constexpr (ROUND && BCOPY != B_REGS) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) r[e] = tf32_round(r[e]);
+            }
+            f.b[2 * j][0] = r[0]; f.b[2 * j][1] = r[1]; f.b[2 * j + 1][0] = r[2]; f.b[2 * j + 1][1] = r[3];
+        }
+    }
+
+    static __device__ __forceinline__ void run(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                               int M, int N, int K)
+    {
+        extern __shared__ __align__(128) unsigned char smem[];
+        const u32 base = smem_u32(smem);
+        const int warp = threadIdx.x / 32;
+        const int wm = warp / (BN / WN), wn = warp % (BN / WN);
+        int bm, bn;
+        grouped_block<GROUP>(bm, bn);
+        const int m0 = bm * BM, n0 = bn * BN;
+        float acc[MT][NT][4];
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        const int tiles = K / BK;
+        KMajor a = kmajor(A, m0, K);
+        KMajor bt = kmajor(B, n0, K);                         // B_GIVEN_T: B is B^T, N x K
+        Cp4 b4 = cp4(B, n0, N);
+        Regs br = regs(B, n0, N);
+        // one tile's asynchronous copies into stage s: A's, and B's unless it goes through registers
+        auto copy_async = [&](int s) {
+            const u32 sa = base + s * STAGE_BYTES;
+            copy_kmajor<BM>(a, sa, K);
+            if constexpr (BCOPY == B_GIVEN_T) copy_kmajor<BN>(bt, sa + A_BYTES, K);
+            if constexpr (BCOPY == B_CP4) copy_b_cp4(b4, sa + A_BYTES, N);
+        };
+        // prologue: tiles 0 .. STAGES-2 in flight (one commit group each, empty ones too); B_REGS:
+        // tile 0 stored, tile 1 in registers
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < tiles) copy_async(s);
+            cp_async_commit();
+        }
+        if constexpr (BCOPY == B_REGS) {
+            load_b_regs(br, N);
+            store_b_regs(br, base + A_BYTES);
+            if (1 < tiles) load_b_regs(br, N);
+        }
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        Frags f[2];
+        const Offsets offsets = fragment_offsets(wm, wn);
+        load_a_frags(f[0], base, offsets, 0);
+        load_b_frags(f[0], base + A_BYTES, offsets, 0);
+        int read_slot = 0, write_slot = STAGES - 1;
+        for (int kt = 0; kt < tiles; ++kt) {
+            const u32 sa = base + read_slot * STAGE_BYTES, sb = sa + A_BYTES;
+            const int next_slot = read_slot + 1 == STAGES ? 0 : read_slot + 1;
+            const u32 na = base + next_slot * STAGE_BYTES, nb = na + A_BYTES;
+#pragma unroll
+            for (int kk = 0; kk < KSTEPS; ++kk) {
+                Frags& next = f[(kk + 1) & 1];
+                const bool last = kk == KSTEPS - 1;
+                if (last) {
+                    if constexpr (BCOPY == B_REGS) {          // tile kt+1's B into its slot (tile kt+1-STAGES left it)
+                        if (kt + 1 < tiles) store_b_regs(br, nb);
+                        if (kt + 2 < tiles) load_b_regs(br, N);       // and tile kt+2's on its way
+                    }
+                    cp_async_wait<STAGES - 2>();
+                    __syncthreads();
+                    if (kt + 1 < tiles) {
+                        load_a_frags(next, na, offsets, 0);
+                        if (!B_LATE) load_b_frags(next, nb, offsets, 0);
+                    }
+                } else {
+                    load_a_frags(next, sa, offsets, kk + 1);
+                    if (!B_LATE) load_b_frags(next, sb, offsets, kk + 1);
+                }
+                if (kk == 0) {
+                    if (kt + STAGES - 1 < tiles) copy_async(write_slot);
+                    cp_async_commit();
+                }
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32_m16n8k8(acc[i][j], f[kk & 1].a[i], f[kk & 1].b[j]);
+                if (B_LATE) {                                 // B's registers are free again: the next k-step's B
+                    if (!last) load_b_frags(next, sb, offsets, kk + 1);
+                    else if (kt + 1 < tiles) load_b_frags(next, nb, offsets, 0);
+                }
+            }
+            read_slot = next_slot;
+            write_slot = write_slot + 1 == STAGES ? 0 : write_slot + 1;
+        }
+        cp_async_wait<0>();
+        V6::store(acc, C, base, m0 + wm * WM, n0 + wn * WN, N);
+    }
+};
+
+// One v6t configuration: (name, BM, BN, BK, WM, WN, STAGES, MINB, GROUP, BCOPY, ROUND, B_LATE); kernels/tensor_cores.py
+// reads these lines (and the comment after each) into the sweep. B_GIVEN_T kernels take B^T (N x K) as B.
+#define V6T_KERNEL(name, BM, BN, BK, WM, WN, STAGES, MINB, GROUP, BCOPY, ROUND, B_LATE)                          \
+    extern "C" __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, MINB)                              \
+    name(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)  \
+    {                                                                                                           \
+        MmaTf32Bt<BM, BN, BK, WM, WN, STAGES, GROUP, BCOPY, ROUND, B_LATE>::run(A, B, C, M, N, K);              \
+    }
+
+// ---- v6t: TF32 v6 with B transposed into shared memory, so ldmatrix.x4 fills B's fragments too (8 loads a k-step instead of 20)
+V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_cp4, 128, 256, 32, 64, 64, 3, 1, 8, B_CP4, false, false)        // v6's best tile, B^T by 4-byte cp.async: no staging registers (226, v6 needs 246), 4x the copy instructions for B
+V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s4_b1_cp4, 128, 256, 32, 64, 64, 4, 1, 8, B_CP4, false, false)        // the 4-byte copies get one more tile (192 KB) of latency to hide
+V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x64_s3_b2_cp4, 128, 128, 32, 64, 64, 3, 2, 8, B_CP4, false, false)        // 4 warps, 96 KB: 2 blocks an SM hide each other's barriers
+V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x32_s3_b1_regs, 128, 128, 32, 64, 32, 3, 1, 8, B_REGS, false, false)     // B^T through registers (16-byte loads and stores, a quarter of cp4's copy instructions); 64 x 32 warps: 64 x 64 ones spill with 32 staging registers
+V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x32_s3_b1_cp4, 128, 128, 32, 64, 32, 3, 1, 8, B_CP4, false, false)       // the same tile with 4-byte copies: which B copy is cheaper, at equal warp tiles
+V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt, 128, 256, 32, 64, 64, 3, 1, 8, B_GIVEN_T, false, false)     // B^T given, copied like A: the transposition's cost taken out (also timed with tc_transpose_f32)
+V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_cp4_rna, 128, 256, 32, 64, 64, 3, 1, 8, B_CP4, true, true)      // rounds the inputs to nearest as cuBLAS TF32 does: every fragment after ldmatrix (32 cvt a k-step)
+
+// ============================================================================================
 // v7 (Hopper only, sm_90a): wgmma. A warpgroup (4 warps) issues one asynchronous MMA of
 // 64 x 256 x 16 whose A and B come straight from shared memory, described by a 64-bit descriptor;
 // the tiles are in the 128-byte swizzled layout wgmma reads. Loads are cp.async (not TMA: a tensor

@@ -215,6 +215,12 @@ HELPER_KERNELS = ("tc_transpose_f32",)
 _PRECISION_OF = {"Tf32": "tf32", "F16": "fp16", "Bf16": "bf16"}
 _V6_LINE = re.compile(r"^V6_KERNEL\((tc_\w+), (\w+), \w+, (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), "
                       r"(true|false)\)\s*(?://\s*(.*))?$", re.M)
+#: v6t (TF32 with B^T in shared memory, every fragment by ldmatrix): name, BM, BN, BK, WM, WN, STAGES,
+#: MINB, GROUP, how B reaches its transposed tile, ROUND (cvt.rna inputs), B_LATE
+_V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), "
+                       r"(B_CP4|B_REGS|B_GIVEN_T), (true|false), (true|false)\)\s*(?://\s*(.*))?$", re.M)
+#: tensor_cores.cu's BCopy names -> V6Config.b_copy
+_B_COPY = {"B_CP4": "cp.async 4 B", "B_REGS": "registers", "B_GIVEN_T": "B^T given"}
 
 
 @dataclass(frozen=True)
@@ -232,10 +238,20 @@ class V6Config:
     group: int                     # block rows walked before moving right
     epilogue_smem: bool            # C through shared memory, 16-byte stores
     reason: str = ""
+    #: v6t only: how B reaches shared memory transposed (a _B_COPY value; "" for v6's row-major B),
+    #: inputs rounded to nearest (cvt.rna) as cuBLAS does, B's fragments loaded after the MMAs
+    b_copy: str = ""
+    round_inputs: bool = False
+    b_late: bool = False
 
     @property
     def sweep(self) -> bool:
-        return self.kernel.startswith("tc_v6s_")
+        return self.kernel.startswith(("tc_v6s_", "tc_v6t_"))
+
+    @property
+    def b_transposed_smem(self) -> bool:
+        """v6t: B^T (n-major) in shared memory, B's fragments by ldmatrix."""
+        return bool(self.b_copy)
 
     @property
     def threads(self) -> int:
@@ -251,16 +267,23 @@ class V6Config:
     def describe(self) -> str:
         return (f"{self.bm}x{self.bn}x{self.bk}, warps {self.wm}x{self.wn} ({self.threads // 32}), {self.stages} stages, "
                 f"min {self.min_blocks} block{'s' if self.min_blocks > 1 else ''}/SM, group {self.group}"
-                + (", C via smem" if self.epilogue_smem else ""))
+                + (", C via smem" if self.epilogue_smem else "")
+                + (f", B^T in smem by {self.b_copy}" if self.b_copy else "")
+                + (", inputs rounded (cvt.rna)" if self.round_inputs else "")
+                + (", B fragments late" if self.b_late else ""))
 
     @property
     def version(self) -> "TcVersion":
-        label = "v6 sweep " + self.kernel[len("tc_v6s_"):] if self.sweep else "v6 + cp.async pipeline"
+        if self.b_copy:
+            label = "v6t sweep " + self.kernel[len("tc_v6t_"):]
+        else:
+            label = "v6 sweep " + self.kernel[len("tc_v6s_"):] if self.sweep else "v6 + cp.async pipeline"
         if self.kernel.endswith("stages"):
             label += f", {self.stages} stages"
         note = self.describe + (f": {self.reason}" if self.reason else "")
         return TcVersion(label, self.precision, self.kernel, (self.bm, self.bn), (self.bm, self.bn, self.bk),
-                         self.threads, self.smem, note=note)
+                         self.threads, self.smem, note=note, b_transposed=self.b_copy == _B_COPY["B_GIVEN_T"],
+                         isolate=bool(self.b_copy))          # v6t: first GPU runs in a child process each
 
 
 def _v6_configs(source: str | None = None) -> tuple:
@@ -274,8 +297,21 @@ def _v6_configs(source: str | None = None) -> tuple:
     return tuple(out)
 
 
+def _v6t_configs(source: str | None = None) -> tuple:
+    text = CU_PATH.read_text() if source is None else source
+    out = []
+    for m in _V6T_LINE.finditer(text):
+        bm, bn, bk, wm, wn, stages, minb, group = (int(m.group(i)) for i in range(2, 10))
+        out.append(V6Config(m.group(1), "tf32", bm, bn, bk, wm, wn, stages, minb, group, False,
+                            (m.group(13) or "").strip(), b_copy=_B_COPY[m.group(10)],
+                            round_inputs=m.group(11) == "true", b_late=m.group(12) == "true"))
+    return tuple(out)
+
+
 #: every V6_KERNEL line of tensor_cores.cu: the chapter's v6 rows and the sweep's candidates
 V6_CONFIGS = _v6_configs()
+#: every V6T_KERNEL line: TF32 with B^T in shared memory (all sweep candidates)
+V6T_CONFIGS = _v6t_configs()
 
 
 def _versions() -> tuple:
@@ -318,7 +354,7 @@ def _versions() -> tuple:
 
 VERSIONS = _versions()
 #: the v6 sweep (tc_v6s_*): timed by the benchmark, which reports the best per precision
-SWEEP_CONFIGS = tuple(c for c in V6_CONFIGS if c.sweep)
+SWEEP_CONFIGS = tuple(c for c in V6_CONFIGS if c.sweep) + V6T_CONFIGS
 SWEEP = tuple(c.version for c in SWEEP_CONFIGS)
 
 
@@ -458,7 +494,7 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL)\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL)\((tc_\w+),", text, flags=re.M)
     return direct + macro
 
 

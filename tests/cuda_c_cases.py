@@ -707,7 +707,7 @@ def _tensor_core_cases():
     for v in T.VERSIONS + T.SWEEP:
         bm, bn, bk = v.multiple
         naive = v.kernel.startswith(("tc_v1", "tc_v2"))
-        stages = next((c.stages for c in T.V6_CONFIGS if c.kernel == v.kernel), 1)
+        stages = next((c.stages for c in T.V6_CONFIGS + T.V6T_CONFIGS if c.kernel == v.kernel), 1)
         if naive:
             shapes = {CPU: (16, 64, 2 * bk), GPU: (48, 192, 8 * bk)}
         else:

@@ -189,3 +189,32 @@ def test_dynamic_shared_memory_past_48_kib_needs_the_kernels_opt_in():
         simtlab.emulate(kernel, grid, block, *args, shared_bytes=smem, trace=False)
     kernel.max_dynamic_shared_size_bytes = smem
     simtlab.emulate(kernel, grid, block, *args, shared_bytes=smem, trace=False)
+
+
+# --- v6t: TF32 with B^T in shared memory, every fragment by ldmatrix ---------------------------------
+@pytest.mark.parametrize("cfg", T.V6T_CONFIGS, ids=lambda c: c.kernel)
+def test_v6t_loads_every_fragment_with_ldmatrix_and_no_shared_request_conflicts(cfg):
+    """The trace of a CPU run: the only shared-memory loads are ldmatrix (v6's 32-bit B loads are
+    gone), and every shared request (the ldmatrix phases, the cp.async writes of A and of the
+    transposed B, B_REGS' 16-byte stores) needs no more wavefronts than its bytes do."""
+    _, launches, _ = outputs_of(BY_NAME[f"tensor_cores/{cfg.kernel}"], CPU)
+    (run,) = CC.emulate_launches("tensor_cores", launches, trace=True)
+    table = requests(run.memory_columns)
+    loads = table[table.kind == 0]
+    assert len(loads) and set(loads.line.tolist()) == {LDMATRIX_A}, set(loads.line.tolist())
+    conflicted = table[table.wavefronts > table.ideal]
+    assert len(conflicted) == 0, sorted(set(zip(conflicted.line.tolist(), conflicted.wavefronts.tolist())))
+
+
+@pytest.mark.parametrize("cfg", T.V6T_CONFIGS, ids=lambda c: c.kernel)
+def test_v6t_truncates_tf32_inputs_unless_it_rounds_them_to_nearest(cfg):
+    """A = x = 1 + 3 * 2^-12 everywhere, B = x in row 0 and zeros below: C = TF32(x)^2, 1.0 when
+    the tensor core truncates the raw bits, (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 (exact in FP32) when
+    both operands are rounded to nearest first (the _rna configurations, as cuBLAS TF32)."""
+    x = np.float32(1 + 3 * 2.0 ** -12)
+    m, n, k = cfg.bm, cfg.bn, (cfg.stages + 1) * cfg.bk          # the ring wraps
+    a = np.full((m, k), x, np.float32)
+    b = np.zeros((k, n), np.float32)
+    b[0] = x
+    want = np.float32(1 + 2.0 ** -9 + 2.0 ** -20) if cfg.round_inputs else np.float32(1.0)
+    assert (_gemm(f"tensor_cores/{cfg.kernel}", a, b) == want).all()

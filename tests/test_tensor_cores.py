@@ -51,6 +51,7 @@ def test_each_version_uses_the_instructions_it_claims():
         want = {"v1": ["wmma.mma"], "v2": ["wmma.mma"], "v3": ["wmma.mma", "bar.sync"],
                 "v4": ["mma.sync", "ldmatrix"], "v5": ["mma.sync", "ldmatrix"],
                 "v6": ["mma.sync", "ldmatrix", "cp.async.cg", "cp.async.wait_group"],
+                "v6t": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix", "cp.async.cg", "cp.async.wait_group"],
                 "v7": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.cg", "fence.proxy.async"],
                 "v8": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx",
                        "mbarrier.try_wait.parity", "trap"]}[label]
@@ -65,6 +66,12 @@ def test_each_version_uses_the_instructions_it_claims():
             assert "cp.async" not in body, v.kernel
         if label == "v4" or label == "v5" or label == "v6":
             assert ("ldmatrix.sync.aligned.m8n8.x4.trans" in body) == (v.precision != "tf32"), v.kernel
+    for c in T.V6T_CONFIGS:                                          # B^T in shared memory: no 32-bit fragment loads
+        body = _entry(ptx, c.kernel)
+        assert "ld.shared.b32" not in body and "ld.shared.u32" not in body, c.kernel
+        assert ("cp.async.ca.shared.global [%r" in body) == (c.b_copy == "cp.async 4 B"), c.kernel
+        assert ("st.shared.v4" in body and "ld.global.nc.v4.f32" in body) == (c.b_copy == "registers"), c.kernel
+        assert ("cvt.rna.tf32.f32" in body) == c.round_inputs, c.kernel
 
 
 @pytest.mark.slow
@@ -105,7 +112,7 @@ def test_dynamic_shared_memory_fits_an_h100_block():
     assert all(v.dynamic_smem <= limit for v in T.VERSIONS + T.SWEEP), \
         [(v.kernel, v.dynamic_smem) for v in T.VERSIONS + T.SWEEP]
     # MINB = 2 promises two blocks an SM: their shared memory must fit the SM's 228 KB together
-    for c in T.V6_CONFIGS:
+    for c in T.V6_CONFIGS + T.V6T_CONFIGS:
         assert c.min_blocks * (c.smem + 1024) <= 228 * 1024, c     # 1 KB per block is the driver's own
 
 
@@ -301,6 +308,10 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     text = T.CU_PATH.read_text()
     lines = [l for l in text.splitlines() if l.startswith("V6_KERNEL(")]
     assert len(lines) == len(T.V6_CONFIGS) >= 20
+    v6t_lines = [l for l in text.splitlines() if l.startswith("V6T_KERNEL(")]
+    assert len(v6t_lines) == len(T.V6T_CONFIGS) >= 5 and set(T.V6T_CONFIGS) <= set(T.SWEEP_CONFIGS)
+    assert {c.b_copy for c in T.V6T_CONFIGS} == {"cp.async 4 B", "registers", "B^T given"}
+    assert [c.version.b_transposed for c in T.V6T_CONFIGS] == [c.b_copy == "B^T given" for c in T.V6T_CONFIGS]
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
 

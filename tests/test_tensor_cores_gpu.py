@@ -5,6 +5,7 @@ at shapes that are multiples of each version's tile but not squares or powers of
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gpu_support import requires_gpu
@@ -124,3 +125,42 @@ def test_torch_16_bit_output_is_within_the_bound_with_its_rounding(precision):
              "print('ok', err)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "ok" in done.stdout, done.stdout + done.stderr
+
+
+def _tf32_square_of_x(make_run, shape):
+    """C of A = x = 1 + 3 * 2^-12 everywhere times B = x in row 0, zeros below: TF32(x)^2 in every
+    element, 1.0 if the inputs are truncated to TF32, 1 + 2^-9 + 2^-20 if rounded to nearest."""
+    import cupy
+
+    m, n, k = shape
+    x = np.float32(1 + 3 * 2.0 ** -12)
+    a = cupy.full((m, k), x, cupy.float32)
+    b = cupy.zeros((k, n), cupy.float32)
+    b[0] = x
+    c = cupy.full((m, n), cupy.nan, cupy.float32)
+    make_run(a, b, c)()
+    cupy.cuda.runtime.deviceSynchronize()
+    return set(cupy.asnumpy(c).ravel().tolist())
+
+
+ROUNDED = float(np.float32(1 + 2.0 ** -9 + 2.0 ** -20))
+
+
+@pytest.mark.parametrize("cfg", T.V6T_CONFIGS, ids=lambda c: c.kernel)
+def test_v6t_truncates_tf32_inputs_unless_it_rounds_them_to_nearest(cfg):
+    """The PTX engine's answer (tests/test_ptx_tensor_cores.py, same name) on the GPU: mma.sync
+    truncates the raw float bits, the _rna configurations round both operands to nearest."""
+    from simtlab.gpubench import tensor_cores as bench
+
+    version = T.find(cfg.kernel)
+    got = _tf32_square_of_x(lambda a, b, c: bench.runner(version, a, b, c), (cfg.bm, cfg.bn, (cfg.stages + 1) * cfg.bk))
+    assert got == {ROUNDED if cfg.round_inputs else 1.0}
+
+
+def test_cublas_tf32_rounds_its_inputs_to_nearest():
+    """What the _rna configurations copy: cuBLAS TF32 (CUBLAS_COMPUTE_32F_FAST_TF32) rounds A and
+    B to nearest before the tensor cores (its error at 4096^3 is the rounding WMMA versions', not
+    the truncating mma.sync's); truncated inputs would give 1.0 here."""
+    from simtlab.gpubench import tensor_cores as bench
+
+    assert _tf32_square_of_x(lambda a, b, c: bench.cublas_runner("tf32", a, b, c), (256, 256, 128)) == {ROUNDED}

@@ -527,7 +527,8 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 
 def _transpose_label(version: T.TcVersion) -> str:
-    return "v7 wgmma + B transpose kernel"
+    """The name of a B^T version's row with tc_transpose_f32 timed (v7's is the chapter's)."""
+    return "v7 wgmma + B transpose kernel" if version.kernel.startswith("tc_v7") else f"{version.label} + B transpose kernel"
 
 
 def version_rows(version: T.TcVersion, shape, repeat: int, log, check_shapes=None) -> list:
@@ -541,7 +542,7 @@ def version_rows(version: T.TcVersion, shape, repeat: int, log, check_shapes=Non
         rows.append(_row(f"{_transpose_label(version)} {version.precision.upper()}", version.precision, "cuda-c",
                          lambda a, b, c: runner(version, a, b, c, transpose=True), shape, repeat, log,
                          ref_name=ref, check_shapes=check_shapes))
-        rows[-1]["note"] = "tc_transpose_f32 (B -> B^T) + tc_v7_wgmma_tf32_bt, both timed"
+        rows[-1]["note"] = f"tc_transpose_f32 (B -> B^T) + {version.kernel}, both timed"
     for r in rows:
         r["kernel"] = version.kernel
         r.setdefault("note", version.note)
