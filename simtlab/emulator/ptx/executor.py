@@ -18,6 +18,12 @@ divergent barrier (``BarrierError``), as in the other engines. A cluster barrier
 (``barrier.cluster.wait``) waits for every lane of the block's cluster; a chunk holds whole
 clusters.
 
+mbarrier waits (a "wait" step: ``mbarrier.try_wait`` / ``test_wait``, ``tma.py``): a lane whose
+phase has not completed is parked (at the instruction, to retry it, or after it) and the other
+lanes run; once every lane is parked, waits at a barrier or has exited, the parked ones retry
+if some phase completed meanwhile, and otherwise the launch stops (``tma.stuck``). A block with
+parked lanes passes no ``bar.sync``.
+
 Runaway loops: every taken backward branch (a jump to an earlier instruction: one more pass
 through a loop) counts one for each lane that takes it; a lane past ``Launch.iteration_limit``
 stops the launch with ``RunawayKernelError.too_many_iterations``, the same count on every

@@ -1,7 +1,7 @@
 """PTX instructions compiled to functions over lane vectors.
 
 ``compile_entry(entry, layout)`` turns each parsed instruction into a ``Step``: its kind (how
-the executor moves the program counter: "op", "bra", "exit", "bar") and ``run(chunk, m)``,
+the executor moves the program counter: "op", "bra", "exit", "bar", "wait") and ``run(chunk, m)``,
 which executes it for the active lanes ``m`` (a boolean vector, or None: every lane of the
 chunk). Registers are NumPy vectors of their declared type; an instruction reads them as its
 own type (same size: a view of the bits; another size: truncated or extended as PTX says).
