@@ -207,6 +207,10 @@ V7T_TILE = (256, 128, 32)
 V7B_TILE = (128, 256, 32)
 #: v8: v7's tile, 4 stages, 2 consumer warpgroups + 1 producer warp
 V8_THREADS = 288
+#: v8's TMA boxes (columns, rows), 128-byte swizzle: 64 k x 128 rows of A, 64 n x 64 k of B
+#: (128-byte rows of 16-bit elements: v7's shared layout)
+V8_BOXES = ((V7_TILE[2], V7_TILE[0]), (64, V7_TILE[2]))
+V8_SWIZZLE = 128
 #: kernels of tensor_cores.cu that are not GEMM versions: tc_transpose_f32 makes the B^T that
 #: tc_v7_wgmma_tf32_bt reads (the benchmark times a row with it)
 HELPER_KERNELS = ("tc_transpose_f32",)

@@ -24,11 +24,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["cuda_c", "CudaCKernel", "compile_ptx", "CompilerMissing", "CudaCompileError",
-           "PTX_OPTIONS", "INSTALL_HINT", "kernel_only_source", "course_kernel", "emulate_launches",
+           "PTX_OPTIONS", "PTX_OPTIONS_SM90A", "ptx_options", "INSTALL_HINT", "kernel_only_source", "course_kernel", "emulate_launches",
            "emulate_version"]
 
 #: compute_90 PTX (the H100's) with a .loc directive before every instruction's CUDA C line
 PTX_OPTIONS = ("--gpu-architecture=compute_90", "-lineinfo", "-std=c++17")
+#: the same for a source with Hopper-only code (wgmma, TMA, mbarrier's expect_tx: guarded by
+#: ``__CUDA_ARCH_FEAT_SM90_ALL``, which only compute_90a defines). Only such a source gets it:
+#: sm_90a PTX runs on sm_90 GPUs alone (no later GPU JITs it), and NVRTC's compute_90a PTX of
+#: kernels/gemm.cu's v8 differs from its compute_90 PTX although gemm.cu has no such code
+#: (register numbering and instruction order), while tensor_cores.cu's v1-v6 are identical
+#: under both but for the .target line (measured with NVRTC 13.0)
+PTX_OPTIONS_SM90A = ("--gpu-architecture=compute_90a",) + PTX_OPTIONS[1:]
+#: the macro that marks a source as needing compute_90a
+ARCH_SPECIFIC_MACRO = "__CUDA_ARCH_FEAT_SM90_ALL"
 INSTALL_HINT = ("pip install -e '.[cuda-c]' in the course's folder (or: pip install cuda-bindings "
                 "nvidia-cuda-nvrtc lark)")
 if sys.platform == "darwin":     # NVIDIA builds NVRTC and cuda-bindings for Linux and Windows only
@@ -112,13 +121,22 @@ def header_options() -> tuple:
     return tuple(found)
 
 
+def ptx_options(source: str) -> tuple:
+    """NVRTC's options for ``source``: ``PTX_OPTIONS_SM90A`` where the source has code for
+    sm_90a only (it tests ``ARCH_SPECIFIC_MACRO``), else ``PTX_OPTIONS``."""
+    return PTX_OPTIONS_SM90A if ARCH_SPECIFIC_MACRO in source else PTX_OPTIONS
+
+
 @functools.lru_cache(maxsize=64)
-def compile_ptx(source: str, filename: str = "kernel.cu",
-                options: tuple = PTX_OPTIONS) -> str:
+def compile_ptx(source: str, filename: str = "kernel.cu", options: tuple | None = None) -> str:
     """The PTX NVRTC makes of ``source`` (``filename`` is what its ``.file`` directive and its
     error messages name). Raises :class:`CudaCompileError` with NVRTC's log on an error.
-    A source that includes headers gets the toolkit headers' folders (``header_options``).
-    Kept on disk per source, options and NVRTC version (see ``_cache_path``)."""
+    ``options`` default to ``ptx_options(source)`` (compute_90, or compute_90a for a source
+    with sm_90a-only code). A source that includes headers gets the toolkit headers' folders
+    (``header_options``). Kept on disk per source, options (the architecture with them) and
+    NVRTC version (see ``_cache_path``)."""
+    if options is None:
+        options = ptx_options(source)
     if "#include" in source:
         options = tuple(options) + header_options()
     cached = _cache_path(source, filename, options)

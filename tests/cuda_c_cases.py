@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 
+from simtlab.emulator.ptx.tma import TensorMap
 from simtlab.versions import Launch, find
 from simtlab.simt import cdiv
 
@@ -698,8 +699,10 @@ def tensor_core_bound(a, b, precision: str):
 
 def _tensor_core_cases():
     """Every kernel of kernels/tensor_cores.cu at the smallest legal shapes: one block tile (v1,
-    v2: one block of 4 warps along N), two k-tiles (v6: one more than its stages, so the ring
-    wraps); on the GPU machine 2 x 2 block tiles and more k-tiles. The check: the float64
+    v2: one block of 4 warps along N), two k-tiles (v6, v7, v8: one more than their stages, so
+    the ring wraps and v8's producer waits for its consumers); on the GPU machine 2 x 2 block
+    tiles and more k-tiles. v8's A and B reach it as TensorMaps (the engine's description of a
+    CUtensorMap), which the GPU test encodes with the driver. The check: the float64
     product of the inputs within the precision's ``tolerance``."""
     from simtlab.kernels import tensor_cores as T
 
@@ -707,7 +710,7 @@ def _tensor_core_cases():
     for v in T.VERSIONS + T.SWEEP:
         bm, bn, bk = v.multiple
         naive = v.kernel.startswith(("tc_v1", "tc_v2"))
-        stages = next((c.stages for c in T.V6_CONFIGS + T.V6T_CONFIGS if c.kernel == v.kernel), 1)
+        stages = T.V7_STAGES if v.sm90a else next((c.stages for c in T.V6_CONFIGS + T.V6T_CONFIGS if c.kernel == v.kernel), 1)
         if naive:
             shapes = {CPU: (16, 64, 2 * bk), GPU: (48, 192, 8 * bk)}
         else:
@@ -725,8 +728,8 @@ def _tensor_core_cases():
             c = xp.zeros((m, n), xp.float32)
             grid, block, smem = T.launch_config(v, m, n, k)
             b_arg = xp.ascontiguousarray(b.T) if v.b_transposed else b          # tc_v7_wgmma_tf32_bt reads B^T
-            # (v8's first two parameters are CUtensorMaps, which only a driver makes: the arrays
-            # stand in for them here, and the engine refuses them: the case is a strict xfail)
+            if v.tma:       # v8 takes CUtensorMaps: their description (the GPU test encodes them)
+                a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE) for x, box in zip((a, b), T.V8_BOXES))
             return [Launch(v.kernel, grid, block, (a, b_arg, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
 
         def check(outputs, a, b, v=v):
@@ -734,19 +737,8 @@ def _tensor_core_cases():
             err = T.relative_error(outputs["out"], T.gemm_reference(a, b, v.precision), a, b, v.precision)
             assert err <= T.tolerance(v.precision, k), f"{v.name}: relative error {err:.3g} > {T.tolerance(v.precision, k):.3g}"
 
-        xfail = gpu_skip = None
-        if v.tma:
-            why = ("the PTX engine has no cp.async.bulk.tensor (TMA), mbarrier or wgmma.mma_async, and v8's body, "
-                   "sm_90a only, compiles to nothing in NVRTC's compute_90 PTX; its CUtensorMap parameters are made "
-                   "by a driver (cuTensorMapEncodeTiled)")
-            xfail, gpu_skip = f"{why}: the launch is refused or C stays zero", why
-        elif v.sm90a:
-            why = ("wgmma exists only on sm_90a: NVRTC's compute_90 PTX (the engine's and this test's) compiles "
-                   f"{v.label.split()[0]}'s body to nothing, and the PTX engine has no wgmma.mma_async")
-            xfail, gpu_skip = f"{why}: C stays zero", why
         cases.append(Case(f"tensor_cores/{v.kernel}", "tensor_cores", (v.kernel,), inputs, plan, check,
-                          tensor_core_bound={"out": lambda a, b, p=v.precision: tensor_core_bound(a, b, p)},
-                          xfail=xfail, gpu_skip=gpu_skip))
+                          tensor_core_bound={"out": lambda a, b, p=v.precision: tensor_core_bound(a, b, p)}))
     return cases + [_transpose_case()]
 
 

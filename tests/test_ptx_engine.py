@@ -23,6 +23,7 @@ except CC.CompilerMissing as why:
 
 from simtlab.emulator.ptx import numerics as fp  # noqa: E402
 from simtlab.emulator.ptx.instructions import Layout, UnsupportedInstruction, _compile  # noqa: E402
+from simtlab.emulator.ptx.engine import _param_offsets  # noqa: E402
 from simtlab.emulator.ptx.parser import PtxSyntaxError, parse_module  # noqa: E402
 from simtlab.kernels import gemm as GM, patterns as P, reduction as R, scan as S  # noqa: E402
 
@@ -95,7 +96,7 @@ def _unsupported_instructions(module):
         const = {v.name: 0 for v in module.variables if v.space == "const"}
         local = {v.name: 0 for v in entry.variables if v.space == "local"}
         layout = Layout(shared, const, {}, {p.name: p for p in entry.params}, entry.registers,
-                        local)
+                        local, param_offsets=_param_offsets(entry))
         assert entry.instructions and all(i.line > 0 for i in entry.instructions)
         for ins in entry.instructions:
             try:

@@ -71,6 +71,7 @@ def test_float4_copy_equals_the_gpus():
 #  - nothing else: the racy kernels (reduce_last_warp_unsafe, scan_in_place_racy) race inside
 #    one warp only, where the PTX's order (all lanes load, then all store) decides the result.
 from cuda_c_cases import APPROX_ULPS, CASES, GPU, outputs_of  # noqa: E402
+from simtlab.emulator.ptx.tma import TensorMap  # noqa: E402
 
 
 def _ptx_versions(version: str):
@@ -126,9 +127,24 @@ def _run_on_gpu(case, inputs) -> dict:
         function = module.get_function(step.kernel)
         if step.shared > 48 * 1024:                              # cudaFuncSetAttribute's opt-in
             function.max_dynamic_shared_size_bytes = step.shared
+        if any(isinstance(x, TensorMap) for x in step.args):
+            _launch_with_tensor_maps(function, grid, block, step)
+            continue
         function(grid, block, step.args, shared_mem=step.shared)
     cupy.cuda.runtime.deviceSynchronize()
     return {name: cupy.asnumpy(a) for name, a in outputs.items()}
+
+
+def _launch_with_tensor_maps(function, grid, block, step):
+    """A TMA kernel (v8): its TensorMaps encoded by the driver (cuTensorMapEncodeTiled, 128-byte
+    swizzle, as the benchmark does), passed by value with the driver's cuLaunchKernel."""
+    from simtlab.gpubench.tensor_cores import launch_with_tensor_maps, tensor_map
+
+    maps = [x for x in step.args if isinstance(x, TensorMap)]
+    assert [m.swizzle for m in maps] == [128] * len(maps) and step.args[:len(maps)] == tuple(maps)
+    c, *sizes = step.args[len(maps):]
+    encoded = [tensor_map(m.tensor, m.box) for m in maps]
+    launch_with_tensor_maps(function, grid, block, step.shared, encoded, c, sizes)
 
 
 def _run_on_engine(case):
@@ -157,7 +173,7 @@ def _different(cpu, gpu):
 
 
 def _gpu_marks(case):
-    if case.gpu_skip:                  # e.g. v7: both sides run an empty body, nothing to compare
+    if case.gpu_skip:                  # a case with nothing the GPU can compare
         return [pytest.mark.skip(reason=case.gpu_skip)]
     return [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
 

@@ -25,7 +25,7 @@ def _nvrtc_or_skip():
 # --- the CUDA C file ------------------------------------------------------------------------
 def test_compiles_to_ptx_for_compute_90_with_every_kernel_of_the_table():
     CC = _nvrtc_or_skip()
-    ptx = CC.compile_ptx(T.CU_PATH.read_text(), str(T.CU_PATH))
+    ptx = CC.compile_ptx(T.CU_PATH.read_text(), str(T.CU_PATH), CC.PTX_OPTIONS)   # compute_90
     entries = set(re.findall(r"\.visible \.entry (\w+)\(", ptx))
     assert entries == {v.kernel for v in T.VERSIONS + T.SWEEP} | set(T.HELPER_KERNELS)
     assert set(T.exported_kernels()) == entries

@@ -228,8 +228,8 @@ def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
     if version.tma:
-        maps = (tensor_map(a, (T.V7_TILE[2], T.V7_TILE[0])),         # boxes: 64 k x 128 rows of A,
-                tensor_map(b, (64, T.V7_TILE[2])))                   # 64 n x 64 k of B (128-byte rows)
+        maps = (tensor_map(a, T.V8_BOXES[0]),                     # boxes: 64 k x 128 rows of A,
+                tensor_map(b, T.V8_BOXES[1]))                     # 64 n x 64 k of B (128-byte rows)
         sizes = (np.int32(m), np.int32(n), np.int32(k))
 
         def run():

@@ -26,6 +26,8 @@ from ..vector.engine import VectorEngine
 from .executor import Chunk
 from .instructions import DTYPES, Layout, compile_entry
 from .memory import CONST_WINDOW, GLOBAL_BASE, Region, RegionTable
+from .parser import type_size
+from .tma import TENSOR_MAP_BYTES, TensorMap
 
 CHUNK_LANES = 1 << 16        # lanes run together: whole blocks, up to this many threads
 SHARED_ALIGN = 16
@@ -93,6 +95,9 @@ class PtxEngine:
         self.t0 = 0.0
         entry = kernel.entry
         regions = {"global": [], "shared": [], "local": [], "const": []}
+        self.param_offsets = _param_offsets(entry)
+        self.tensor_maps: dict = {}          # param offset -> TensorMap (TMA's tensor maps)
+        self.tensor_regions: dict = {}       # id(TensorMap) -> the global Region of its tensor
         self.params = self._bind_params(regions["global"])
         shared, self.shared_size = self._lay_out_shared(entry, regions["shared"])
         const = self._lay_out_const(regions["const"])
@@ -100,7 +105,8 @@ class PtxEngine:
         self.tables = {space: RegionTable(rs) for space, rs in regions.items()}
         self.layout = Layout(shared=shared, const=const, globals_={},
                              params={p.name: p for p in entry.params},
-                             registers=entry.registers, local=local)
+                             registers=entry.registers, local=local,
+                             param_offsets=self.param_offsets)
         self.cluster_size, self.explicit_cluster = self._cluster_shape(entry)
         self.steps = _compiled(kernel, self.layout)
         self.cluster_barrier = np.array([s.kind == "bar" and s.scope == "cluster"
@@ -124,14 +130,23 @@ class PtxEngine:
         for p, value, name in zip(self.kernel.entry.params, self.launch.args,
                                   self.launch.arg_names):
             dt = DTYPES[p.type] if p.type in DTYPES else None
+            tensor_map = value if isinstance(value, TensorMap) else None
+            if tensor_map is not None:
+                value = tensor_map.tensor
             if isinstance(value, np.ndarray):
                 info = ArrayInfo(len(self.arrays), name, "global", value.shape, value.dtype,
                                  value.dtype.itemsize, next_base)
                 self.arrays.append(info)
                 flat = value.reshape(-1).view(np.uint8)
-                global_regions.append(Region(info.id, name, GLOBAL_BASE + next_base,
-                                             value.nbytes, value.dtype.itemsize, flat))
+                region = Region(info.id, name, GLOBAL_BASE + next_base, value.nbytes,
+                                value.dtype.itemsize, flat)
+                global_regions.append(region)
                 params[p.name] = np.array([GLOBAL_BASE + next_base], np.uint64).view(np.uint8)
+                if tensor_map is not None:       # its 128 bytes: the tensor's address, then 0s
+                    params[p.name] = np.concatenate([params[p.name], np.zeros(
+                        TENSOR_MAP_BYTES - 8, np.uint8)])
+                    self.tensor_maps[self.param_offsets[p.name]] = tensor_map
+                    self.tensor_regions[id(tensor_map)] = region
                 next_base += -(-max(value.nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
             else:
                 params[p.name] = np.array([value], dt).view(np.uint8)
@@ -366,6 +381,19 @@ def _line_starts(entry) -> list:
     return out
 
 
+def _param_offsets(entry) -> dict:
+    """Each parameter's offset in the kernel's parameter space, in declaration order, each
+    aligned to its ``.align`` (or its type's size): what ``cvta.param`` makes generic."""
+    offsets, offset = {}, 0
+    for p in entry.params:
+        size = type_size(p.type) * (p.count or 1)
+        align = p.align or type_size(p.type)
+        offset = -(-offset // align) * align
+        offsets[p.name] = offset
+        offset += size
+    return offsets
+
+
 def _demangle(name: str) -> str:
     """``_ZZ21reduce_v1_interleavedE1s`` (a function's static shared variable) -> ``s``."""
     m = re.fullmatch(r"_ZZ\d+\w*?E(\d+)(\w+)", name)
@@ -394,6 +422,17 @@ def _check_arguments(kernel, args):
     for pos, (p, value, name) in enumerate(zip(params, args, names)):
         ctype, pointer = (signature[pos][1], signature[pos][2]) if signature else \
             (None, p.type in ("u64", "b64") and isinstance(value, np.ndarray))
+        tensor_map_param = p.type == "b8" and p.count == TENSOR_MAP_BYTES
+        if isinstance(value, TensorMap) or tensor_map_param:
+            if not (isinstance(value, TensorMap) and tensor_map_param):
+                raise LaunchError(
+                    f"parameter {name} is " + ("a 128-byte struct passed by value (a "
+                                               "CUtensorMap): pass a TensorMap" if tensor_map_param
+                                               else "not a CUtensorMap: pass no TensorMap there"),
+                    fix="simtlab.emulator.ptx.tma.TensorMap(array, box, swizzle) describes the "
+                        "tensor as cuTensorMapEncodeTiled's arguments do on the GPU")
+            out.append(value)
+            continue
         if hasattr(value, "__cuda_array_interface__") and not isinstance(value, np.ndarray):
             raise LaunchError(f"argument {name} is a GPU array ({type(value).__name__})",
                               fix="the emulator works on NumPy arrays: pass a NumPy array")

@@ -18,6 +18,12 @@ divergent barrier (``BarrierError``), as in the other engines. A cluster barrier
 (``barrier.cluster.wait``) waits for every lane of the block's cluster; a chunk holds whole
 clusters.
 
+mbarrier waits (a "wait" step: ``mbarrier.try_wait`` / ``test_wait``, ``tma.py``): a lane whose
+phase has not completed is parked (at the instruction, to retry it, or after it) and the other
+lanes run; once every lane is parked, waits at a barrier or has exited, the parked ones retry
+if some phase completed meanwhile, and otherwise the launch stops (``tma.stuck``). A block with
+parked lanes passes no ``bar.sync``.
+
 Runaway loops: every taken backward branch (a jump to an earlier instruction: one more pass
 through a loop) counts one for each lane that takes it; a lane past ``Launch.iteration_limit``
 stops the launch with ``RunawayKernelError.too_many_iterations``, the same count on every
@@ -55,6 +61,7 @@ import numpy as np
 from ...simt import ATOMIC, READ, WARP_SIZE, WRITE, make_site
 from ..errors import (BarrierError, EmulationError, OutOfBoundsError, RunawayKernelError,
                       UninitializedReadError, WarpCollectiveError)
+from . import tma
 from .instructions import DTYPES, UnsupportedInstruction
 from .memory import (CLUSTER_RANK_SHIFT, CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW,
                      SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE, typed_view)
@@ -137,6 +144,8 @@ class Chunk:
         self.written = np.zeros(len(self.shared), bool) if trace else None
         self.async_groups = np.zeros(n, np.int64)   # cp.async groups each lane committed
         self.async_pending = []                  # copies issued, not landed yet
+        self.mbarriers: dict = {}                # (block, shared offset) -> tma.Mbarrier
+        self.mbar_events = 0                     # mbarrier phases completed so far
 
     # --- the per-instruction profile (the PTX source view) -------------------------------------
     def count_instruction(self, p, m):
@@ -618,6 +627,33 @@ class Chunk:
         self.engine.mem_chunks.append(cols)
         self.engine.mem_rows += k
 
+    def record_rows(self, lane, region, a, width, kind, ins):
+        """Trace rows of one lane's several accesses (a TMA or bulk copy of the thread that
+        issues it), in order: their ``seq`` counts on from the lane's earlier ones."""
+        a = np.asarray(a, np.int64)
+        k = len(a)
+        if not k:
+            return
+        site = make_site(0, ins.line)
+        cols = np.empty((11, k), np.int64)
+        cols[0] = self.gtid[lane]
+        cols[1] = region.aid
+        cols[2] = (a - region.start) // region.itemsize
+        cols[3] = kind
+        cols[4] = site
+        cols[5] = self.epoch[lane]
+        cols[6] = self.wsync[lane]
+        cols[7] = self.phase[lane]
+        cols[8] = self.engine.arrays[region.aid].base + (a - region.start)
+        cols[9] = width
+        done = self.access_counts.get(site)
+        if done is None:
+            done = self.access_counts[site] = np.zeros(self.n, np.int64)
+        cols[10] = done[lane] + np.arange(k)
+        done[lane] += k
+        self.engine.mem_chunks.append(cols)
+        self.engine.mem_rows += k
+
     # --- warps -----------------------------------------------------------------------------------
     def warp_or(self, m, bits):
         """Per lane: the OR of ``bits`` over the active lanes of its warp."""
@@ -693,6 +729,8 @@ class Chunk:
         pc = np.zeros(n, np.int64)
         done = np.zeros(n, bool)
         waiting = np.zeros(n, bool)
+        parked = np.zeros(n, bool)     # waiting for an mbarrier phase (Step kind "wait")
+        seen_events = 0                # mbarrier phases completed when they last retried
         uniform, live = 0, None        # every runnable lane at PC `uniform`; live: those lanes
         t0 = self.engine.t0
         limit = self.launch.time_limit
@@ -701,13 +739,20 @@ class Chunk:
         line_starts = self.engine.line_starts
         while True:
             if uniform is None:
-                runnable = ~(done | waiting)
+                runnable = ~(done | waiting | parked)
                 if not runnable.any():
+                    if parked.any() and self.mbar_events != seen_events:
+                        seen_events = self.mbar_events       # a phase completed: they retry
+                        parked[:] = False
+                        continue
                     if not waiting.any():
+                        if parked.any():
+                            lanes = np.flatnonzero(parked)
+                            raise tma.stuck(self, lanes, self.engine.steps[int(pc[lanes[0]])].ins)
                         self.land_all()
                         return
-                    self._release(pc, done, waiting)
-                    runnable = ~(done | waiting)
+                    self._release(pc, done, waiting, parked)
+                    runnable = ~(done | waiting | parked)
                 pcs = np.where(runnable, pc, _BIG)
                 p = int(pcs.min())
                 m = pcs == p
@@ -742,6 +787,25 @@ class Chunk:
                     uniform = nxt
                 else:
                     pc[m] = nxt
+                continue
+            if step_kind == "wait":
+                try:
+                    blocked = step.run(self, m)
+                except UnsupportedInstruction as why:
+                    lane = 0 if m is None else int(np.flatnonzero(m)[0])
+                    raise self.error_at(lane, str(why), step.ins, EmulationError) from None
+                if blocked is None:
+                    if uniform is not None:
+                        uniform = p + 1
+                    else:
+                        pc[m] = p + 1
+                    continue
+                act = np.ones(n, bool) if m is None else m
+                pc[act] = p + 1
+                if step.retry:
+                    pc[blocked] = p
+                parked |= blocked
+                uniform = live = None
                 continue
             g = self._guard(step, m)
             if step_kind == "bra":
@@ -782,11 +846,11 @@ class Chunk:
                 leaving = (np.ones(n, bool) if m is None else m) if g is None else g
                 if uniform is not None:
                     done |= leaving
-                    rest = ~done & ~waiting
+                    rest = ~done & ~waiting & ~parked
                     if rest.any():
                         live = rest
                         uniform = p + 1
-                    else:                               # (waiting lanes keep their PCs)
+                    else:                               # (waiting, parked lanes keep their PCs)
                         uniform = live = None
                 else:
                     done |= leaving
@@ -812,9 +876,18 @@ class Chunk:
             g = ~g
         return g if m is None else (g & m)
 
-    def _release(self, pc, done, waiting):
-        """Every lane waits or has exited: check each block's barrier and let it pass."""
+    def _release(self, pc, done, waiting, parked):
+        """Every lane waits or has exited: check each block's barrier and let it pass. A block
+        with lanes parked on an mbarrier passes no barrier (they have not arrived); with none
+        left to pass, it is a deadlock."""
         tpb = self.tpb
+        every = waiting                                  # (the executor's own, updated below)
+        held = np.repeat(parked.reshape(self.nb, tpb).any(axis=1), tpb)
+        if held.any():
+            if not (waiting & ~held).any():
+                lanes = np.flatnonzero(parked)
+                raise tma.stuck(self, lanes, self.engine.steps[int(pc[lanes[0]])].ins)
+            waiting = waiting & ~held
         w = waiting.reshape(self.nb, tpb)
         d = done.reshape(self.nb, tpb)
         bad = w.any(axis=1) & d.any(axis=1)
@@ -855,7 +928,7 @@ class Chunk:
                                     "each cluster.sync()")
         pc[released] += 1
         self.epoch[released] += 1
-        waiting[released] = False
+        every[released] = False
 
     def _passing_blocks(self, w, lo):
         """Per block of the chunk: may its waiting lanes pass? A block barrier passes when the

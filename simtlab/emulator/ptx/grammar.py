@@ -56,6 +56,7 @@ guard: "@" NOT? REG
         | IDENT                  -> symbol
         | immediate
         | "[" addr_expr "]"      -> memory
+        | "[" (REG | IDENT) "," "{" operand ("," operand)* "}" "]" -> tensor_memory
         | "{" operand ("," operand)* "}" -> vector
         | "(" operand ("," operand)* ")" -> vector
 addr_expr: (REG | IDENT) ("+" INT)?

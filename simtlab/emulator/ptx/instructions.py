@@ -1,7 +1,7 @@
 """PTX instructions compiled to functions over lane vectors.
 
 ``compile_entry(entry, layout)`` turns each parsed instruction into a ``Step``: its kind (how
-the executor moves the program counter: "op", "bra", "exit", "bar") and ``run(chunk, m)``,
+the executor moves the program counter: "op", "bra", "exit", "bar", "wait") and ``run(chunk, m)``,
 which executes it for the active lanes ``m`` (a boolean vector, or None: every lane of the
 chunk). Registers are NumPy vectors of their declared type; an instruction reads them as its
 own type (same size: a view of the bits; another size: truncated or extended as PTX says).
@@ -14,6 +14,7 @@ skipped or approximated silently.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +22,9 @@ import numpy as np
 from ...simt import ATOMIC, READ, WARP_SIZE, WRITE
 from . import numerics as fp
 from . import tensor_ops
-from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE,
-                     cluster_address)
+from . import tma, wgmma
+from .memory import (CONST_WINDOW, GLOBAL_BASE, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW,
+                     WINDOW_SIZE, cluster_address)
 from .parser import Address, Imm, NotReg, Reg, RegPair, Symbol, Vector, type_size
 
 
@@ -55,12 +57,13 @@ NO_EFFECT = {"nc", "ca", "cg", "cs", "lu", "cv", "wb", "wt", "volatile", "relaxe
 
 @dataclass
 class Step:
-    kind: str                  # "op", "bra", "exit", "bar"
-    run: object                # run(chunk, m)
+    kind: str                  # "op", "bra", "exit", "bar", "wait"
+    run: object                # run(chunk, m); a "wait": the lanes that must wait (or None)
     ins: object                # the parsed Instruction
     target: int = -1           # bra: instruction index of the label
     talks: bool = False        # atomics, fences, acquire/release: blocks may talk
     scope: str = "cta"         # bar: the threads it waits for ("cta": the block, "cluster")
+    retry: bool = True         # wait: a waiting lane runs the step again (False: goes on after)
 
 
 @dataclass
@@ -73,6 +76,7 @@ class Layout:
     params: dict               # name -> (type, size)
     registers: dict            # register name -> type
     local: dict = None         # name -> offset in each thread's local space (__local_depot)
+    param_offsets: dict = None  # name -> offset of a kernel parameter in the param space
 
 
 def dtype_of(t: str) -> np.dtype:
@@ -130,10 +134,21 @@ def imm_value(op: Imm, t: str):
     return np.array(bits, UNSIGNED[dt.itemsize]).view(dt)
 
 
+def _scoped_register(op, layout: Layout):
+    """A register of a nested ``{ }`` block is declared and written by a plain name (inline
+    PTX's ``.reg .pred p;``), which the grammar reads as a symbol: it is that register."""
+    if isinstance(op, Symbol) and layout is not None and op.name in layout.registers:
+        return Reg(op.name)
+    return op
+
+
 def reader(op, t: str, layout: Layout):
     """``f(chunk)`` giving the operand's value as PTX type ``t`` for every lane."""
+    op = _scoped_register(op, layout)
     if isinstance(op, Reg):
         name = op.name
+        if name == "%globaltimer":                   # the GPU's nanosecond wall clock
+            return lambda c: as_type(np.array(time.time_ns(), np.uint64), t)
         if name in SPECIAL:
             return lambda c: as_type(c.special(name), t)
         if name not in layout.registers:
@@ -159,6 +174,8 @@ def symbol_address(name: str, layout: Layout) -> int:
     """A variable's address in its own state space (what ``mov %r, sym`` gives)."""
     if name in layout.shared:
         return layout.shared[name]
+    if layout.param_offsets and name in layout.param_offsets:
+        return layout.param_offsets[name]            # a kernel parameter (cvta.param: generic)
     if name in layout.const:
         return layout.const[name]
     if name in layout.globals_:
@@ -172,6 +189,7 @@ def writer(op, t: str, layout: Layout):
     """``f(chunk, value, m)`` storing a value of PTX type ``t`` into the register ``op``."""
     if isinstance(op, Symbol) and op.name == "_":
         return lambda c, v, m: None                  # the sink
+    op = _scoped_register(op, layout)
     if not isinstance(op, Reg) or op.name not in layout.registers:
         raise UnsupportedInstruction(f"the destination {op}")
     name = op.name
@@ -201,6 +219,8 @@ def compile_entry(entry, layout: Layout) -> list:
         step.ins = ins
         if ins.guard is not None and step.kind == "op":
             step.run = _guarded(step.run, ins.guard, ins.guard_negated)
+        elif ins.guard is not None and step.kind == "wait":
+            step.run = _guarded_wait(step.run, ins.guard, ins.guard_negated)
         elif ins.guard is not None and step.kind == "bar":
             step = Step("op", _raiser(ins, "a predicated barrier"), ins)
         steps.append(step)
@@ -224,10 +244,23 @@ def _guarded(run, pred, negated):
     return guarded
 
 
+def _guarded_wait(run, pred, negated):
+    """A predicated wait: the lanes whose guard is false go on."""
+    def guarded(c, m):
+        g = c.regs[pred]
+        if negated:
+            g = ~g
+        mm = g if m is None else (m & g)
+        return run(c, mm) if mm.any() else None
+    return guarded
+
+
 def _compile(ins, entry, layout) -> Step:
     parts = ins.parts
     op = parts[0]
     tensor = tensor_ops.handler_for(parts)          # mma, ldmatrix, wmma, cvt to .tf32
+    if tensor is None:                              # wgmma, mbarrier, cp.async.bulk (Hopper)
+        tensor = wgmma.HANDLERS.get(op) or tma.handler_for(parts)
     if tensor is not None:
         return tensor(ins, parts[1:], entry, layout)
     if parts[-1] in HALF and op not in ("ld", "st", "cvt", "mov"):
@@ -633,7 +666,7 @@ def h_cvta(ins, mods, entry, layout):
     if not space:
         raise UnsupportedInstruction("cvta without a state space")
     window = {"global": 0, "shared": SHARED_WINDOW, "local": LOCAL_WINDOW,
-              "const": CONST_WINDOW}.get(space[0])
+              "const": CONST_WINDOW, "param": PARAM_WINDOW}.get(space[0])
     if window is None:
         raise UnsupportedInstruction(f"cvta .{space[0]}")
     ra, w = reader(a, t, layout), writer(d, t, layout)
@@ -774,6 +807,16 @@ def _cluster_barrier(ins, flags):
     if "wait" not in flags:
         raise UnsupportedInstruction("barrier.cluster without .arrive or .wait")
     return Step("bar", None, ins, scope="cluster")
+
+
+def h_trap(ins, mods, entry, layout):
+    """``trap`` (``asm("trap;")``): the kernel stops itself; on a GPU the launch fails."""
+    def run(c, m):
+        lane = 0 if m is None else int(np.flatnonzero(m)[0])
+        raise c.error_at(lane, "the kernel executed `trap`: on a GPU the launch ends with an "
+                         "error (cudaErrorLaunchFailure)", ins,
+                         fix="find the condition the kernel traps on (the line above)")
+    return _op(run)
 
 
 def h_nothing(ins, mods, entry, layout):
@@ -1342,9 +1385,11 @@ _HANDLERS = {
     "ex2": h_approx("ex2"), "lg2": h_approx("lg2"), "rsqrt": h_approx("rsqrt"),
     "sin": h_approx("sin"), "cos": h_approx("cos"), "rcp": h_approx("rcp"),
     "sqrt": h_approx("sqrt"), "tanh": h_approx("tanh"), "mapa": h_mapa, "cp": h_cp,
+    "trap": h_trap,
 }
 # opcodes refused with a message of their own (the error names why and what to change)
 _REFUSED = {"call": h_call}
 
 #: the opcodes (first part of the instruction) the engine compiles
-SUPPORTED_OPCODES = tuple(sorted({*_HANDLERS, *tensor_ops.HANDLERS}))
+SUPPORTED_OPCODES = tuple(sorted({*_HANDLERS, *tensor_ops.HANDLERS, *wgmma.HANDLERS,
+                                  *tma.HANDLERS}))

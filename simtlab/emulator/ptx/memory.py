@@ -23,6 +23,7 @@ GLOBAL_BASE = 1 << 40          # null and small integers are never valid device 
 SHARED_WINDOW = 1 << 36
 LOCAL_WINDOW = 1 << 35
 CONST_WINDOW = 1 << 34
+PARAM_WINDOW = 1 << 33         # kernel parameters (cvta.param): what a TMA's tensor map names
 WINDOW_SIZE = 1 << 32
 # a shared address with bits above CLUSTER_RANK_SHIFT set is block (those bits - 1) of the
 # cluster's shared memory (what mapa gives); below, the executing block's own (shared::cta)

@@ -62,6 +62,13 @@ class Vector:
     items: tuple
 
 
+@dataclass(frozen=True)
+class TensorAddress:               # [%rd2, {%r1, %r2}]: a tensor map and a box's coordinates
+    base: str                      # register or symbol holding the tensor map's address
+    coords: tuple                  # operands, innermost dimension first
+    base_is_reg: bool
+
+
 # --- statements ----------------------------------------------------------------------------------
 @dataclass
 class Instruction:
@@ -100,6 +107,8 @@ def _operand_text(op) -> str:
         return f"[{inner}]"
     if isinstance(op, Vector):
         return "{" + ", ".join(_operand_text(o) for o in op.items) + "}"
+    if isinstance(op, TensorAddress):
+        return f"[{op.base}, {{{', '.join(_operand_text(o) for o in op.coords)}}}]"
     return str(op)
 
 
@@ -222,6 +231,10 @@ class _ToModel(Transformer):
 
     def vector(self, items):
         return Vector(tuple(items))
+
+    def tensor_memory(self, items):
+        base = items[0]
+        return TensorAddress(str(base), tuple(items[1:]), base.type == "REG")
 
     # statements
     @v_args(inline=True)
