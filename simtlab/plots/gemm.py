@@ -326,7 +326,7 @@ def plot_first_wave(m: int, n: int, k: int, tile: tuple, resident: int, groups=(
         ax.set_xlim(-1.2, gx - 0.5)
         ax.set_ylim(gy - 0.5, -1.2)
         name = "row-major" if g <= 0 else f"GROUP {g}"
-        label(ax, "tile column (blockIdx order: B strip)", "tile row (A strip)",
+        label(ax, "tile column (its B strip; tiles)", "tile row (its A strip; tiles)",
               f"{name}: {len(f.a_strips)} A + {len(f.b_strips)} B strips,\n"
               f"{f.distinct_bytes / 1e6:.0f} MB distinct of {f.requested_bytes / 1e6:.0f} MB read")
     return fig
