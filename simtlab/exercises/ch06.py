@@ -8,6 +8,12 @@
   4 outputs per thread (a column strip), right on odd sizes, at most 4 stores per thread, each
   A/B element loaded once per block; and ``loads_per_flop(bm, bn)``, the napkin figure, equals the
   loads per FLOP counted in the trace.
+- ``check_swizzled_tile(gemm_swizzled)``: v4's GEMM with its A tile in exactly 8 x 64 floats at a
+  swizzled column (the student's ``swizzled(k, row)``): right on odd sizes, and from the trace
+  every shared request 1 wavefront (no padding, no bank conflicts).
+- ``check_float4_loads(tile_loads)``: CUDA C statements loading the A and B tiles of
+  :data:`F4_KERNEL` with float4, compiled by NVRTC and run on the PTX engine: right on two shapes,
+  and from the trace every lane load of A and B 16 bytes wide, every warp request using whole sectors.
 - ``check_bias_epilogue(gemm_bias_act)``: the Cairo graduation report's layer ``act(W @ X + bias)`` fixed: right for
   bias on and off and every activation, and each output element stored exactly once.
 
@@ -24,7 +30,8 @@ from .report import (CheckFailed, by_error_type, call_student, compare_arrays, f
 from .card import student_check
 
 __all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue",
-           "check_shared_ceiling", "shared_ceiling", "check_float4_loads", "check_swizzled_tile", "TILE", "BM", "BN",
+           "check_shared_ceiling", "shared_ceiling", "check_float4_loads", "float4_kernel_source", "F4_KERNEL",
+           "check_swizzled_tile", "TILE", "BM", "BN",
            "TM"]
 
 TILE = 16
@@ -260,6 +267,44 @@ def check_shared_ceiling(predicted_tflops) -> None:
 # ------------------------------------------------------------------------------------------
 #: exercise 6.5's kernel: 64 x 64 tiles of C, BK = 8, 128 threads of 4 x 8 outputs; K and N % 4 == 0
 F4_NAME, F4_BM, F4_BN, F4_THREADS = "gemm_f4", 64, 64, 128
+#: where the student's tile loads go in :data:`F4_KERNEL`
+F4_LOADS_HERE = "        // <- the tile loads (the answer) go here\n"
+#: exercise 6.5's kernel around the student's loads (the answer holds the loads alone: the grader's
+#: rules refuse answers with `__` in them, which every CUDA C kernel has)
+F4_KERNEL = r"""
+#define BM 64
+#define BN 64
+#define BK 8
+#define TM 4                     // 128 threads: 16 x 8 of them, each 4 rows x 8 columns of C
+#define TN 8
+extern "C" __global__ void gemm_f4(const float* __restrict__ A, const float* __restrict__ B,
+                                   float* __restrict__ C, int M, int N, int K)   // K % 4 == 0, N % 4 == 0
+{
+    __shared__ float sa[BK][BM];                   // A tile transposed: sa[k][row]
+    __shared__ __align__(16) float sb[BK][BN];
+    const int t = threadIdx.x;
+    const int tr = t / (BN / TN), tc = t % (BN / TN);   // rows tr + 16 i, columns tc + 8 j of the tile
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    float acc[TM][TN] = {{0.0f}};
+    for (int k0 = 0; k0 < K; k0 += BK) {
+""" + F4_LOADS_HERE + r"""        __syncthreads();
+        for (int k = 0; k < BK; ++k)
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += sa[k][tr + 16 * i] * sb[k][tc + 8 * j];
+        __syncthreads();
+    }
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            if (row0 + tr + 16 * i < M && col0 + tc + 8 * j < N)
+                C[(size_t)(row0 + tr + 16 * i) * N + col0 + tc + 8 * j] = acc[i][j];
+}
+"""
+
+
+def float4_kernel_source(loads: str) -> str:
+    """Exercise 6.5's whole kernel with ``loads`` (CUDA C statements) as its tile loads."""
+    return F4_KERNEL.replace(F4_LOADS_HERE, loads.rstrip("\n") + "\n")
 #: the bytes one lane of a float4 load moves
 VECTOR_BYTES = 16
 #: what ``simtlab build`` leaves in a CUDA C answer (simtlab/notebooks/build.py C_STUB)
@@ -275,8 +320,8 @@ def _float4_shapes(r):
             (m2, 8 * int(r.integers(2, 9)) + 4, 8 * int(r.integers(2, 4)) + 4)]
 
 
-def _compile_student_c(source: str, name: str, exercise: str):
-    """The student's CUDA C kernel ``name`` compiled by NVRTC for the PTX engine."""
+def _compile_student_c(source: str, name: str, exercise: str, wrap=lambda s: s):
+    """The student's CUDA C (``wrap`` puts it into its kernel) compiled by NVRTC for the PTX engine."""
     from .. import cuda_c_kernels as CC
     from ..paths import install_command
     from .report import ExerciseNotWritten
@@ -288,7 +333,7 @@ def _compile_student_c(source: str, name: str, exercise: str):
         failure.exercise = exercise
         raise failure
     try:
-        return CC.cuda_c(source, name)
+        return CC.cuda_c(wrap(source), name)
     except CC.CompilerMissing:
         raise CheckFailed(f"This exercise compiles CUDA C on the CPU with NVIDIA's NVRTC, which is not installed: "
                           f"{install_command('cuda-c')}") from None
@@ -309,12 +354,13 @@ def _load_requests(run, array: str):
 
 
 @student_check("ch06.float4")
-def check_float4_loads(source) -> None:
-    """``source``: CUDA C of ``gemm_f4(A, B, C, M, N, K)`` (64 x 64 tiles, 128 threads), launched
-    on (ceil(N/64), ceil(M/64)) blocks: C right for K, N % 4 == 0 and any M, and from the trace
-    every global load of A and B 16 bytes wide a lane, each request using every byte of the
-    sectors it touches."""
-    kernel = _compile_student_c(source, F4_NAME, "ch06.float4")
+def check_float4_loads(tile_loads) -> None:
+    """``tile_loads``: the CUDA C statements that load one k-step's A and B tiles into ``sa`` and
+    ``sb`` of :data:`F4_KERNEL` (``gemm_f4``: 64 x 64 tiles, 128 threads), launched on
+    (ceil(N/64), ceil(M/64)) blocks: C right for K, N % 4 == 0 and any M, and from the trace every
+    global load of A and B 16 bytes wide a lane, each request using every byte of the sectors it
+    touches."""
+    kernel = _compile_student_c(tile_loads, F4_NAME, "ch06.float4", float4_kernel_source)
     r = rng()
     runs = []
     for m, n, k in _float4_shapes(r):
