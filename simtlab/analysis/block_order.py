@@ -10,8 +10,8 @@ strips, every B strip. ``GROUP`` swizzling (``grouped_tile`` in kernels/gemm.cu,
 ``GROUP``) walks ``GROUP`` tile rows down first, then right: the wave is a squarer patch.
 
 This module mirrors gemm.cu's mapping exactly (:func:`tile_of`) and assumes the GPU starts
-blocks in increasing linear id, the first ``resident`` of them together (the usual behaviour of
-NVIDIA's block scheduler, not a documented guarantee and not measured here).
+blocks in increasing linear id, the first ``resident`` of them together (a common
+assumption about NVIDIA's block scheduler, not a documented guarantee, not measured here).
 """
 
 from __future__ import annotations
