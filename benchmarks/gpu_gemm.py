@@ -1,6 +1,7 @@
 """Time every GEMM version of chapter 6 against cuBLAS SGEMM (FP32, no tensor cores), on this GPU.
 
     python benchmarks/gpu_gemm.py [--size 4096] [--no-sweep] [--tune] [--out FILE] [--json FILE]
+    python benchmarks/gpu_gemm.py --split-k [--split-k-out benchmarks/results/gemm_splitk_h100.json]
 
 Every version (kernels/gemm.py with numba-cuda, kernels/gemm.cu with CUDA C through CuPy) is
 first checked at an odd size (1001^3) against a float64 product, then timed at
@@ -9,6 +10,12 @@ cuBLAS (``cupy.matmul``, ``CUPY_TF32=0``): TFLOP/s = 2 n^3 / time, and the ratio
 Each kernel's registers per thread come from the compiler (numba: ``get_regs_per_thread``,
 CuPy: ``RawKernel.num_regs``). ``--tune`` also times other tile configurations of v7 (CUDA C,
 compiled with -DV7_CONFIG=...) and of v5 and v7 in numba (the same code with other tile constants).
+
+``--split-k`` times only split-K (kernels/gemm.cu ``gemm_splitk``: v7's tile over one slice of K
+per blockIdx.z, added into a zeroed C) on shapes with few output tiles and a long K
+(:data:`SPLIT_K_SHAPES`), for each number of slices in :data:`SPLIT_K_SPLITS`, beside v7 (plain
+stores, no split) and cuBLAS on the same inputs in the same run, and writes JSON
+(``--split-k-out``); ``python tools/store_gemm_optim.py`` copies it into the store for chapter 6.
 
 The results are merged into the store of GPU figures, ``simtlab/data/h100_timings.json``, under
 ``topics["gemm"]`` (or ``--out``), which chapter 6 plots when there is no GPU
@@ -60,6 +67,67 @@ NUMBA_CONFIGS = {
                                                             (128, 64, 8, 32, 32, 4, 8), (128, 128, 8, 64, 32, 8, 4),
                                                             (64, 128, 8, 32, 64, 4, 8), (128, 64, 16, 64, 32, 8, 4)]],
 }
+
+
+#: split-K's shapes (M, N, K): 16 and 64 output tiles of 128 x 128 for 264 block slots, long K
+SPLIT_K_SHAPES = [(512, 512, 16384), (1024, 1024, 16384)]
+SPLIT_K_SPLITS = [1, 2, 4, 8, 16]
+
+
+def split_k_sweep(log, shapes=SPLIT_K_SHAPES, splits=SPLIT_K_SPLITS) -> dict:
+    """Per shape: cuBLAS, v7 (no split) and split-K with each number of slices, on the same
+    inputs, each checked against a float64 product before it is timed."""
+    import cupy
+
+    from simtlab import versions
+    from simtlab.analysis.waves import gemm_waves
+    from simtlab.cuda_source import cu_kernel
+    from simtlab.gpubench import gemm as bench
+    from simtlab.gpubench import time_launches
+    from simtlab.gpubench.harness import nonzero_random
+    from simtlab.kernels import gemm as G
+
+    rows = []
+    for m, n, k in shapes:
+        a = nonzero_random((m, k), seed=1) - cupy.float32(1.0)
+        b = nonzero_random((k, n), seed=2) - cupy.float32(1.0)
+        want = a.astype(cupy.float64) @ b.astype(cupy.float64)
+        scale = cupy.abs(a).astype(cupy.float64) @ cupy.abs(b).astype(cupy.float64)
+        c = cupy.empty((m, n), cupy.float32)
+        runs = [("cuBLAS SGEMM", "library", None, bench.cublas_runner(a, b, c)),
+                ("v7 warp tiling (no split)", "cuda-c", None, bench.gemm_runner("v7 warp tiling", "cuda-c", a, b, c))]
+        for s in splits:
+            run, _ = versions.gpu_runner("gemm", G.splitk_version(s), "cuda-c", a, b, out=c)
+            runs.append((f"split-K x{s}", "cuda-c", s, run))
+        shape_rows = []
+        for name, impl, s, run in runs:
+            c[...] = cupy.nan                           # an element never written stays NaN
+            run()
+            cupy.cuda.runtime.deviceSynchronize()
+            err = float(cupy.max(cupy.abs(c - want) / scale))
+            t = time_launches(run, warmup=3, repeat=15, batch_ms=20.0)
+            tile_waves = gemm_waves(m, n, G.SPLITK_TILE, G.SPLITK_BLOCKS_PER_SM, s or 1) if impl == "cuda-c" else None
+            row = {"m": m, "n": n, "k": k, "name": name, "impl": impl, "splits": s, "median_ms": t["median_ms"],
+                   "spread": t["spread"], "tflops": G.gemm_flops(m, n, k) / (t["median_ms"] * 1e-3) / 1e12,
+                   "max_rel_error": err,
+                   "blocks": tile_waves.blocks if tile_waves else None,
+                   "waves": tile_waves.waves if tile_waves else None}
+            shape_rows.append(row)
+            log(f"  {m}x{n}x{k} {name:<28} {row['median_ms']:8.3f} ms {row['tflops']:6.2f} TFLOP/s  err {err:.1e}"
+                + (f"  {row['blocks']} blocks = {row['waves']:.2f} waves" if tile_waves else ""))
+            if not err < 1e-5:
+                raise AssertionError(f"{name} at {m}x{n}x{k}: relative error {err:.2e}")
+        ref = shape_rows[0]["tflops"]
+        for row in shape_rows:
+            row["of_cublas"] = row["tflops"] / ref
+        rows += shape_rows
+        del a, b, c, want, scale, runs
+        _free()
+    kern = cu_kernel("gemm", "gemm_splitk")
+    return {"rows": rows, "shapes": [list(x) for x in shapes], "splits": list(splits),
+            "tile": list(G.SPLITK_TILE), "blocks_per_sm": G.SPLITK_BLOCKS_PER_SM,
+            "registers": int(kern.num_regs), "local_bytes": int(kern.local_size_bytes),
+            "command": "python benchmarks/gpu_gemm.py --split-k"}
 
 
 def _timing(run, est_ms):
@@ -249,6 +317,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-sweep", action="store_true")
     p.add_argument("--tune", action="store_true")
     p.add_argument("--out", type=Path, default=gpubench.RESULTS_PATH)
+    p.add_argument("--split-k", action="store_true", help="time only split-K against v7 and cuBLAS")
+    p.add_argument("--split-k-out", type=Path, default=ROOT / "benchmarks/results/gemm_splitk_h100.json")
     args = p.parse_args(argv)
     if not backend.gpu_available():
         print(f"gpu_gemm: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
@@ -257,6 +327,14 @@ def main(argv=None) -> int:
 
     def log(s):
         print(s, flush=True)
+
+    if args.split_k:
+        log("== split-K against v7 and cuBLAS ==")
+        result = {**split_k_sweep(log), **gpubench.harness.stamp()}
+        args.split_k_out.parent.mkdir(parents=True, exist_ok=True)
+        args.split_k_out.write_text(json.dumps(result, indent=1) + "\n")
+        log(f"written to {args.split_k_out}")
+        return 0
 
     t0 = time.perf_counter()
     n = args.size

@@ -721,6 +721,53 @@ class GemmPlan:
                        shared=self.shared)], c
 
 
+# ------------------------------------------------------------------------------------------
+# Split-K (CUDA C only): v7's tile over one slice of K per blockIdx.z, added into a zeroed C
+# ------------------------------------------------------------------------------------------
+#: gemm.cu's SPLITK_CONFIG: v7's 128 x 128 x 16 tile, 256 threads, 2 blocks per SM
+SPLITK_TILE, SPLITK_BK, SPLITK_THREADS, SPLITK_BLOCKS_PER_SM = (128, 128), 16, 256, 2
+
+
+class SplitKPlan(GemmPlan):
+    """The split-K launch: a grid of tiles x ``splits`` along z, each split multiplying its
+    tiles over ceil(K / 16 / splits) whole BK tiles of K and adding them into C with atomicAdd.
+    C is zeroed first (``Launch.zero``: a memset on the GPU, timed with the kernel)."""
+
+    def __init__(self, splits: int):
+        if int(splits) < 1:
+            raise ValueError(f"splits must be at least 1, got {splits}")
+        super().__init__(SPLITK_TILE, (SPLITK_THREADS,), scalar="gemm_splitk_scalar")
+        self.splits = int(splits)
+
+    def grid(self, m: int, n: int) -> tuple:
+        return (*super().grid(m, n), self.splits)
+
+    def __call__(self, version, impl, xp, a, b, out=None):
+        from simtlab.versions import Launch
+
+        version.kernel(impl)                 # CUDA C only: a clear error for numba
+        m, k = a.shape
+        n = b.shape[1]
+        c = xp.empty((m, n), xp.float32) if out is None else out
+        name = self.scalar if n % 4 or k % 4 else version.cuda_c
+        return [Launch(name, self.grid(m, n), self.block, (a, b, c, np.int32(m), np.int32(n), np.int32(k)),
+                       zero=(c,))], c
+
+
+def splitk_version(splits: int):
+    """A :class:`~simtlab.versions.Version` row for split-K with ``splits`` slices of K (not in
+    :data:`VERSIONS`: its speed depends on the shape, benchmarks/gpu_gemm.py --split-k times it)."""
+    return _version(f"split-K x{int(splits)}", None, "gemm_splitk", SplitKPlan(splits))
+
+
+def splitk_ranges(k: int, splits: int, bk: int = SPLITK_BK) -> list:
+    """The [k_begin, k_end) slice of K each split multiplies (gemm.cu's gemm_splitk_body): whole
+    BK tiles, ceil(tiles / splits) of them a split; a split past the last tile gets none."""
+    tiles = cdiv(k, bk)
+    per = cdiv(tiles, splits)
+    return [(min(k, z * per * bk), min(k, (z + 1) * per * bk)) for z in range(splits)]
+
+
 def _square_bytes(n):
     return gemm_bytes(n, n, n)
 

@@ -446,6 +446,7 @@ def _gemm_cases():
             cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(v), check))
     cases += _gemm_v8_cases(G, check)
     cases += _gemm_v9_cases(G, check)
+    cases += _gemm_splitk_cases(G, check)
 
     def layer_inputs(rng, scale):
         m, k, n = {CPU: (19, 21, 23), GPU: (131, 257, 301)}[scale]
@@ -511,6 +512,35 @@ def _gemm_v9_cases(G, check):
                 m, k, n = size[scale]
                 return _rand(rng, (m, k)), _rand(rng, (k, n))
             cases.append(Case(f"gemm/{kernel}", "gemm", (kernel,), inputs, _version_plan(version), check))
+    return cases
+
+
+def _gemm_splitk_cases(G, check):
+    """Split-K with 3 slices of K: float4 rows (K, N % 4 == 0) and odd sizes (the scalar twin);
+    K = 100 is 7 BK tiles, so the slices are 3, 3 and 1 tiles; with 9 splits of the GPU's K the
+    last split gets none. Partial tiles meet in C through float atomics: the GPU adds them in its
+    own order, within the bound of two orders of the same adds."""
+    shapes = {"aligned": ({CPU: (36, 100, 44), GPU: (260, 196, 300)}, 3),
+              "odd": ({CPU: (37, 101, 45), GPU: (301, 203, 259)}, 9)}
+
+    def bound(splits):
+        def of(a, b):
+            # two orders of adding S partial sums differ by at most 2 (S - 1) u sum|partial|
+            # (u = 2^-24), sum|partial| <= (|A| @ |B|) (1 + 2^-10) while K u < 2^-10
+            scale = float((np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)).max())
+            return 2 * (splits - 1) * 2.0 ** -24 * scale * (1 + 2.0 ** -10)
+        return of
+
+    cases = []
+    for kind, (size, splits) in shapes.items():
+        version = G.splitk_version(splits)
+
+        def inputs(rng, scale, size=size):
+            m, k, n = size[scale]
+            return _rand(rng, (m, k)), _rand(rng, (k, n))
+        kernels = _kernels_of(version, inputs(np.random.default_rng(0), CPU))
+        cases.append(Case(f"gemm/{kernels[0]}", "gemm", kernels, inputs, _version_plan(version), check,
+                          atomic_bounds={"out": bound(splits)}))
     return cases
 
 

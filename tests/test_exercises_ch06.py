@@ -233,3 +233,152 @@ def test_shared_loads_per_fma_counted_from_the_trace(version, shape, loads):
     from simtlab.analysis.gemm import shared_loads_per_fma, trace_version
 
     assert shared_loads_per_fma(trace_version(version, *shape)) == loads
+
+
+# ------------------------------------------------------------------ exercises 6.4 and 6.5: the master's answer
+# cells and the student's blanks, as `simtlab build` made them (solutions/ and chapters/)
+def _answer_cell(folder: str, exercise: str) -> str:
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / folder / "06_gemm.ipynb").read_text())
+    return next("".join(c["source"]) for c in nb["cells"] if c["metadata"].get("simtlab", {}).get("id") == exercise)
+
+
+def _load_cell(folder: str, exercise: str, tmp_path, name: str):
+    """An answer cell as a module of its own file (the emulator reads a kernel's source from its file)."""
+    import importlib.util
+
+    path = tmp_path / f"{name}.py"
+    path.write_text("from numba import cuda, float32\n" + _answer_cell(folder, exercise))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- 6.4: the swizzled A tile
+def test_swizzle_passes_on_the_master(tmp_path, capsys):
+    master = _load_cell("solutions", "ch06.swizzle", tmp_path, "swizzle_master")
+    ch06.check_swizzled_tile(master.gemm_swizzled)
+    assert "each 1 wavefront" in capsys.readouterr().out
+
+
+def test_swizzle_blank_is_not_written(tmp_path):
+    blank = _load_cell("chapters", "ch06.swizzle", tmp_path, "swizzle_blank")
+    with pytest.raises(ExerciseNotWritten):
+        ch06.check_swizzled_tile(blank.gemm_swizzled)
+
+
+def _with_swizzle(tmp_path, name, body):
+    """The master's kernel with another swizzled(k, row)."""
+    source = _answer_cell("solutions", "ch06.swizzle")
+    start = source.index("    ### BEGIN SOLUTION")
+    end = source.index("    ### END SOLUTION") + len("    ### END SOLUTION")
+    path = tmp_path / f"{name}.py"
+    path.write_text("from numba import cuda, float32\n" + source[:start] + body + source[end:])
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.gemm_swizzled
+
+
+def test_swizzle_without_a_swizzle_has_bank_conflicts(tmp_path):
+    # v4's own layout: 8 lanes of one row r write words q*64 + r, all in bank r: 8 wavefronts
+    plain = _with_swizzle(tmp_path, "swizzle_identity", "    return row")
+    with pytest.raises(CheckFailed, match="bank conflicts.*8 wavefronts"):
+        ch06.check_swizzled_tile(plain)
+
+
+def test_swizzle_that_is_not_a_permutation_loses_rows(tmp_path):
+    lossy = _with_swizzle(tmp_path, "swizzle_lossy", "    return (row + 4 * k) % 32")
+    with pytest.raises(CheckFailed, match="permutation"):
+        ch06.check_swizzled_tile(lossy)
+
+
+def test_swizzle_xor_with_k_alone_still_conflicts(tmp_path):
+    # row ^ k sends the 4 rows of a request to 8 banks only: 4 words a bank
+    weak = _with_swizzle(tmp_path, "swizzle_weak", "    return row ^ k")
+    with pytest.raises(CheckFailed, match="4 wavefronts"):
+        ch06.check_swizzled_tile(weak)
+
+
+# ---- 6.5: float4 loads in CUDA C
+def _nvrtc():
+    from simtlab import cuda_c_kernels as CC
+
+    try:
+        CC.nvrtc_version()
+    except CC.CompilerMissing as why:
+        pytest.skip(f"NVRTC is not installed ({why})")
+
+
+def _f4_source(folder: str) -> str:
+    namespace: dict = {}
+    exec(_answer_cell(folder, "ch06.float4").replace("from simtlab.student import NotWrittenYet, hint\n", ""), namespace)
+    return namespace["TILE_LOADS"]
+
+
+def _f4_with_loads(loads: str) -> str:
+    return loads
+
+
+def test_float4_passes_on_the_master(capsys):
+    _nvrtc()
+    ch06.check_float4_loads(_f4_source("solutions"))
+    assert "every lane load of A and B moves 16 bytes" in capsys.readouterr().out
+
+
+def test_float4_blank_is_not_written():
+    # the blank holds simtlab build's C stub: refused before NVRTC is needed
+    source = _f4_source("chapters")
+    assert ch06.C_STUB in source
+    with pytest.raises(ExerciseNotWritten):
+        ch06.check_float4_loads(source)
+
+
+SCALAR_LOADS = """
+        for (int e = threadIdx.x; e < BM * BK; e += blockDim.x) {      // right, but 4 bytes a load
+            const int r = e / BK, q = e % BK;
+            sa[q][r] = (row0 + r < M && k0 + q < K) ? A[(size_t)(row0 + r) * K + k0 + q] : 0.0f;
+        }
+        for (int e = threadIdx.x; e < BK * BN; e += blockDim.x) {
+            const int r = e / BN, q = e % BN;
+            sb[r][q] = (k0 + r < K && col0 + q < N) ? B[(size_t)(k0 + r) * N + col0 + q] : 0.0f;
+        }
+"""
+
+STRIDED_FLOAT4 = """
+        {   // float4 of A, but lanes walk down the rows: each lane's 16 bytes alone in its sector
+            const int r = t % BM, q = (t / BM) * 4;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (row0 + r < M && k0 + q < K) v = *reinterpret_cast<const float4*>(&A[(size_t)(row0 + r) * K + k0 + q]);
+            sa[q + 0][r] = v.x; sa[q + 1][r] = v.y; sa[q + 2][r] = v.z; sa[q + 3][r] = v.w;
+        }
+        {
+            const int r = t / (BN / 4), q = (t % (BN / 4)) * 4;
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (k0 + r < K && col0 + q < N) v = *reinterpret_cast<const float4*>(&B[(size_t)(k0 + r) * N + col0 + q]);
+            *reinterpret_cast<float4*>(&sb[r][q]) = v;
+        }
+"""
+
+
+def test_float4_scalar_loads_are_refused():
+    _nvrtc()
+    with pytest.raises(CheckFailed, match="lane loads of A are 4 bytes wide"):
+        ch06.check_float4_loads(_f4_with_loads(SCALAR_LOADS))
+
+
+def test_float4_loads_that_waste_sectors_are_refused():
+    _nvrtc()
+    with pytest.raises(CheckFailed, match="touches 32 sectors .* for 512 bytes"):
+        ch06.check_float4_loads(_f4_with_loads(STRIDED_FLOAT4))
+
+
+def test_float4_missing_tile_loads_read_uninitialised_shared_memory():
+    _nvrtc()
+    with pytest.raises(CheckFailed, match="load the whole A tile"):
+        ch06.check_float4_loads(_f4_with_loads("        // nothing loaded\n"))

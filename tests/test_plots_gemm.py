@@ -128,3 +128,94 @@ def test_sweep_from_gpu_bandwidth_results_in_gb_per_s():
            "sweep": {"sizes": [600, 1200], "gbps": {"v7": [100.0, 50.0]}}}
     fig = P.plot_sweep(res)
     assert list(fig.axes[0].lines[0].get_ydata()) == pytest.approx([10.0, 10.0])
+
+
+# ------------------------------------------------------------------ section 8: waves, block order, tuning, split-K
+def test_wave_efficiency_figure_marks_both_grids_at_4096():
+    fig = P.plot_wave_efficiency()
+    ax = fig.axes[0]
+    assert "132 SMs" in fig._suptitle.get_text()
+    assert "elements" in ax.get_xlabel() and "%" in ax.get_ylabel()
+    notes = sorted(t.get_text() for t in ax.texts)
+    assert notes == ["1024 blocks = 3.88 waves", "512 blocks = 3.88 waves"]          # v7 at 2/SM, cuBLAS at 1/SM
+    assert [line.get_label() for line in ax.lines] == list(P.WAVE_CONFIGS)
+
+
+def test_first_wave_figure_shows_each_order_and_its_footprint():
+    fig = P.plot_first_wave(4096, 4096, 4096, (256, 128), 132, groups=(0, 8))
+    titles = [ax.get_title() for ax in fig.axes[:2]]
+    assert titles[0].startswith("row-major: 5 A + 32 B strips") and "88 MB distinct" in titles[0]
+    assert titles[1].startswith("GROUP 8: 8 A + 17 B strips") and "69 MB distinct" in titles[1]
+    image = fig.axes[1].images[0].get_array()
+    assert int(image.count()) == 132 and image.shape == (16, 32)                      # 132 tiles coloured
+    assert all("tiles" in x and "tiles" in y for x, y in _labels(fig)[:2])
+
+
+def test_tuning_table_holds_every_recorded_configuration():
+    import json
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    tune = json.loads((repo / "benchmarks/results/gpu_gemm_h100.json").read_text())
+    sweep = json.loads((repo / "benchmarks/results/gemm_v8_sweep_h100.json").read_text())
+    t = P.tuning_table()
+    v8_rows = [r for r in sweep["rows"] if r["name"].startswith("gemm_v8_")]
+    assert len(t.rows) == len(tune["tuning_v7"]) + len(tune["tuning_numba"]) + len(v8_rows)
+    best_v7 = max(tune["tuning_v7"], key=lambda r: r["tflops"])
+    row = next(r for r in t.rows if r[1] == best_v7["config"])
+    cublas = next(r for r in tune["rows"] if r["reference"])["tflops"]
+    assert row[3] == f"{best_v7['tflops']:.1f}" and row[4] == f"{100 * best_v7['tflops'] / cublas:.1f} %"
+    assert t.rows.index(row) in t.bold
+    champion = next(r for r in t.rows if r[1] == sweep["best"]["config"])
+    assert champion[4] == f"{100 * sweep['best']['of_cublas']:.1f} %" and t.rows.index(champion) in t.bold
+    assert "H100" in t.title and "TFLOP/s" in t.columns
+
+
+def test_swizzle_table_pairs_the_model_with_the_recorded_runs():
+    import json
+    from pathlib import Path
+
+    sweep = json.loads((Path(__file__).resolve().parent.parent / "benchmarks/results/gemm_v8_sweep_h100.json").read_text())
+    t = P.swizzle_table()
+    v8 = {r[1]: r for r in t.rows if r[0].startswith("v8")}
+    for group, key in (("row-major", "g0"), ("8", "g8"), ("16", "g16")):
+        measured = next(r for r in sweep["rows"] if r["name"] == f"gemm_v8_256x128x8_w64x64_t16x8_s3_{key}_b1")
+        assert v8[group][4] == f"{measured['tflops']:.1f}"
+    assert (v8["row-major"][3], v8["8"][3]) == ("88", "69")
+    assert len([r for r in t.rows if r[0].startswith("v7")]) == 3
+
+
+def _split_k_result():
+    """The shape of benchmarks/gpu_gemm.py --split-k's JSON, with made-up figures."""
+    rows = []
+    for m in (512, 1024):
+        rows += [dict(m=m, n=m, k=16384, name="cuBLAS SGEMM", impl="library", splits=None, tflops=30.0, of_cublas=1.0,
+                      blocks=None, waves=None),
+                 dict(m=m, n=m, k=16384, name="v7 warp tiling (no split)", impl="cuda-c", splits=None, tflops=6.0,
+                      of_cublas=0.2, blocks=m * m // 16384, waves=m * m / 16384 / 264)]
+        rows += [dict(m=m, n=m, k=16384, name=f"split-K x{s}", impl="cuda-c", splits=s, tflops=6.0 + s, of_cublas=(6.0 + s) / 30,
+                      blocks=m * m // 16384 * s, waves=m * m / 16384 * s / 264) for s in (1, 2, 4, 8, 16)]
+    return {"rows": rows, "shapes": [[512, 512, 16384], [1024, 1024, 16384]], "device": "a test card",
+            "date": "today", "registers": 128, "local_bytes": 40}
+
+
+def test_split_k_figure_and_its_sentences_come_from_the_result():
+    result = _split_k_result()
+    fig = P.plot_split_k(result)
+    assert len(fig.axes) == 2 and "a test card" in fig._suptitle.get_text()
+    assert all("slices of K" in x and "TFLOP/s" in y for x, y in _labels(fig))
+    ys = list(fig.axes[0].lines[0].get_ydata())
+    assert ys == [7.0, 8.0, 10.0, 14.0, 22.0]
+    text = P.split_k_summary(result)
+    assert "512x512x16384: v7 without a split 6.0 TFLOP/s" in text and "x16 (256 blocks" in text
+    assert "22.0 TFLOP/s, 3.67x v7 and 73 % of cuBLAS" in text
+
+
+def test_split_k_pending_without_a_recorded_run(monkeypatch):
+    from simtlab import backend
+
+    def missing(key, *a, **k):
+        raise KeyError(key)
+    monkeypatch.setattr(backend, "recorded", missing)
+    note = P.split_k_measured()
+    assert isinstance(note, P.PendingMeasurement) and "tools/device_gemm_splitk.sh" in str(note)

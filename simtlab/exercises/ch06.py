@@ -8,6 +8,12 @@
   4 outputs per thread (a column strip), right on odd sizes, at most 4 stores per thread, each
   A/B element loaded once per block; and ``loads_per_flop(bm, bn)``, the napkin figure, equals the
   loads per FLOP counted in the trace.
+- ``check_swizzled_tile(gemm_swizzled)``: v4's GEMM with its A tile in exactly 8 x 64 floats at a
+  swizzled column (the student's ``swizzled(k, row)``): right on odd sizes, and from the trace
+  every shared request 1 wavefront (no padding, no bank conflicts).
+- ``check_float4_loads(tile_loads)``: CUDA C statements loading the A and B tiles of
+  :data:`F4_KERNEL` with float4, compiled by NVRTC and run on the PTX engine: right on two shapes,
+  and from the trace every lane load of A and B 16 bytes wide, every warp request using whole sectors.
 - ``check_bias_epilogue(gemm_bias_act)``: the Cairo graduation report's layer ``act(W @ X + bias)`` fixed: right for
   bias on and off and every activation, and each output element stored exactly once.
 
@@ -19,11 +25,14 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import cdiv, rng
-from .report import CheckFailed, call_student, compare_arrays, failing_in, passed, poison, run_student_kernel
+from .report import (CheckFailed, by_error_type, call_student, compare_arrays, failing_in, passed, poison,
+                     run_student_kernel)
 from .card import student_check
 
 __all__ = ["check_tiled_gemm", "hidden_check_tiled_gemm", "check_register_blocked", "check_bias_epilogue",
-           "check_shared_ceiling", "shared_ceiling", "TILE", "BM", "BN", "TM"]
+           "check_shared_ceiling", "shared_ceiling", "check_float4_loads", "float4_kernel_source", "F4_KERNEL",
+           "check_swizzled_tile", "TILE", "BM", "BN",
+           "TM"]
 
 TILE = 16
 #: exercise 6.2: a BM x BN tile of C per block, TM outputs per thread -> BM * BN / TM threads
@@ -251,3 +260,187 @@ def check_shared_ceiling(predicted_tflops) -> None:
                               f"{got!r}, expected {want:.3f}.{hint}")
     passed(f"your model gives v3 (2 shared loads per FFMA) a ceiling of {shared_ceiling(66.9, 2.0):.1f} TFLOP/s "
            f"on the H100, v5 (1/4) {shared_ceiling(66.9, 0.25):.1f}")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 6.5: float4 loads of the tiles (CUDA C on the PTX engine)
+# ------------------------------------------------------------------------------------------
+#: exercise 6.5's kernel: 64 x 64 tiles of C, BK = 8, 128 threads of 4 x 8 outputs; K and N % 4 == 0
+F4_NAME, F4_BM, F4_BN, F4_THREADS = "gemm_f4", 64, 64, 128
+#: where the student's tile loads go in :data:`F4_KERNEL`
+F4_LOADS_HERE = "        // <- the tile loads (the answer) go here\n"
+#: exercise 6.5's kernel around the student's loads (the answer holds the loads alone: the grader's
+#: rules refuse answers with `__` in them, which every CUDA C kernel has)
+F4_KERNEL = r"""
+#define BM 64
+#define BN 64
+#define BK 8
+#define TM 4                     // 128 threads: 16 x 8 of them, each 4 rows x 8 columns of C
+#define TN 8
+extern "C" __global__ void gemm_f4(const float* __restrict__ A, const float* __restrict__ B,
+                                   float* __restrict__ C, int M, int N, int K)   // K % 4 == 0, N % 4 == 0
+{
+    __shared__ float sa[BK][BM];                   // A tile transposed: sa[k][row]
+    __shared__ __align__(16) float sb[BK][BN];
+    const int t = threadIdx.x;
+    const int tr = t / (BN / TN), tc = t % (BN / TN);   // rows tr + 16 i, columns tc + 8 j of the tile
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    float acc[TM][TN] = {{0.0f}};
+    for (int k0 = 0; k0 < K; k0 += BK) {
+""" + F4_LOADS_HERE + r"""        __syncthreads();
+        for (int k = 0; k < BK; ++k)
+            for (int i = 0; i < TM; ++i)
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += sa[k][tr + 16 * i] * sb[k][tc + 8 * j];
+        __syncthreads();
+    }
+    for (int i = 0; i < TM; ++i)
+        for (int j = 0; j < TN; ++j)
+            if (row0 + tr + 16 * i < M && col0 + tc + 8 * j < N)
+                C[(size_t)(row0 + tr + 16 * i) * N + col0 + tc + 8 * j] = acc[i][j];
+}
+"""
+
+
+def float4_kernel_source(loads: str) -> str:
+    """Exercise 6.5's whole kernel with ``loads`` (CUDA C statements) as its tile loads."""
+    return F4_KERNEL.replace(F4_LOADS_HERE, loads.rstrip("\n") + "\n")
+#: the bytes one lane of a float4 load moves
+VECTOR_BYTES = 16
+#: what ``simtlab build`` leaves in a CUDA C answer (simtlab/notebooks/build.py C_STUB)
+C_STUB = "/* YOUR CODE HERE */"
+
+
+def _float4_shapes(r):
+    """(M, N, K): one with rows of A and B starting on 32-byte sectors (K, N % 8 == 0: the
+    sector count is checked there), one with K, N % 8 == 4 (float4-aligned only)."""
+    m1 = int(r.integers(65, 130)) | 1
+    m2 = int(r.integers(17, 64)) | 1
+    return [(m1, 8 * int(r.integers(9, 17)), 8 * int(r.integers(3, 6))),
+            (m2, 8 * int(r.integers(2, 9)) + 4, 8 * int(r.integers(2, 4)) + 4)]
+
+
+def _compile_student_c(source: str, name: str, exercise: str, wrap=lambda s: s):
+    """The student's CUDA C (``wrap`` puts it into its kernel) compiled by NVRTC for the PTX engine."""
+    from .. import cuda_c_kernels as CC
+    from ..paths import install_command
+    from .report import ExerciseNotWritten
+
+    if not isinstance(source, str):
+        raise CheckFailed(f"pass the kernel's CUDA C source as a string, got {type(source).__name__}")
+    if C_STUB in source:
+        failure = ExerciseNotWritten(f"exercise {exercise} is not written yet: replace {C_STUB} in the kernel's source")
+        failure.exercise = exercise
+        raise failure
+    try:
+        return CC.cuda_c(wrap(source), name)
+    except CC.CompilerMissing:
+        raise CheckFailed(f"This exercise compiles CUDA C on the CPU with NVIDIA's NVRTC, which is not installed: "
+                          f"{install_command('cuda-c')}") from None
+    except CC.CudaCompileError as e:
+        raise CheckFailed(f"NVRTC did not compile the kernel:\n{e}") from None
+
+
+def _load_requests(run, array: str):
+    """The global read requests of ``array`` (rows of coalescing.requests) and its lanes' widths."""
+    from ..analysis.coalescing import requests
+
+    info = run.array(array)
+    reqs = requests(run.memory)
+    reqs = reqs[(reqs.array == info.id) & (reqs.kind == 0)]
+    mem = run.memory
+    widths = mem.width[(mem.space == 0) & (mem.array == info.id) & (mem.kind == 0)]
+    return reqs, widths
+
+
+@student_check("ch06.float4")
+def check_float4_loads(tile_loads) -> None:
+    """``tile_loads``: the CUDA C statements that load one k-step's A and B tiles into ``sa`` and
+    ``sb`` of :data:`F4_KERNEL` (``gemm_f4``: 64 x 64 tiles, 128 threads), launched on
+    (ceil(N/64), ceil(M/64)) blocks: C right for K, N % 4 == 0 and any M, and from the trace every
+    global load of A and B 16 bytes wide a lane, each request using every byte of the sectors it
+    touches."""
+    kernel = _compile_student_c(tile_loads, F4_NAME, "ch06.float4", float4_kernel_source)
+    r = rng()
+    runs = []
+    for m, n, k in _float4_shapes(r):
+        a, b = _matrices(r, m, n, k)
+        c = poison((m, n))
+        grid = (cdiv(n, F4_BN), cdiv(m, F4_BM))
+        context = f"C = A @ B with A {m}x{k}, B {k}x{n}: grid {grid} of {F4_THREADS} threads (CUDA C on the PTX engine)."
+        with failing_in(context, by_error_type({"UninitializedReadError": (
+                "The multiply loop read a tile slot no thread wrote: load the whole A tile (64 x 8) and B tile "
+                "(8 x 64) into sa and sb before the barrier, zeros outside the matrices.")})):
+            run = run_student_kernel(kernel, grid, F4_THREADS, a, b, c, np.int32(m), np.int32(n), np.int32(k))
+        _compare(c, a, b, context)
+        runs.append((run, context, (m, n, k)))
+    run, context, (m, n, k) = runs[0]
+    loaded = 0
+    for name, what in (("A", "the A tile"), ("B", "the B tile")):
+        reqs, widths = _load_requests(run, name)
+        narrow = widths[widths != VECTOR_BYTES]
+        if len(narrow):
+            raise CheckFailed(
+                f"{context}\nC is right, but {len(narrow)} of the {len(widths)} lane loads of {name} are "
+                f"{int(narrow[0])} bytes wide: {what} takes {len(reqs)} warp requests where float4 loads need a "
+                f"quarter as many. Load 4 consecutive floats per thread with one "
+                f"*reinterpret_cast<const float4*>(&{name}[...]) (16-byte aligned: the column is a multiple of 4).")
+        wasted = reqs[reqs.sectors * 32 != reqs.used]
+        if len(wasted):
+            w = wasted[0]
+            raise CheckFailed(
+                f"{context}\nEvery load of {name} is a float4, but a warp request of {name} at line {int(w.line)} "
+                f"touches {int(w.sectors)} sectors ({32 * int(w.sectors)} bytes) for {int(w.used)} bytes it uses: "
+                f"the lanes' float4 do not fill whole 32-byte sectors. Give neighbouring lanes neighbouring float4 "
+                f"of one row ({'2 lanes per 8-float row of the A tile' if name == 'A' else '16 lanes per 64-float row of the B tile'}).")
+        loaded += int(reqs.used.sum())
+    scalar = loaded // 128
+    requests_now = sum(len(_load_requests(run, x)[0]) for x in ("A", "B"))
+    passed(f"float4 loads: C is right on {m}x{k} times {k}x{n} and on a second shape; every lane load of A and B "
+           f"moves 16 bytes and every warp request uses whole sectors: {requests_now} requests for {loaded:,} bytes "
+           f"(4-byte loads: {scalar} or more)")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 6.6: a swizzled A tile, no padding, no bank conflicts
+# ------------------------------------------------------------------------------------------
+#: exercise 6.6's kernel: v4's tiles (64 x 64, BK 8, 512 threads, 8 outputs each)
+SW_BM, SW_BN, SW_BK, SW_THREADS = 64, 64, 8, 512
+
+
+@student_check("ch06.swizzle")
+def check_swizzled_tile(gemm_swizzled) -> None:
+    """``gemm_swizzled(a, b, c)``: v4's 1-D register-blocked GEMM on (ceil(N/64), ceil(M/64)) blocks
+    of 512 threads, its A tile stored transposed in exactly 8 x 64 floats at a swizzled column:
+    C right on odd sizes, and from the trace every shared request 1 wavefront."""
+    from .ch03 import worst_shared_request
+
+    r = rng()
+    # M and N past one tile (edge blocks), K past one depth of 8 and odd: a few thousand warp requests
+    m, n, k = int(r.integers(33, 48)) * 2 + 1, int(r.integers(33, 48)) * 2 + 1, int(r.integers(5, 12)) * 2 + 1
+    a, b = _matrices(r, m, n, k)
+    c = poison((m, n))
+    grid = (cdiv(n, SW_BN), cdiv(m, SW_BM))
+    context = f"C = A @ B with A {m}x{k}, B {k}x{n}: grid {grid} of {SW_THREADS} threads."
+    with failing_in(context):
+        run = run_student_kernel(gemm_swizzled, grid, SW_THREADS, a, b, c)
+
+    def not_a_permutation(_):
+        return ("The store and the multiply loop must use the same swizzled(k, row), and for each k it must send the "
+                "64 rows to 64 different columns (a permutation of 0..63): XOR or add a multiple of 4 that depends on k.")
+    with failing_in(context, not_a_permutation):
+        _compare(c, a, b, context)
+    shared = [x for x in run.arrays if x.space == "shared"]
+    tile = max(shared, key=lambda x: int(np.prod(x.shape)))
+    if sum(int(np.prod(x.shape)) for x in shared) > SW_BK * (SW_BM + SW_BN):
+        raise CheckFailed(f"{context}\nC is right, but the shared arrays hold {sum(int(np.prod(x.shape)) for x in shared)} "
+                          f"floats ({tile.name} {tile.shape}): keep the tiles at {SW_BK} x {SW_BM} and {SW_BK} x {SW_BN}, "
+                          "no padding; the swizzle is what spreads the banks here.")
+    bank = worst_shared_request(run)
+    if bank and bank["wavefronts"] > 1:
+        raise CheckFailed(
+            f"{context}\nC is right, but shared memory has bank conflicts: {bank['text']}.\nIn the store "
+            f"sa[q, swizzled(q, r)], 8 consecutive lanes share the row r and take q = 0..7: rows {SW_BM} words apart "
+            "are in the same bank, so swizzled(q, r) must move each q to another group of banks.")
+    passed(f"swizzled A tile: C right on {m}x{k} times {k}x{n}; {run.metrics['shared_requests']:,} shared requests, "
+           f"each 1 wavefront, in {SW_BK} x {SW_BM} floats (no padding)")

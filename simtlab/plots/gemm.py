@@ -18,7 +18,8 @@ FP32_LANES_PER_SM = 128
 
 __all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
            "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM",
-           "register_cap_table"]
+           "register_cap_table", "plot_wave_efficiency", "plot_first_wave", "tuning_table", "plot_split_k",
+           "WAVE_CONFIGS", "swizzle_table", "split_k_summary", "split_k_measured", "PendingMeasurement"]
 
 
 def _label_of(row_name: str) -> str:
@@ -268,3 +269,212 @@ def register_cap_table(data: dict | None = None):
             "benchmarks/results/probe_ch6_8_h100.json, ncu_ch6_8_h100.txt")
     return RecordedTable(title, ("kernel", "build", "registers / thread", "blocks / SM", "TFLOP/s", "of cuBLAS"),
                          rows, note)
+
+
+# ------------------------------------------------------------------------------------------
+# Beyond one block: waves, block order, split-K, autotuning
+# ------------------------------------------------------------------------------------------
+#: the two grids the wave figure compares: the course's v7 tile and cuBLAS's 4096^3 kernel
+WAVE_CONFIGS = {"v7: 128 x 128 tiles, 2 blocks/SM": ((128, 128), 2),
+                "cuBLAS at 4096^3: 256 x 128 tiles, 1 block/SM": ((256, 128), 1)}
+
+
+def plot_wave_efficiency(sizes=None, configs=None, sms: int | None = None, mark=(4096,)):
+    """The wave model (``simtlab.analysis.waves``): the share of the block slots paid for that hold
+    a block, for n x n GEMMs, one curve per (tile, blocks per SM) of ``configs``. A model: equal
+    blocks, one wave after another; cuBLAS picks other tiles at other sizes."""
+    from ..analysis.waves import H100_SMS, gemm_waves
+
+    sms = sms or H100_SMS
+    sizes = list(sizes if sizes is not None else range(128, 8192 + 1, 64))
+    configs = configs or WAVE_CONFIGS
+    fig, ax = new_figure(f"Wave quantisation on {sms} SMs (model: equal blocks, whole waves)")
+    for i, (name, (tile, per_sm)) in enumerate(configs.items()):
+        eff = [100 * gemm_waves(n, n, tile, per_sm, sms=sms).efficiency for n in sizes]
+        ax.plot(sizes, eff, lw=1.5, color=PALETTE[i % len(PALETTE)], label=name)
+        for n in mark:
+            w = gemm_waves(n, n, tile, per_sm, sms=sms)
+            ax.scatter([n], [100 * w.efficiency], color=PALETTE[i % len(PALETTE)], zorder=3, edgecolor="black")
+            ax.annotate(f"{w.blocks} blocks = {w.waves:.2f} waves", (n, 100 * w.efficiency),
+                        xytext=(8, -14 - 12 * i), textcoords="offset points", fontsize="x-small")
+    ax.set_ylim(0, 105)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    label(ax, "n (M = N = K, elements)", "block slots used (% of the waves' slots)")
+    return fig
+
+
+def plot_first_wave(m: int, n: int, k: int, tile: tuple, resident: int, groups=(0, 8)):
+    """The C grid of tiles, one panel per block order (``group`` 0: row-major, else gemm.cu's
+    GROUP swizzle): the first ``resident`` blocks coloured by launch order, the strips of A and
+    B they read marked on the edges, and in each title the distinct bytes of those strips
+    (``simtlab.analysis.block_order.first_wave_footprint``)."""
+    from ..analysis.block_order import first_wave_footprint
+
+    bm, bn = tile
+    gx, gy = -(-n // bn), -(-m // bm)
+    fig, axes = new_figure(f"First wave of {resident} blocks on the {gy} x {gx} tiles of C ({m}x{n}x{k}, "
+                           f"{bm} x {bn} tiles)", ncols=len(groups), figsize=(5.0 * len(groups), 4.6))
+    for ax, g in zip(np.atleast_1d(axes), groups):
+        f = first_wave_footprint(m, n, k, tile, resident, g)
+        order = np.full((gy, gx), np.nan)
+        order[f.tiles[:, 0], f.tiles[:, 1]] = np.arange(f.blocks)
+        ax.imshow(np.ma.masked_invalid(order), cmap="viridis", interpolation="nearest", aspect="auto")
+        ax.set_facecolor("#EEEEEE")
+        ax.scatter(np.full(len(f.a_strips), -0.9), f.a_strips, marker=">", s=14, color="black", clip_on=False)
+        ax.scatter(f.b_strips, np.full(len(f.b_strips), -0.9), marker="v", s=14, color="black", clip_on=False)
+        ax.set_xlim(-1.2, gx - 0.5)
+        ax.set_ylim(gy - 0.5, -1.2)
+        name = "row-major" if g <= 0 else f"GROUP {g}"
+        label(ax, "tile column (its B strip; tiles)", "tile row (its A strip; tiles)",
+              f"{name}: {len(f.a_strips)} A + {len(f.b_strips)} B strips,\n"
+              f"{f.distinct_bytes / 1e6:.0f} MB distinct of {f.requested_bytes / 1e6:.0f} MB read")
+    return fig
+
+
+def _tuning_rows(rows, cublas, kind):
+    out = []
+    for r in rows:
+        if "tflops" not in r:
+            out.append((kind, r["config"], "failed", "", "", r.get("error", "")[:60]))
+            continue
+        regs = f"{r['registers']}" + (f" + {r['local_bytes']} B local" if r.get("local_bytes") else "")
+        out.append((kind, r["config"], regs, f"{r['tflops']:.1f}", f"{100 * r['tflops'] / cublas:.1f} %", ""))
+    return out
+
+
+def tuning_table(gemm_results: dict | None = None, v8_sweep: dict | None = None):
+    """The recorded autotuning runs as one table: v7 (CUDA C) and numba's v5/v7 with other tile
+    constants (``benchmarks/gpu_gemm.py --tune``, ``tuning_v7`` / ``tuning_numba``) and every v8
+    configuration (``benchmarks/gemm_v8_sweep.py``); each row's share of cuBLAS is against the
+    cuBLAS of its own run."""
+    from .. import backend, gpubench
+    from .tables import RecordedTable
+
+    res = gemm_results or gpubench.recorded("gemm")
+    sweep = v8_sweep or backend.recorded("gemm_v8_sweep")
+    cublas = next(r for r in res["rows"] if r["reference"])["tflops"]
+    rows = _tuning_rows(res.get("tuning_v7") or [], cublas, "v7 CUDA C")
+    rows += _tuning_rows(res.get("tuning_numba") or [], cublas, "numba")
+    for r in sweep["rows"]:
+        if r["name"].startswith("gemm_v8_"):
+            regs = f"{r['registers']}" + (f" + {r['local_bytes']} B local" if r.get("local_bytes") else "")
+            rows.append(("v8 CUDA C", r["config"], regs, f"{r['tflops']:.1f}",
+                         f"{100 * r['of_cublas']:.1f} %", r.get("reason", "")))
+    title = (f"Autotuning at {res['n']}^3 FP32, {res['device']}: --tune run {res['date']} (cuBLAS {cublas:.1f} "
+             f"TFLOP/s), v8 sweep {sweep['date']} (cuBLAS {sweep['cublas_tflops']:.1f})")
+    note = ("registers per thread from the compiler; v7 configurations: BM,BN,BK,WM,WN,WNITER,TM,TN,GROUP /threads "
+            "minBlocks; each share of cuBLAS against the cuBLAS of the same run. benchmarks/results/gpu_gemm_h100.json, "
+            "gemm_v8_sweep_h100.json")
+    best = {i for i, r in enumerate(rows) if r[3] and float(r[3]) == max(float(x[3]) for x in rows if x[0] == r[0] and x[3])}
+    return RecordedTable(title, ("kernel", "configuration", "registers / thread", "TFLOP/s", "of cuBLAS",
+                                 "why it was tried"), rows, note, bold=best)
+
+
+def plot_split_k(result: dict):
+    """Split-K measured (``benchmarks/gpu_gemm.py --split-k``): TFLOP/s against the number of
+    slices of K, one panel per shape, with v7 (no split) and cuBLAS of the same run as lines and
+    each point's blocks and waves (``simtlab.analysis.waves``)."""
+    shapes = [tuple(s) for s in result["shapes"]]
+    fig, axes = new_figure(f"Split-K against v7 and cuBLAS ({result['device']}, {result['date']})",
+                           ncols=len(shapes), figsize=(5.2 * len(shapes), 4.4))
+    for ax, (m, n, k) in zip(np.atleast_1d(axes), shapes):
+        rows = [r for r in result["rows"] if (r["m"], r["n"], r["k"]) == (m, n, k)]
+        split = sorted((r for r in rows if r["splits"]), key=lambda r: r["splits"])
+        xs = [r["splits"] for r in split]
+        ax.plot(xs, [r["tflops"] for r in split], "o-", color=PALETTE[1], label="split-K (v7 tile, atomicAdd)")
+        for r in split:
+            ax.annotate(f"{r['blocks']} blocks\n{r['waves']:.2f} waves", (r["splits"], r["tflops"]),
+                        xytext=(4, 4), textcoords="offset points", fontsize="x-small")
+        for r, colour, style in ((next(r for r in rows if r["impl"] == "library"), "0.3", "--"),
+                                 (next(r for r in rows if r["impl"] == "cuda-c" and not r["splits"]), PALETTE[0], ":")):
+            ax.axhline(r["tflops"], color=colour, ls=style, lw=1.2, label=f"{r['name']}: {r['tflops']:.1f}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_ylim(0, max(r["tflops"] for r in rows) * 1.25)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="x-small", loc="lower right")
+        label(ax, "slices of K (gridDim.z)", "TFLOP/s (2 M N K / median time)", f"M = {m}, N = {n}, K = {k}")
+    return fig
+
+
+#: the two swizzle ablations recorded: v7 at one block per SM (``--tune``) and v8 256 x 128 (the v8 sweep)
+V7_GROUP_CONFIG = "v7 128,128,16,64,32,2,8,4,{group} /256 min1"
+V8_GROUP_KERNEL = "gemm_v8_256x128x8_w64x64_t16x8_s3_g{group}_b1"
+
+
+def swizzle_table(gemm_results: dict | None = None, v8_sweep: dict | None = None, groups=(0, 8, 16)):
+    """GROUP's ablation as recorded, beside the model: for v7 (128 x 128 tiles, one block per SM)
+    and v8 (256 x 128), each block order's first wave (132 blocks) at 4096^3, the strips of A and
+    B it reads and their distinct bytes (``first_wave_footprint``), and the TFLOP/s measured."""
+    from .. import backend, gpubench
+    from ..analysis.block_order import first_wave_footprint
+    from ..analysis.waves import H100_SMS
+    from .tables import RecordedTable
+
+    res = gemm_results or gpubench.recorded("gemm")
+    sweep = v8_sweep or backend.recorded("gemm_v8_sweep")
+    cublas_tune = next(r for r in res["rows"] if r["reference"])["tflops"]
+    tune = {r["config"]: r for r in res.get("tuning_v7") or [] if "tflops" in r}
+    v8 = {r["name"]: r for r in sweep["rows"]}
+    rows = []
+    for name, tile, lookup, source in (
+            ("v7 (1 block/SM)", (128, 128), lambda g: tune.get(V7_GROUP_CONFIG.format(group=g)), f"--tune {res['date']}"),
+            ("v8 256x128x8, 3 stages", (256, 128), lambda g: v8.get(V8_GROUP_KERNEL.format(group=g)), f"v8 sweep {sweep['date']}")):
+        for g in groups:
+            r = lookup(g)
+            if r is None:
+                continue
+            f = first_wave_footprint(res["n"], res["n"], res["n"], tile, H100_SMS, g)
+            of = r["tflops"] / cublas_tune if "of_cublas" not in r else r["of_cublas"]
+            rows.append((name, "row-major" if g == 0 else str(g), f"{len(f.a_strips)} + {len(f.b_strips)}",
+                         f"{f.distinct_bytes / 1e6:.0f}", f"{r['tflops']:.1f}", f"{100 * of:.1f} %", source))
+    n = res["n"]
+    return RecordedTable(
+        f"Block order at {n}^3 FP32: the first wave's footprint (model) and the speed ({res['device']}, one run each)",
+        ("kernel", "GROUP", "A + B strips (first 132 blocks)", "distinct A + B (MB, model)", "TFLOP/s",
+         "of cuBLAS", "run"), rows,
+        "model: simtlab.analysis.block_order.first_wave_footprint (blocks start in linear id order, 132 at a time); "
+        "measured: benchmarks/results/gpu_gemm_h100.json tuning_v7, gemm_v8_sweep_h100.json")
+
+
+class PendingMeasurement:
+    """What a chapter cell shows in place of a figure whose GPU run has not been recorded yet:
+    the command that records it. tests/test_recorded_gemm_optim.py fails while it is pending."""
+
+    def __init__(self, what: str, command: str):
+        self.what, self.command = what, command
+
+    def __str__(self) -> str:
+        return f"{self.what}: not measured yet (pending: {self.command} on an H100, then python tools/store_gemm_optim.py)"
+
+    __repr__ = __str__
+
+
+def split_k_summary(result: dict) -> str:
+    """What the split-K run measured, per shape, in sentences built from the result alone."""
+    lines = [f"Measured on {result['device']}, {result['date']} (one run; split-K {result['registers']} registers "
+             f"per thread, {result['local_bytes']} B local):"]
+    for m, n, k in (tuple(s) for s in result["shapes"]):
+        rows = [r for r in result["rows"] if (r["m"], r["n"], r["k"]) == (m, n, k)]
+        cublas = next(r for r in rows if r["impl"] == "library")
+        plain = next(r for r in rows if r["impl"] == "cuda-c" and not r["splits"])
+        best = max((r for r in rows if r["splits"]), key=lambda r: r["tflops"])
+        lines.append(f"- {m}x{n}x{k}: v7 without a split {plain['tflops']:.1f} TFLOP/s ({100 * plain['of_cublas']:.0f} % "
+                     f"of cuBLAS's {cublas['tflops']:.1f}); the best split, x{best['splits']} ({best['blocks']} blocks, "
+                     f"{best['waves']:.2f} waves), {best['tflops']:.1f} TFLOP/s, {best['tflops'] / plain['tflops']:.2f}x v7 "
+                     f"and {100 * best['of_cublas']:.0f} % of cuBLAS.")
+    return "\n".join(lines)
+
+
+def split_k_measured():
+    """The recorded split-K figure and its summary, or a :class:`PendingMeasurement` while
+    ``results.gemm_splitk`` is missing from the store."""
+    from .. import backend
+
+    try:
+        result = backend.recorded("gemm_splitk")
+    except KeyError:
+        return PendingMeasurement("Split-K on the H100", "bash tools/device_gemm_splitk.sh")
+    print(split_k_summary(result))
+    return plot_split_k(result)
