@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["UnrollTrace", "trace_unroll", "global_traffic", "addresses_per_request", "gather_coalescing",
-           "GATHER_LAYERS", "divisions_executed", "division_ops", "ptx_opcode_counts", "ptx_divisions"]
+           "GATHER_LAYERS", "divisions_executed", "division_ops", "ptx_opcode_counts", "ptx_divisions",
+           "offset_table_counts"]
 
 
 @dataclass
@@ -226,3 +227,29 @@ def ptx_divisions(run) -> int:
     """Warp executions of integer ``div``/``rem`` instructions in a traced CUDA C run."""
     return sum(n for op, n in ptx_opcode_counts(run).items()
                if op.split(".")[0] in ("div", "rem") and ".f" not in op)
+
+
+def offset_table_counts(x, w, versions=("v3 implicit GEMM", "v3b implicit GEMM, offset table")) -> list[dict]:
+    """v3 against v3b on one layer, from traced runs: per version, the numba kernel's integer
+    divisions per thread (``divisions_executed``) and, where NVRTC is installed, the CUDA C twin's
+    PTX warp instructions and its integer div/rem among them (``ptx_note`` says why not otherwise)."""
+    from .. import emulate
+    from ..kernels import conv as K
+    from ..versions import find
+
+    rows = []
+    for label in versions:
+        runs = []
+        K.conv_with(label, x, w, lambda *a: runs.append(emulate(*a)))
+        row = {"version": label, "divisions per thread (numba)": round(divisions_executed(runs[0])["per_thread"], 2)}
+        try:
+            from ..cuda_c_kernels import emulate_version
+
+            _, (ptx_run,) = emulate_version("conv", find(K.VERSIONS, label), x, w)
+            counts = ptx_opcode_counts(ptx_run)
+            row.update({"PTX warp instructions (CUDA C)": sum(counts.values()),
+                        "integer div/rem among them": ptx_divisions(ptx_run)})
+        except Exception as e:                    # no NVRTC (the cuda-c extra): the numba count stands
+            row["ptx_note"] = f"CUDA C not run on the CPU: {type(e).__name__}"
+        rows.append(row)
+    return rows
