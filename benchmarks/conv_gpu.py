@@ -11,6 +11,15 @@ run; the ratio is cuDNN's time over the version's time (above 1: faster than cuD
 Results go to the key ``topics.conv`` of ``simtlab/data/h100_timings.json``, the one store of
 recorded GPU figures (or of ``--out``), which chapter 7 plots when there
 is no GPU; a table is printed at the end.
+
+    CUPY_TF32=0 python benchmarks/conv_gpu.py --optim [--batches 1000] [--out FILE]
+
+``--optim`` times chapter 7's optimisation rows instead (``gpubench.conv.optim_cases``): im2col
+judged fairly, with cuBLAS SGEMM (FP32) as its GEMM (the whole layer, and the SGEMM alone), the
+course's v2, v3 and v3b (the offset table, CUDA C and numba), v6, against cuDNN in the same run;
+and the SASS of v3's and v3b's CUDA C (opcode counts of the whole kernel and of its hottest loop,
+``benchmarks/sass_gemm.py``'s helpers). It writes plain JSON to ``--out`` (default
+``benchmarks/results/conv_optim_h100.json``), which chapter 7 reads.
 """
 
 from __future__ import annotations
@@ -36,12 +45,16 @@ def main(argv=None) -> int:
     p.add_argument("--layers", nargs="+", default=list(G.LAYERS), choices=G.LAYERS)
     p.add_argument("--batches", nargs="+", type=int, default=list(G.BATCHES))
     p.add_argument("--only", nargs="+", help="time only versions whose name contains one of these")
-    p.add_argument("--out", type=Path, default=None, help="the store to write (default: simtlab/data/h100_timings.json)")
+    p.add_argument("--out", type=Path, default=None, help="the store to write (default: simtlab/data/h100_timings.json; "
+                   "with --optim: benchmarks/results/conv_optim_h100.json)")
+    p.add_argument("--optim", action="store_true", help="time the optimisation rows (im2col + cuBLAS, v3b) instead")
     args = p.parse_args(argv)
-    args.out = args.out or gpubench.RESULTS_PATH
     if not backend.gpu_available():
         print(f"conv_gpu: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
         return 1
+    if args.optim:
+        return optim(args)
+    args.out = args.out or gpubench.RESULTS_PATH
     data = gpubench.stored("conv", args.out) or {}
     data.update(stamp())
     data.setdefault("layers", {})
@@ -73,6 +86,64 @@ def main(argv=None) -> int:
                 print(f"{r['name']:<34} {r['median_ms']:9.3f} {r['tflops']:8.2f} {r['gbps']:7.0f} {r['ratio']:8.2f}x")
             for e in res.get("errors") or []:
                 print(f"{e['name']:<34} FAILED: {e['error']}")
+    return 0
+
+
+def sass_counts(names=("conv_v3_implicit_gemm", "conv_v3b_offset_table")) -> dict:
+    """Opcode counts of CUDA C kernels of conv.cu (the whole kernel and its hottest loop), with
+    benchmarks/sass_gemm.py's NVRTC + cuobjdump path; an error string where that path fails."""
+    import collections
+
+    from sass_gemm import cuda_c_sass, hottest_loop, instructions
+
+    from simtlab.cuda_c_kernels import kernel_only_source
+    from simtlab.cuda_source import cu_path
+
+    source = cu_path("conv").read_text()
+    out = {}
+    for name in names:
+        try:
+            ins = instructions(cuda_c_sass(name, kernel_only_source(source, name)))
+            loop = hottest_loop(ins)
+            out[name] = {"instructions": len(ins), "opcodes": dict(collections.Counter(op for _, op, _ in ins)),
+                         "loop_instructions": len(loop),
+                         "loop_opcodes": dict(collections.Counter(op for _, op, _ in loop))}
+        except Exception as e:                      # no cuobjdump: the timings still count
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+    return out
+
+
+def optim(args) -> int:
+    """``--optim``: the optimisation rows of each layer and batch, then the SASS of v3 and v3b."""
+    import json
+
+    from simtlab.gpubench import conv as G
+    from simtlab.gpubench.harness import run_topic, stamp
+
+    out = args.out or ROOT / G.OPTIM_PATH
+    batches = args.batches if args.batches != list(G.BATCHES) else [1000]
+    data = {**stamp(), "peaks": {"fp32_tflops": H100_FP32_TFLOPS, "hbm_gbps": H100_HBM_GBPS}, "layers": {}}
+    for layer in args.layers:
+        for batch in batches:
+            print(f"== {layer}, batch {batch:,}: optimisation rows ==", flush=True)
+            res = run_topic(G.optim_module(layer), n=batch, sweep=None, check_n=G.CHECK_BATCH,
+                            only=args.only, log=lambda s: print(s, flush=True))
+            flops = G.optim_cases(layer)[0].flops(batch)
+            nbytes = res["rows"][0]["bytes"]
+            for r in res["rows"]:
+                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
+            res.update(layer=layer, batch=batch, flops=flops, bytes=nbytes, shape=G.layer_shape(layer),
+                       roofline_ms=max(flops / (H100_FP32_TFLOPS * 1e12), nbytes / (H100_HBM_GBPS * 1e9)) * 1e3)
+            data["layers"].setdefault(layer, {})[str(batch)] = res
+            print(G.summary_table({**data, "source": "measured"}, layer, batch), flush=True)
+    data["sass"] = sass_counts()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    res = {**data, "source": "recorded"}
+    for layer in args.layers:
+        for batch in batches:
+            print(G.fair_gemm_summary(res, layer, batch))
+    print(f"written to {out}")
     return 0
 
 

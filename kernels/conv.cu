@@ -145,6 +145,47 @@ extern "C" __global__ void conv_v3_implicit_gemm(const float* __restrict__ x, co
         y[((n / hw) * M + m) * hw + n % hw] = acc;
 }
 
+// ---- v3b: v3 with its gather indices precomputed: taps (3 x C*K*K ints, built on the host by kernels/conv.py: gather_table) holds, per unrolled row r = (c, p, q), the offset c*H*W + p*W + q of its input element from the window's corner, and p and q for the bounds check; no division per element (v3 does four for every element it gathers from x)
+extern "C" __global__ void conv_v3b_offset_table(const float* __restrict__ x, const float* __restrict__ w,
+                                                 const int* __restrict__ taps, float* __restrict__ y, int B,
+                                                 int C, int H, int W, int M, int K, int Ho, int Wo, int stride,
+                                                 int pad)
+{
+    __shared__ float sa[TILE][TILE];
+    __shared__ float sb[TILE][TILE];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int depth = C * K * K, hw = Ho * Wo;
+    const long long n_cols = (long long)B * hw;
+    const long long n = (long long)blockIdx.x * TILE + tx;
+    const int m = blockIdx.y * TILE + ty;
+    const long long nl = (long long)blockIdx.x * TILE + ty;    // the column it gathers: decoded once
+    const int b = nl / hw, pix = nl % hw;
+    const int iy0 = (pix / Wo) * stride - pad, ix0 = (pix % Wo) * stride - pad;   // the window's corner
+    const float* corner = x + (long long)b * C * H * W + (long long)iy0 * W + ix0;
+    const int* offset = taps;
+    const int* tap_p = taps + depth;
+    const int* tap_q = taps + 2 * depth;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < depth; k0 += TILE) {
+        const int r = k0 + tx;
+        sa[ty][tx] = (m < M && r < depth) ? w[(long long)m * depth + r] : 0.0f;
+        float v = 0.0f;
+        if (r < depth && nl < n_cols) {
+            const int iy = iy0 + tap_p[r], ix = ix0 + tap_q[r];
+            if (iy >= 0 && iy < H && ix >= 0 && ix < W)
+                v = corner[offset[r]];
+        }
+        sb[tx][ty] = v;
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < TILE; ++j)
+            acc += sa[ty][j] * sb[j][tx];
+        __syncthreads();
+    }
+    if (m < M && n < n_cols)
+        y[((n / hw) * M + m) * hw + n % hw] = acc;
+}
+
 // ---- v4: one thread per output of a 2-D tile, grid (column tiles, row tiles x M, B), weights in constant memory: the block has one filter, so all lanes read the same weight at once, one broadcast from the constant cache
 extern "C" __global__ void conv_v4_const_weights(const float* __restrict__ x, float* __restrict__ y,
                                                  int B, int C, int H, int W, int M, int K, int Ho,

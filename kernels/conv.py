@@ -254,6 +254,105 @@ def conv_v3_implicit_gemm(x, w, y, stride, pad):
 
 
 # ------------------------------------------------------------------------------------------
+# v3b: the implicit GEMM with its gather indices precomputed (one table row per unrolled row)
+# ------------------------------------------------------------------------------------------
+def gather_table(c: int, h: int, w: int, k: int) -> np.ndarray:
+    """v3b's table, int32 (3, C*K*K): for each row r = (c, p, q) of the unrolled matrix, the
+    offset c*H*W + p*W + q of its input element from the window's corner, and p and q (the
+    bounds check needs them). Built once on the host; the kernel divides nothing per element."""
+    r = np.arange(c * k * k)
+    ch, p, q = r // (k * k), (r % (k * k)) // k, r % k
+    return np.stack([ch * h * w + p * w + q, p, q]).astype(np.int32)
+
+
+# v3b: v3 with the per-element divisions replaced by a table lookup: each phase v3 splits its row r
+#   into (c, p, q) with four divisions and remainders for x and four more for w; v3b reads the
+#   offset, p and q of row r from the table (coalesced: the lanes of a warp read consecutive
+#   rows) and w as a 2-D (M, C*K*K) matrix. The column's divisions stay, once per thread.
+@cuda.jit
+def conv_v3b_offset_table(x, w, taps, y, h, wd, stride, pad):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    mo, ho, wo = y.shape[1], y.shape[2], y.shape[3]
+    depth = w.shape[1]                                   # x is flat (B*C*H*W), w is (M, C*K*K)
+    hw = ho * wo
+    n_cols = y.shape[0] * hw
+    n = cuda.blockIdx.x * TILE + tx
+    m = cuda.blockIdx.y * TILE + ty
+    nl = cuda.blockIdx.x * TILE + ty                     # the column this thread gathers: decoded once
+    b, pix = nl // hw, nl % hw
+    iy0 = (pix // wo) * stride - pad                     # the window's top-left corner
+    ix0 = (pix % wo) * stride - pad
+    corner = b * (x.size // y.shape[0]) + iy0 * wd + ix0
+    acc = float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        r = t * TILE + tx
+        if m < mo and r < depth:
+            sa[ty, tx] = w[m, r]
+        else:
+            sa[ty, tx] = 0.0
+        v = float32(0.0)
+        if r < depth and nl < n_cols:
+            iy = iy0 + taps[1, r]
+            ix = ix0 + taps[2, r]
+            if 0 <= iy < h and 0 <= ix < wd:
+                v = x[corner + taps[0, r]]
+        sb[tx, ty] = v
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()
+    if m < mo and n < n_cols:
+        y[n // hw, m, (n % hw) // wo, n % wo] = acc
+
+
+# ------------------------------------------------------------------------------------------
+# The implicit GEMM in NHWC: the channel innermost in memory and in the unrolled row
+# ------------------------------------------------------------------------------------------
+# v3 for x (B, H, W, C), w (M, K, K, C) and y (B, Ho, Wo, M): the unrolled row is r = (p, q, c),
+#   c innermost, so a window row p of the input, K*C floats, is one contiguous run in memory
+#   (in NCHW it is C runs of K floats, H*W floats apart). The lanes of a warp gather 16
+#   consecutive rows r for two columns: in NHWC those are (nearly) consecutive addresses.
+@cuda.jit
+def conv_v3_implicit_gemm_nhwc(x, w, y, stride, pad):
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    ho, wo, mo = y.shape[1], y.shape[2], y.shape[3]
+    k, c_in = w.shape[1], w.shape[3]
+    kc = k * c_in
+    depth = k * kc
+    hw = ho * wo
+    n_cols = y.shape[0] * hw
+    n = cuda.blockIdx.x * TILE + tx
+    m = cuda.blockIdx.y * TILE + ty
+    nl = cuda.blockIdx.x * TILE + ty
+    b, pix = nl // hw, nl % hw
+    oy, ox = pix // wo, pix % wo
+    acc = float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        r = t * TILE + tx                                # the unrolled row (p, q, c)
+        if m < mo and r < depth:
+            sa[ty, tx] = w[m, r // kc, (r % kc) // c_in, r % c_in]
+        else:
+            sa[ty, tx] = 0.0
+        v = float32(0.0)
+        if r < depth and nl < n_cols:
+            iy = oy * stride + r // kc - pad
+            ix = ox * stride + (r % kc) // c_in - pad
+            if 0 <= iy < x.shape[1] and 0 <= ix < x.shape[2]:
+                v = x[b, iy, ix, r % c_in]
+        sb[tx, ty] = v
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()
+    if m < mo and n < n_cols:
+        y[n // hw, (n % hw) // wo, n % wo, m] = acc
+
+
+# ------------------------------------------------------------------------------------------
 # v4: the filter in constant memory (a numba kernel is compiled for one weight tensor)
 # ------------------------------------------------------------------------------------------
 CONST_BYTES = 64 * 1024       # constant memory a kernel can address (the weights must fit)
@@ -418,6 +517,19 @@ def plan_implicit(version, impl, xp, x, w, stride=1, padding="valid", **_):
     return [Launch(version.kernel(impl), (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE)), (TILE, TILE), args)], y
 
 
+def plan_offsets(version, impl, xp, x, w, stride=1, padding="valid", **_):
+    """v3b: v3's launch, plus the gather table (``gather_table``) built on the host; numba's
+    kernel takes x flat and w as (M, C*K*K), so that one table offset addresses any row."""
+    (bsz, c, h, wd, m, k, ho, wo, pad), y, sizes = _layer(xp, x, w, stride, padding)
+    taps = xp.asarray(gather_table(c, h, wd, k))
+    grid = (cdiv(bsz * ho * wo, TILE), cdiv(m, TILE))
+    if impl == "cuda-c":
+        args = (x, w, taps, y, *sizes)
+    else:
+        args = (x.reshape(-1), w.reshape(m, c * k * k), taps, y, h, wd, stride, pad)
+    return [Launch(version.kernel(impl), grid, (TILE, TILE), args)], y
+
+
 def _const_weights(w) -> dict:
     """conv.cu's ``__constant__ c_weights`` for the weights ``w``: what a CUDA C launch copies in
     before it runs (``Launch.constants``: the GPU and the PTX engine both fill it)."""
@@ -520,6 +632,8 @@ VERSIONS = (
     Version("v2 im2col + GEMM", "im2col", "im2col", plan_im2col, _c1_bytes, _c1_flops),
     Version("v3 implicit GEMM", "conv_v3_implicit_gemm", "conv_v3_implicit_gemm", plan_implicit,
             _c1_bytes, _c1_flops),
+    Version("v3b implicit GEMM, offset table", "conv_v3b_offset_table", "conv_v3b_offset_table", plan_offsets,
+            _c1_bytes, _c1_flops),
     Version("v4 constant weights", "conv_v4_const_weights", "conv_v4_const_weights", plan_const,
             _c1_bytes, _c1_flops),
     Version("v5 tuned", None, v5_name(1, 4, 7, V5_TILES[(1, 4, 7)]), plan_tuned, _c1_bytes, _c1_flops),
@@ -584,6 +698,7 @@ def layer_numbers(b, c, h, w, m, k, stride=1, padding="valid"):
 __all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTRODE_CONV2",
            "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
            "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
+           "gather_table", "conv_v3b_offset_table", "plan_offsets", "conv_v3_implicit_gemm_nhwc",
            "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "EMULATED", "conv_with", "cdiv",
            "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "make_conv_v6_image_per_block", "v6_shared_bytes", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
            "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]

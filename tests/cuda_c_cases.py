@@ -574,7 +574,7 @@ def _conv_cases():
                   _version_plan(find(CV.VERSIONS, "v0 blog grid-stride"), max_blocks=1), seed_check),
              Case("conv/conv_v1_direct", "conv", ("conv_v1_direct",), c1,
                   _version_plan(find(CV.VERSIONS, "v1 direct"), max_blocks=2), relu_check)]
-    for label in ("v2 im2col + GEMM", "v3 implicit GEMM", "v4 constant weights"):
+    for label in ("v2 im2col + GEMM", "v3 implicit GEMM", "v3b implicit GEMM, offset table", "v4 constant weights"):
         v = find(CV.VERSIONS, label)
         kernels = _kernels_of(v, c1(np.random.default_rng(0), CPU))
         cases.append(Case(f"conv/{v.cuda_c}", "conv", kernels, c1, _version_plan(v), check))

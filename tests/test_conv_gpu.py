@@ -58,7 +58,8 @@ def _numba_device(version, x, w, stride, padding):
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("version", ["v1 direct", "v2 im2col + GEMM", "v3 implicit GEMM", "v4 constant weights"])
+@pytest.mark.parametrize("version", ["v1 direct", "v2 im2col + GEMM", "v3 implicit GEMM", "v3b implicit GEMM, offset table",
+                                     "v4 constant weights"])
 def test_emulator_numba_cuda_c_agree(version, shape):
     stride, padding = shape[6], shape[7]
     x, w = _inputs(shape)
@@ -128,3 +129,13 @@ def test_benchmark_checks_pass_for_every_case():
     for layer in ("C1", "C3"):
         for case in cases(layer):
             case.check(CHECK_BATCH)
+
+
+def test_optimisation_rows_pass_their_checks():
+    """benchmarks/conv_gpu.py --optim: im2col + cuBLAS SGEMM (FP32) and every other row give the layer."""
+    from simtlab.gpubench.conv import CHECK_BATCH, optim_cases
+
+    for layer in ("C1", "C3"):
+        for case in optim_cases(layer):
+            if case.check is not None:
+                case.check(CHECK_BATCH)

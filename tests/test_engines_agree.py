@@ -14,7 +14,7 @@ from numba import cuda, float32, int32
 import simtlab
 from simtlab.emulator import launch as launch_module
 from simtlab.emulator.vector import values as values_module
-from simtlab.kernels import filter2d, gemm, intro, reduction
+from simtlab.kernels import conv, filter2d, gemm, intro, reduction
 from simtlab.kernels import divergence as dv
 from atomic_cases import cas_loop_add
 from engines_support import agreeing_run_engines
@@ -57,6 +57,12 @@ CASES = {
     "conv2d relu (ch 1)": lambda: (intro.conv2d_relu_v1, 4, 32,
                                    (_f32(40, 40) - 0.5, _f32(4, 5, 5) - 0.5,
                                     np.zeros((4, 8, 8), np.float32))),
+    "implicit GEMM, offset table": lambda: (
+        conv.conv_v3b_offset_table, (4, 1), (16, 16),
+        (_f32(2 * 2 * 7 * 9), _f32(5, 18), conv.gather_table(2, 7, 9, 3), np.zeros((2, 5, 4, 4), np.float32),
+         7, 9, 2, 1)),
+    "implicit GEMM, NHWC": lambda: (conv.conv_v3_implicit_gemm_nhwc, (5, 1), (16, 16),
+                                    (_f32(2, 9, 9, 3), _f32(5, 3, 3, 3), np.zeros((2, 7, 7, 5), np.float32), 1, 0)),
     "whoami": lambda: (intro.whoami_2d, (3, 2), (16, 8),
                        tuple(np.full((15, 45), -1, np.int32) for _ in range(3))),
     "branch by parity": lambda: (dv.branch_by_parity, 2, 64, (_f32(100), np.zeros(100, np.float32))),

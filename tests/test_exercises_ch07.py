@@ -285,3 +285,77 @@ def test_c1_sits_just_under_the_ridge_and_c3_far_right():
     c1 = intensity_ok(1000, 1, 86, 86, 4, 7)
     c3 = intensity_ok(1000, 4, 40, 40, 16, 7)
     assert 18.9 < c1 < ch07.RIDGE_H100 < 20.0 < c3 and 72 < c3 < 73
+
+
+# ------------------------------------------------------------------ exercise 5: the offset table (optimisation)
+def taps_ok(c, h, w, k):
+    return K.gather_table(c, h, w, k)
+
+
+def taps_stub(c, h, w, k):
+    raise NotWrittenYet("ch07.offsets")
+
+
+def taps_swapped_pq(c, h, w, k):
+    t = K.gather_table(c, h, w, k)
+    return t[[0, 2, 1]]
+
+
+@cuda.jit
+def offsets_divide_per_element(x, w, taps, y, h, wd, stride, pad):
+    # the right output, but the channel of each gathered row is recomputed with a division
+    sa = cuda.shared.array((TILE, TILE), float32)
+    sb = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    mo, ho, wo = y.shape[1], y.shape[2], y.shape[3]
+    depth = w.shape[1]
+    kk = depth // (x.size // (y.shape[0] * h * wd))
+    hw = ho * wo
+    n_cols = y.shape[0] * hw
+    n = cuda.blockIdx.x * TILE + tx
+    m = cuda.blockIdx.y * TILE + ty
+    nl = cuda.blockIdx.x * TILE + ty
+    b, pix = nl // hw, nl % hw
+    iy0 = (pix // wo) * stride - pad
+    ix0 = (pix % wo) * stride - pad
+    acc = float32(0.0)
+    for t in range((depth + TILE - 1) // TILE):
+        r = t * TILE + tx
+        if m < mo and r < depth:
+            sa[ty, tx] = w[m, r]
+        else:
+            sa[ty, tx] = 0.0
+        v = float32(0.0)
+        if r < depth and nl < n_cols:
+            c = r // kk
+            iy = iy0 + taps[1, r]
+            ix = ix0 + taps[2, r]
+            if 0 <= iy < h and 0 <= ix < wd:
+                v = x[((b * (x.size // (y.shape[0] * h * wd)) + c) * h + iy) * wd + ix]
+        sb[tx, ty] = v
+        cuda.syncthreads()
+        for j in range(TILE):
+            acc += sa[ty, j] * sb[j, tx]
+        cuda.syncthreads()
+    if m < mo and n < n_cols:
+        y[n // hw, m, (n % hw) // wo, n % wo] = acc
+
+
+def test_offset_gather_passes_on_the_course_kernel():
+    ch07.check_offset_gather(taps_ok, K.conv_v3b_offset_table)
+
+
+def test_offset_gather_stub_fails():
+    with pytest.raises(CheckFailed, match="ch07.* is not written yet"):
+        ch07.check_offset_gather(taps_stub, K.conv_v3b_offset_table)
+
+
+def test_offset_gather_names_a_wrong_table_entry():
+    with pytest.raises(CheckFailed, match=r"the p of unrolled row 1 = \(c, p, q\) = \(0, 0, 1\) is 1, expected 0"):
+        ch07.check_offset_gather(taps_swapped_pq, K.conv_v3b_offset_table)
+
+
+def test_offset_gather_fails_a_right_kernel_that_divides_per_element():
+    """The output is right (the check's first part passes); the trace shows a division per element."""
+    with pytest.raises(CheckFailed, match=r"the gather still divides for every element it loads.*line \d+"):
+        ch07.check_offset_gather(taps_ok, offsets_divide_per_element)

@@ -190,7 +190,8 @@ def test_cuda_c_launches_match_the_kernels_signatures(version, layer):
         assert len(step.args) == len(params), f"{step.kernel}: {len(step.args)} arguments for {params}"
         for arg, param in zip(step.args, params):
             if "*" in param:
-                assert isinstance(arg, np.ndarray) and arg.dtype == np.float32, (step.kernel, param, arg)
+                dtype = np.int32 if param.split("*")[0].split()[-1] == "int" else np.float32
+                assert isinstance(arg, np.ndarray) and arg.dtype == dtype, (step.kernel, param, arg)
             elif param.endswith("long long"):
                 assert isinstance(arg, np.int64), (step.kernel, param, type(arg))
             else:

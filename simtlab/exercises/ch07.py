@@ -8,6 +8,10 @@
   shapes, stride 1 and 2, 'valid' and 'same'; each entry written once.
 - ``check_implicit_gemm(conv_implicit)``: the fused kernel: the right output, a shared-memory
   tile gathered from ``x`` each phase, and no unrolled matrix anywhere in global memory.
+- ``check_offset_gather(make_taps, conv_offsets)``: the gather table (offset, p, q per unrolled
+  row) and the implicit GEMM that reads it: the right table, the right output, and, from the
+  trace, no integer division per gathered element (the divisions a thread executes must not
+  grow with the number of unrolled rows).
 
 Every check draws new random inputs on each call.
 """
@@ -21,6 +25,7 @@ from .report import CheckFailed, call_student, compare_arrays, failing_in, passe
 from .card import student_check
 
 __all__ = ["check_layer_numbers", "check_unroll", "check_implicit_gemm", "check_layer_intensity", "RIDGE_H100",
+           "check_offset_gather",
            "BLOCK", "TILE"]
 
 BLOCK = 128
@@ -154,6 +159,91 @@ def check_implicit_gemm(conv_implicit) -> None:
             raise CheckFailed(f"{context}\nThe kernel writes no shared memory: gather the tile into sb.")
     passed("conv_implicit computes the layer for odd shapes, stride 1 and 2 and every padding, gathers its "
            "tiles in shared memory, and writes nothing to global memory but y")
+
+
+# ------------------------------------------------------------------------------------------
+# Exercise 5 (optimisation): the gather indices precomputed, checked by the trace
+# ------------------------------------------------------------------------------------------
+def _check_taps(make_taps, r):
+    from ..kernels.conv import gather_table
+
+    shapes = [(1, 86, 86, 7), (4, 40, 40, 7), (3, 5, 9, 2)]
+    shapes.append((int(r.integers(1, 5)), int(r.integers(4, 12)), int(r.integers(4, 12)), int(r.integers(1, 4))))
+    for c, h, w, k in shapes:
+        want = gather_table(c, h, w, k)
+        got = np.asarray(call_student(make_taps, "make_taps", c, h, w, k))
+        if got.shape != want.shape:
+            raise CheckFailed(f"make_taps({c}, {h}, {w}, {k}) returned shape {got.shape}, expected {want.shape}: "
+                              f"3 rows (offset, p, q) of C*K*K = {c * k * k} columns, one per unrolled row.")
+        if got.dtype != np.int32:
+            raise CheckFailed(f"make_taps returned {got.dtype}, expected int32 (what the kernel indexes with).")
+        for row, name in enumerate(("offset", "p", "q")):
+            bad = np.flatnonzero(got[row] != want[row])
+            if len(bad):
+                rr = int(bad[0])
+                raise CheckFailed(
+                    f"make_taps(C={c}, H={h}, W={w}, K={k}): the {name} of unrolled row {rr} = (c, p, q) = "
+                    f"({rr // (k * k)}, {rr % (k * k) // k}, {rr % k}) is {int(got[row, rr])}, expected "
+                    f"{int(want[row, rr])}. The offset is c*H*W + p*W + q: where the row's input element sits "
+                    "from the window's top-left corner.")
+
+
+def _offset_launch(conv_offsets, x, w, stride, padding, context):
+    from ..kernels.conv import conv_geometry, gather_table
+
+    b, c, h, wd = x.shape
+    m, k = w.shape[0], w.shape[2]
+    ho, wo, pad = conv_geometry(h, wd, k, stride, padding)
+    y = poison((b, m, ho, wo), np.float32)
+    grid = (cdiv(b * ho * wo, TILE), cdiv(m, TILE))
+    with failing_in(context, "Each thread reads the offset, p and q of its row r from taps (taps[0, r], "
+                             "taps[1, r], taps[2, r]) and x at corner + offset when (iy0 + p, ix0 + q) is inside."):
+        run = run_student_kernel(conv_offsets, grid, (TILE, TILE), x.reshape(-1), w.reshape(m, -1),
+                                 gather_table(c, h, wd, k), y, h, wd, stride, pad)
+    return run, y
+
+
+@student_check("ch07.offsets")
+def check_offset_gather(make_taps, conv_offsets) -> None:
+    """``make_taps(c, h, w, k)``: int32 (3, C*K*K), for unrolled row r = (c, p, q) the offset
+    c*H*W + p*W + q, then p, then q. ``conv_offsets(x, w, taps, y, h, wd, stride, pad)``: x flat,
+    w (M, C*K*K), y (B, M, Ho, Wo), blocks of TILE x TILE on (ceil(B*Ho*Wo / TILE), ceil(M / TILE));
+    the right output, and no integer division per gathered element (read from the trace)."""
+    from ..analysis.unroll import divisions_executed
+    from ..kernels.conv import conv2d_cpu
+
+    r = rng()
+    _check_taps(make_taps, r)
+    cases = [((2, 2, 7, 9), 5, 3, 1, "valid"), ((1, 3, 9, 9), 17, 3, 2, "same"),
+             ((int(r.integers(1, 3)), int(r.integers(1, 4)), 8, 8), int(r.integers(2, 20)), 3, 1, 1)]
+    for shape, m, k, stride, padding in cases:
+        x = r.standard_normal(shape).astype(np.float32)
+        w = r.standard_normal((m, shape[1], k, k)).astype(np.float32)
+        context = f"Input {shape} (B, C, H, W), {m} filters of {k}x{k}, stride {stride}, padding {padding!r}."
+        _, y = _offset_launch(conv_offsets, x, w, stride, padding, context)
+        with failing_in(context, "iy = iy0 + p and ix = ix0 + q must both be inside x before x is read; "
+                                 "store 0.0 otherwise."):
+            compare_arrays(y, conv2d_cpu(x, w, stride, padding), "y", rtol=1e-4, atol=1e-4,
+                           index_names=("b", "m", "oy", "ox"))
+    # the optimisation: the same layer with 1 and with 4 channels (4x the unrolled rows, 4x the
+    # phases); a gather that divides per element executes more divisions per thread with more rows
+    divisions = {}
+    for c in (1, 4):
+        x = r.standard_normal((1, c, 8, 8)).astype(np.float32)
+        w = r.standard_normal((4, c, 5, 5)).astype(np.float32)
+        run, _ = _offset_launch(conv_offsets, x, w, 1, "valid", f"Input (1, {c}, 8, 8), 4 filters of 5x5.")
+        divisions[c] = divisions_executed(run)
+    few, many = divisions[1], divisions[4]
+    if many["per_thread"] > few["per_thread"]:
+        lines = ", ".join(f"line {ln} ({n})" for ln, n in sorted(many["lines"].items()))
+        raise CheckFailed(
+            f"The output is right, but each thread executes {many['per_thread']:.1f} integer divisions or remainders "
+            f"with 4 channels (100 unrolled rows, 7 phases) against {few['per_thread']:.1f} with 1 channel "
+            f"(25 rows, 2 phases): the gather still divides for every element it loads. Lines with divisions, "
+            f"read from the trace: {lines}. Take the offset, p and q from taps instead of splitting r.")
+    passed(f"make_taps builds the table and conv_offsets computes the layer with it; per thread "
+           f"{few['per_thread']:.1f} integer divisions with 1 channel and {many['per_thread']:.1f} with 4 "
+           "(the column's decoding, once): no division per gathered element")
 
 
 # ------------------------------------------------------------------------------------------

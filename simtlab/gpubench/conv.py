@@ -38,7 +38,8 @@ V5_CONFIGS = {
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
            "probe", "cudnn_algorithm", "cudnn_table", "PROBE_KEY",
            "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
-           "CHECK_BATCH"]
+           "CHECK_BATCH", "im2col_cublas_runner", "optim_cases", "optim_module", "OPTIM_PATH", "optim_recorded",
+           "fair_gemm_summary"]
 
 
 def layer_shape(layer: str) -> dict:
@@ -155,6 +156,127 @@ def layer_module(layer: str):
     """A topic-like object for ``harness.run_topic``: the cases of one layer."""
     return types.SimpleNamespace(__name__=f"{__name__}[{layer}]", REFERENCE=REFERENCE,
                                  cases=lambda: cases(layer))
+
+
+# ------------------------------------------------------------------------------------------
+# Optimisation rows: im2col judged with cuBLAS as its GEMM, v3 against v3b (the offset table)
+# ------------------------------------------------------------------------------------------
+def im2col_cublas_runner(x, w, part: str = "layer"):
+    """``(run, y)``: the course's im2col (CUDA C) writes the unrolled matrix, then cuBLAS SGEMM
+    (``cupy.matmul``, FP32: ``CUPY_TF32`` must be 0) multiplies w (M x C*K*K) by it into an
+    (M, B*Ho*Wo) product, then a copy puts it in NCHW. ``part``: "layer" (all three), or "gemm"
+    (the SGEMM alone, on a matrix unrolled once before; ``y`` is then not the layer)."""
+    import cupy
+
+    from .. import versions
+    from ..kernels import conv as K
+    from .gemm import fp32_reference
+    from .launch import bind
+
+    fp32_reference()
+    launches, y = versions.find(K.VERSIONS, "v2 im2col + GEMM").launches("cuda-c", cupy, x, w)
+    unroll = launches[0]
+    cols = unroll.args[1]
+    bsz, m = y.shape[0], y.shape[1]
+    hw = y.shape[2] * y.shape[3]
+    w2 = w.reshape(m, -1)
+    product = cupy.empty((m, cols.shape[1]), cupy.float32)
+    im2col = bind("cuda-c", TOPIC, unroll.kernel, unroll.grid, unroll.block, *unroll.args)
+
+    def gemm():
+        cupy.matmul(w2, cols, out=product)
+
+    if part == "gemm":
+        im2col()
+        gemm.keep = (cols, x, w)
+        return gemm, product
+    if part != "layer":
+        raise ValueError(f"part must be 'layer' or 'gemm', not {part!r}")
+
+    def run():
+        im2col()
+        gemm()
+        cupy.copyto(y.reshape(bsz, m, hw), product.reshape(m, bsz, hw).transpose(1, 0, 2))
+    run.keep = (cols, x, w)
+    return run, y
+
+
+def optim_cases(layer: str = "C1") -> list[Case]:
+    """The rows of ``benchmarks/conv_gpu.py --optim``: cuDNN (the reference), v2 with the course's
+    tiled GEMM, im2col + cuBLAS (the whole layer, and the SGEMM alone), v3 and v3b (offset table)
+    in CUDA C and numba, and v6's default tile."""
+    from ..kernels.conv import V6_TILES
+
+    out = [_case(layer, "cuDNN conv2d (reference)", "library", torch_runner, reference=True),
+           _case(layer, "v2 im2col + GEMM (cuda-c)", "cuda-c", lambda x, w: conv_runner("v2 im2col + GEMM", "cuda-c", x, w)),
+           _case(layer, "im2col + cuBLAS SGEMM (cuda-c + cupy.matmul)", "library", im2col_cublas_runner)]
+    gemm_only = _case(layer, "cuBLAS SGEMM alone, on the unrolled matrix", "library",
+                      lambda x, w: im2col_cublas_runner(x, w, part="gemm"))
+    out.append(Case(**{**gemm_only.__dict__, "check": None}))
+    for label in ("v3 implicit GEMM", "v3b implicit GEMM, offset table"):
+        for impl in ("cuda-c", "numba"):
+            out.append(_case(layer, f"{label} ({impl})", impl, lambda x, w, v=label, i=impl: conv_runner(v, i, x, w)))
+    s = layer_shape(layer)
+    tile = V6_TILES[(s["C"], s["M"], s["K"])][0]
+    out.append(_case(layer, "v6 image per block tw{} nt{} (cuda-c)".format(*tile), "cuda-c",
+                     lambda x, w, t=tile: conv_runner("v6 image per block", "cuda-c", x, w, config=t)))
+    return out
+
+
+def optim_module(layer: str):
+    """A topic-like object for ``harness.run_topic``: the optimisation rows of one layer."""
+    return types.SimpleNamespace(__name__=f"{__name__}[{layer}, optim]", REFERENCE=REFERENCE,
+                                 cases=lambda: optim_cases(layer))
+
+
+#: where ``benchmarks/conv_gpu.py --optim`` writes its results (recorded on an H100 by the lead)
+OPTIM_PATH = "benchmarks/results/conv_optim_h100.json"
+
+
+def optim_recorded(path=None) -> dict:
+    """The optimisation rows recorded by ``benchmarks/conv_gpu.py --optim`` (``source``:
+    'recorded'), or ``{"source": "none", "message": ...}`` naming the command that records them."""
+    import json
+    from pathlib import Path
+
+    from ..paths import checkout_root
+
+    root = checkout_root()
+    file = Path(path) if path else (root / OPTIM_PATH if root else None)
+    if file is None or not file.exists():
+        return {"source": "none", "message": "No optimisation rows recorded yet: run "
+                "CUPY_TF32=0 python benchmarks/conv_gpu.py --optim on a GPU."}
+    return {**json.loads(file.read_text()), "source": "recorded"}
+
+
+def _row(entry, start: str):
+    return next((r for r in entry["rows"] if r["name"].startswith(start)), None)
+
+
+def fair_gemm_summary(res: dict, layer: str, batch: int = 1000) -> str:
+    """What the recorded optimisation rows say, in sentences built from the file: im2col with
+    cuBLAS against the course's GEMM, the implicit GEMM and cuDNN; v3b against v3."""
+    if res.get("source") == "none":
+        return res["message"]
+    entry = res["layers"][layer][str(batch)]
+    ms = {key: (_row(entry, key) or {}).get("median_ms") for key in
+          ("cuDNN", "v2 im2col + GEMM", "im2col + cuBLAS", "cuBLAS SGEMM alone", "v3 implicit GEMM (cuda-c)",
+           "v3b implicit GEMM, offset table (cuda-c)", "v3 implicit GEMM (numba)",
+           "v3b implicit GEMM, offset table (numba)", "v6")}
+    missing = [k for k, v in ms.items() if v is None]
+    if missing:
+        return f"{layer} batch {batch:,}: rows missing from the recorded file: {', '.join(missing)}"
+    lines = [
+        f"{layer}, batch {batch:,} ({res.get('device')}, {res.get('date')}): im2col + cuBLAS takes "
+        f"{ms['im2col + cuBLAS']:.3f} ms, of which the SGEMM alone {ms['cuBLAS SGEMM alone']:.3f} ms; "
+        f"with the course's tiled GEMM {ms['v2 im2col + GEMM']:.3f} ms.",
+        f"Against the implicit GEMM v3 ({ms['v3 implicit GEMM (cuda-c)']:.3f} ms): im2col + cuBLAS is "
+        f"{ms['v3 implicit GEMM (cuda-c)'] / ms['im2col + cuBLAS']:.2f}x as fast; against cuDNN "
+        f"({ms['cuDNN']:.3f} ms) {ms['cuDNN'] / ms['im2col + cuBLAS']:.2f}x; against v6 ({ms['v6']:.3f} ms) "
+        f"{ms['v6'] / ms['im2col + cuBLAS']:.2f}x.",
+        f"v3b (offset table) against v3: CUDA C {ms['v3 implicit GEMM (cuda-c)'] / ms['v3b implicit GEMM, offset table (cuda-c)']:.2f}x "
+        f"as fast, numba {ms['v3 implicit GEMM (numba)'] / ms['v3b implicit GEMM, offset table (numba)']:.2f}x."]
+    return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from matplotlib.colors import ListedColormap
 from .style import PALETTE, label, new_figure
 
 __all__ = ["plot_unrolled_matrix", "plot_copies", "plot_unroll", "plot_traffic", "plot_layer_memory",
-           "plot_layer_flops", "plot_conv_timings", "seed_layers", "cudnn_layouts_table"]
+           "plot_layer_flops", "plot_conv_timings", "seed_layers", "cudnn_layouts_table", "plot_gather_coalescing",
+           "plot_winograd", "plot_conv_algorithms_c1", "plot_storage_floors"]
 
 
 def seed_layers():
@@ -205,3 +206,102 @@ def cudnn_layouts_table(layer: str, data: dict | None = None):
             "mantissa bits, FP16/BF16 store them in 16 bits. benchmarks/results/probe_ch6_8_h100.json")
     return RecordedTable(title, ("implementation", "precision", "time (ms)", "algorithm", "v6 vs this"),
                          rows, note, bold=range(len(t["rows"]), len(rows)))
+
+
+def plot_gather_coalescing(rows: list[dict], *, title: str | None = None):
+    """Sectors per warp request of the implicit GEMM's gather from x, NCHW (v3) against NHWC, per
+    channel count C, one panel per filter size K (rows of :func:`simtlab.analysis.unroll.gather_coalescing`).
+    The dots mark the floor: the sectors the request's distinct bytes would fill if contiguous."""
+    ks = sorted({r["K"] for r in rows})
+    fig, axes = new_figure(title or "The implicit GEMM's gather from x: 32-byte sectors per warp request (emulator trace)",
+                           ncols=len(ks), figsize=(5.2 * len(ks), 4), sharey=True, squeeze=False)
+    for ax, k in zip(axes[0], ks):
+        cs = sorted({r["C"] for r in rows if r["K"] == k})
+        xs = np.arange(len(cs))
+        for i, (layout, colour) in enumerate((("nchw", PALETTE[0]), ("nhwc", PALETTE[2]))):
+            mine = {r["C"]: r for r in rows if r["K"] == k and r["layout"] == layout}
+            vals = [mine[c]["sectors"] for c in cs]
+            used = ", ".join(f"{mine[c]['used']:.0%}" for c in cs)
+            bars = ax.bar(xs + (i - 0.5) * 0.38, vals, 0.38, color=colour,
+                          label=f"{layout.upper()} ({used} of the fetched bytes used)")
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+            ax.plot(xs + (i - 0.5) * 0.38, [mine[c]["needed"] for c in cs], "k_", markersize=14,
+                    label="floor: distinct bytes / 32" if i == 0 else None)
+        ax.set_xticks(xs, [str(c) for c in cs])
+        ax.set_ylim(0, max(r["sectors"] for r in rows) * 1.45)        # room for the legend above the bars
+        ax.legend(fontsize=7, loc="upper left")
+        label(ax, "input channels C", "sectors per request" if k == ks[0] else "", f"{k}x{k} filters")
+    return fig
+
+
+def plot_winograd(pairs=((2, 3), (4, 3), (6, 3), (2, 5), (2, 7), (4, 7)), *, title: str | None = None):
+    """Winograd F(m x m, r x r): multiplies saved per output against the direct r^2 (bars), and the
+    largest float32 error over random tiles, relative to the largest output (dots, log scale)."""
+    from ..analysis.conv_algorithms import winograd_error, winograd_multiplies
+
+    fig, ax = new_figure(title or "Winograd F(m x m, r x r): fewer multiplies, larger rounding error as the tile grows",
+                         figsize=(9, 4))
+    xs = np.arange(len(pairs))
+    savings = [winograd_multiplies(m, r)["saving"] for m, r in pairs]
+    bars = ax.bar(xs, savings, color=PALETTE[0], label="multiplies saved (direct r² / Winograd's per output)")
+    ax.bar_label(bars, fmt="%.2fx", fontsize=8)
+    ax.set_xticks(xs, [f"F({m}x{m}, {r}x{r})\ntile {m + r - 1}x{m + r - 1}" for m, r in pairs])
+    label(ax, "algorithm (outputs per tile, filter)", "multiplies saved [x]")
+    ax2 = ax.twinx()
+    ax2.semilogy(xs, [winograd_error(m, r, trials=60) for m, r in pairs], "o", color=PALETTE[5],
+                 label="float32 error / largest output")
+    ax2.set_ylabel("relative float32 error (log scale)")
+    ax.legend([bars, ax2.lines[0]], [bars.get_label(), ax2.lines[0].get_label()], loc="upper left", fontsize=8)
+    return fig
+
+
+def plot_conv_algorithms_c1(batch: int = 1000, *, title: str | None = None):
+    """ECE408's C1 at ``batch``: GFLOPs of the direct convolution against Winograd F(2x2, 7x7) and
+    an FFT on a 128 x 128 grid, each split into its parts (napkin math, not measured)."""
+    from ..analysis.conv_algorithms import fft_layer_flops, winograd_layer_flops
+
+    s = seed_layers()["LeNet C1"]
+    ho, wo = s["H"] - s["K"] + 1, s["W"] - s["K"] + 1
+    wino = winograd_layer_flops(batch, s["C"], s["M"], ho, wo, s["K"], 2)
+    fft = fft_layer_flops(batch, s["C"], s["M"], s["H"], s["W"], s["K"])
+    algorithms = {"direct / GEMM": {"multiply-adds": wino["direct"]},
+                  f"Winograd F(2x2, {s['K']}x{s['K']})": wino["parts"],
+                  f"FFT, {fft['n']}x{fft['n']} grid": fft["parts"]}
+    fig, ax = new_figure(title or f"LeNet C1 at batch {batch:,}: the work of each algorithm (napkin math)", figsize=(9, 4))
+    parts = list(dict.fromkeys(p for a in algorithms.values() for p in a))
+    left = np.zeros(len(algorithms))
+    for i, part in enumerate(parts):
+        vals = np.array([a.get(part, 0) / 1e9 for a in algorithms.values()])
+        ax.barh(np.arange(len(algorithms)), vals, left=left, color=PALETTE[i % len(PALETTE)], label=part)
+        left += vals
+    for y, total in enumerate(left):
+        ax.text(total, y, f" {total:.2f} GFLOP", va="center", fontsize=8)
+    ax.set_yticks(np.arange(len(algorithms)), list(algorithms))
+    ax.set_xlim(0, left.max() * 1.25)
+    ax.legend(fontsize=7, loc="lower right")
+    label(ax, "work [GFLOP]", "algorithm")
+    return fig
+
+
+def plot_storage_floors(batch: int = 1000, measured_ms: dict | None = None, *, title: str | None = None):
+    """ECE408's C1 at ``batch``: the memory floor (3.35 TB/s) and the FP32 compute floor (66.9 TFLOP/s)
+    with FP32 and with FP16/BF16 storage (FP32 arithmetic), beside recorded times (``measured_ms``:
+    name -> ms, e.g. v6 from the chapter 6-8 probe)."""
+    from ..analysis.conv_algorithms import storage_floors
+
+    s = seed_layers()["LeNet C1"]
+    floors = {f"{name} storage": storage_floors(batch, s["C"], s["H"], s["W"], s["M"], s["K"], itemsize=size)
+              for name, size in (("FP32", 4), ("FP16/BF16", 2))}
+    fig, ax = new_figure(title or f"LeNet C1 at batch {batch:,}: memory and compute floors on the H100", figsize=(9, 3.6))
+    ys = np.arange(len(floors))
+    for i, (kind, colour) in enumerate((("memory_s", PALETTE[0]), ("compute_s", PALETTE[5]))):
+        vals = [f[kind] * 1e6 for f in floors.values()]
+        bars = ax.barh(ys + (i - 0.5) * 0.38, vals, 0.38, color=colour,
+                       label="memory floor (bytes / 3.35 TB/s)" if i == 0 else "FP32 compute floor (FLOPs / 66.9 TFLOP/s)")
+        ax.bar_label(bars, fmt="%.1f µs", fontsize=8)
+    for j, (name, ms) in enumerate((measured_ms or {}).items()):
+        ax.axvline(ms * 1e3, color=PALETTE[(3 + j) % len(PALETTE)], ls="--", label=f"{name}: {ms * 1e3:.0f} µs (recorded)")
+    ax.set_yticks(ys, list(floors))
+    ax.legend(fontsize=7, loc="lower right")
+    label(ax, "time [µs]", "storage")
+    return fig
