@@ -426,7 +426,7 @@ def batch1_graphs(params: dict | None = None, x=None, *, repeat: int = 9, log=pr
         checks[impl] = _graph_replays_eager(run, replay, stream, xg, out, images[-1:], params)
         log(f"batch 1, {impl}: eager {us[f'{impl} eager']:.1f} µs, CUDA graph {us[f'{impl} CUDA graph']:.1f} µs "
             f"per forward; {checks[impl]}")
-    return {"us": us, "checks": checks, "stamp": stamp(), "kernels": len(BATCH1_KERNELS),
+    return {"us": us, "checks": checks, **stamp(), "kernels": len(BATCH1_KERNELS),
             "timer": "CUDA events on the graph's stream, up to 1000 back-to-back forwards, median of "
                      f"{repeat}"}
 
