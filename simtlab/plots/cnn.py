@@ -273,12 +273,12 @@ def cudnn_fused_table(data: dict | None = None):
         return missing
     rows, bold = [], []
     for layer, parts in f["layers"].items():
-        for part, label in (("conv+bias+relu", "conv + bias + ReLU"), ("+pool", "... + max-pool")):
+        for part, what in (("conv+bias+relu", "conv + bias + ReLU"), ("+pool", "... + max-pool")):
             fastest = min(parts[part].values())
             for name, ms in sorted(parts[part].items(), key=lambda kv: kv[1]):
                 if name.startswith("course"):
                     bold.append(len(rows))
-                rows.append((layer, label, name, f"{ms:.4f}", f"{ms / fastest:.2f}"))
+                rows.append((layer, what, name, f"{ms:.4f}", f"{ms / fastest:.2f}"))
     kernels = "; ".join(f"{layer}: {', '.join(k[:60] for k in names[:2])}" for layer, names in f["kernels"].items())
     note = (f"Batch {f['batch']:,}, FP32 with TF32 off, cuDNN {f['cudnn']} (torch {f['torch']}), CUDA events around "
             f"back-to-back calls. The kernels cuDNN's fused call ran: {kernels}. benchmarks/gpu_cnn_graph_fused.py")
