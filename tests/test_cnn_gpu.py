@@ -1,7 +1,8 @@
 """Chapter 8 on a GPU: every layer of the network from the course's kernels (numba-cuda and
 CUDA C, every conv path, the batch-1 vector-matrix product) equals the NumPy reference; on the
 shipped Fashion-MNIST sample the GPU predicts what the reference predicts; a CUDA graph of the
-forward pass gives the same result as its launches; PyTorch with the same weights agrees."""
+forward pass, CUDA C or numba-cuda, gives the same result as its launches; PyTorch with the same
+weights agrees, and so does cuDNN's fused conv + bias + ReLU (PyTorch in a subprocess)."""
 
 from __future__ import annotations
 
@@ -83,6 +84,72 @@ def test_cuda_graph_replays_the_forward_pass():
     replay()
     stream.synchronize()
     np.testing.assert_allclose(cupy.asnumpy(out["softmax"]), cnn.forward_cpu(p, x)["softmax"], rtol=1e-4, atol=1e-6)
+
+
+def test_numba_forward_captured_in_a_cuda_graph_gives_the_eager_probabilities():
+    """numba's launches go to CuPy's capturing stream: the graph holds the five kernels. It is
+    replayed on a second image with every output poisoned, so a capture that recorded nothing
+    (launches that ran at capture time on another stream) leaves NaN behind and fails."""
+    import cupy
+
+    from simtlab.gpubench.cnn import capture_graph, course_forward, to_gpu_params
+
+    p = _params(11)
+    images = np.random.default_rng(12).random((2, 1, 28, 28), dtype=np.float32)
+    xg = cupy.asarray(images[:1])
+    run, out, _ = course_forward(to_gpu_params(p), xg, impl="numba", conv="fused", fc="vecmat")
+    replay, stream = capture_graph(run)
+    with stream:
+        xg[...] = cupy.asarray(images[1:])
+        for name, a in out.items():
+            a.fill(-1 if name == "labels" else np.nan)
+        replay()
+        stream.synchronize()
+    captured = {k: cupy.asnumpy(v) for k, v in out.items()}
+    run()                                              # eager, on the default stream, the same input
+    cupy.cuda.runtime.deviceSynchronize()
+    eager = cupy.asnumpy(out["softmax"])
+    np.testing.assert_array_equal(captured["softmax"].view(np.uint32), eager.view(np.uint32))
+    ref = cnn.forward_cpu(p, images[1:])
+    np.testing.assert_allclose(captured["softmax"], ref["softmax"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(captured["labels"], ref["labels"])
+    assert not np.allclose(ref["softmax"], cnn.forward_cpu(p, images[:1])["softmax"])   # the images differ
+
+
+def test_batch1_graph_benchmark_checks_both_twins():
+    from simtlab.gpubench.cnn import BATCH1_GRAPH_ROWS, batch1_graphs
+
+    res = batch1_graphs(repeat=1, log=lambda s: None)
+    assert set(res["us"]) == set(BATCH1_GRAPH_ROWS) and all(v > 0 for v in res["us"].values())
+    for impl, check in res["checks"].items():
+        assert check["graph_equals_eager_bits"], impl
+        assert check["graph_max_abs_diff_vs_reference"] < 1e-5, impl
+
+
+def test_cudnn_fused_conv_relu_agrees_with_the_reference(tmp_path):
+    """cuDNN's fused conv + bias + ReLU row of benchmarks/gpu_cnn_graph_fused.py, in a subprocess:
+    PyTorch is not imported into this process, where numba and CuPy already hold the GPU."""
+    import importlib.util
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("PyTorch is not installed")
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "fused.json"
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "gpu_cnn_graph_fused.py"), "--only", "fused",
+                           "--batch", "300", "--no-compile", "--out", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    res = json.loads(out.read_text())["fused"]
+    for layer in ("conv1", "conv2"):
+        assert set(res["layers"][layer]["conv+bias+relu"]) >= {"cuDNN fused conv + bias + ReLU",
+                                                               "course direct, bias + ReLU in the store"}
+        for name, diff in res["max_rel_diff"][layer].items():
+            assert diff < 1e-4, f"{layer} {name}: {diff}"
+        assert res["kernels"][layer], "the profiler saw no kernel of cuDNN's fused call"
 
 
 def test_pytorch_with_the_same_weights_agrees():

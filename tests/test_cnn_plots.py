@@ -104,3 +104,48 @@ def test_chapter_8_timings_are_recorded_without_a_gpu():
     assert res["source"] == "recorded" and res["batch_big"] == 10_000
     assert res["batch_big_ms"]["course cuda-c fused"] < res["batch_big_ms"]["PyTorch eager"]
     _check(P.plot_layer_timings(res))
+
+
+def _fake_graph_fused():
+    same = {"graph_equals_eager_bits": True, "graph_max_abs_diff_vs_reference": 1e-8}
+    conv = {"PyTorch conv2d, then ReLU": 0.30, "cuDNN fused conv + bias + ReLU": 0.20,
+            "course direct, bias + ReLU in the store": 0.10}
+    pooled = {"cuDNN fused conv + bias + ReLU, then max-pool": 0.40, "course conv + bias + ReLU + pool, one kernel": 0.08}
+    return {"graphs": {"us": {"numba eager": 200.0, "numba CUDA graph": 25.0, "cuda-c eager": 40.0,
+                              "cuda-c CUDA graph": 20.0},
+                       "checks": {"numba": same, "cuda-c": same}, "device": "Test GPU", "date": "2026-11-27",
+                       "timer": "CUDA events"},
+            "fused": {"batch": 10_000, "torch": "2.x", "cudnn": 91000, "device": "Test GPU", "date": "2026-11-27",
+                      "layers": {"conv1": {"conv+bias+relu": conv, "+pool": pooled}},
+                      "kernels": {"conv1": ["cudnn_generated_fort_native_sdpa", "other"]}}}
+
+
+def test_graph_table_gives_each_variant_against_the_fastest_and_what_a_graph_saves():
+    table = P.batch1_graphs_table(_fake_graph_fused())
+    rows = {r[0]: r for r in table.rows}
+    assert [r[0] for r in table.rows] == ["numba eager", "numba CUDA graph", "CUDA C eager", "CUDA C CUDA graph"]
+    assert rows["numba eager"][2] == "10.00" and rows["CUDA C CUDA graph"][2] == "1.00"
+    assert rows["numba CUDA graph"][3] == "same bits"
+    assert "saves 175.0 µs per forward in numba-cuda and 20.0 µs in CUDA C" in table.note
+    assert "Test GPU" in table.title
+
+
+def test_fused_baseline_table_sorts_each_part_and_names_cudnns_kernels():
+    table = P.cudnn_fused_table(_fake_graph_fused())
+    names = [r[2] for r in table.rows]
+    assert names[:3] == ["course direct, bias + ReLU in the store", "cuDNN fused conv + bias + ReLU",
+                         "PyTorch conv2d, then ReLU"]
+    assert table.rows[2][4] == "3.00" and table.rows[4][4] == "5.00"      # 0.30 / 0.10, 0.40 / 0.08
+    assert "cudnn_generated_fort_native_sdpa" in table.note and 0 in table.bold and 3 in table.bold
+
+
+def test_graph_and_fused_baselines_are_recorded_on_a_gpu():
+    """Chapter 8 shows these tables from the recorded run: python benchmarks/gpu_cnn_graph_fused.py
+    --store on the H100 writes it (fails until it has run)."""
+    from simtlab.gpubench.cnn import BATCH1_GRAPH_ROWS, graph_fused_recorded
+
+    entry = graph_fused_recorded()
+    assert set(entry["graphs"]["us"]) == set(BATCH1_GRAPH_ROWS)
+    assert all(c["graph_equals_eager_bits"] for c in entry["graphs"]["checks"].values())
+    assert {"conv1", "conv2"} <= set(entry["fused"]["layers"])
+    assert P.batch1_graphs_table().title != "Not recorded yet"

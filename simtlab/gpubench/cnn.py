@@ -6,7 +6,12 @@ network in PyTorch (cuDNN, FP32, TF32 off) to hold it against.
   function enqueuing that layer alone (the per-layer timing table).
 - :func:`torch_model`: the same network and weights as ``torch.nn`` layers, and its layers one
   by one.
-- :func:`capture_graph`: a CUDA graph of any enqueueing function (CuPy stream capture).
+- :func:`capture_graph`: a CUDA graph of any enqueueing function (CuPy stream capture); numba's
+  launches follow CuPy's current stream (``gpubench.launch.bind``), so it captures both twins.
+- :func:`batch1_graphs`: the batch-1 forward in numba-cuda and CUDA C, eager and as a CUDA graph,
+  all on one stream timed by CUDA events; :func:`cudnn_fused_rows`: each convolution with bias
+  + ReLU (+ pooling) as cuDNN's fused kernel, PyTorch's separate layers, ``torch.compile`` and
+  the course's kernels (benchmarks/gpu_cnn_graph_fused.py records both).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from ..kernels import cnn
 from .launch import bind
 
 __all__ = ["course_forward", "conv1_paths", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
-           "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS"]
+           "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS",
+           "batch1_graphs", "cudnn_fused_rows", "graph_fused_recorded", "GRAPH_FUSED_TOPIC"]
 
 
 def to_gpu_params(params: dict) -> dict:
@@ -89,12 +95,13 @@ def conv1_paths(batch: int = 10_000, log=print) -> dict:
                                             for k in ("implicit", "direct")}}
 
 
-def capture_graph(run):
-    """``(replay, stream)``: ``replay()`` launches a CUDA graph of what ``run()`` enqueues, on a
-    non-blocking stream (a capture cannot use the legacy default stream)."""
+def capture_graph(run, stream=None):
+    """``(replay, stream)``: ``replay()`` launches a CUDA graph of what ``run()`` enqueues, on
+    ``stream`` (default: a new non-blocking stream; a capture cannot use the legacy default
+    stream). Works for numba-cuda and CUDA C launches alike: both go to CuPy's current stream."""
     import cupy
 
-    stream = cupy.cuda.Stream(non_blocking=True)
+    stream = stream if stream is not None else cupy.cuda.Stream(non_blocking=True)
     with stream:
         run()                                  # compile and load every kernel outside the capture
         stream.synchronize()
@@ -213,9 +220,9 @@ def measure(big: int = 10_000, log=print, on_progress=None) -> dict:
         for impl in ("cuda-c", "numba"):
             run, out, _ = course_forward(pg, x1g, impl=impl, conv="fused", fc="vecmat")
             lat[f"course {impl} eager"] = wall_ms(run, sync_all)
-        # numba-cuda launches on the legacy default stream, which a capture cannot record: CUDA C only
-        replay, stream = capture_graph(course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")[0])
-        lat["course cuda-c CUDA graph"] = wall_ms(replay, stream.synchronize)
+        for impl in ("cuda-c", "numba"):        # both twins launch on the capturing stream
+            replay, stream = capture_graph(course_forward(pg, x1g, impl=impl, conv="fused", fc="vecmat")[0])
+            lat[f"course {impl} CUDA graph"] = wall_ms(replay, stream.synchronize)
         run1, out1, steps1 = course_forward(pg, x1g, impl="cuda-c", conv="fused", fc="vecmat")
         run1i, out1i, steps1i = course_forward(pg, x1g, impl="cuda-c", conv="implicit", fc="gemm")
         lat["course cuda-c eager, implicit GEMM + tiled FC (7 launches)"] = wall_ms(run1i, sync_all)
@@ -377,3 +384,198 @@ def pytorch_modes(data: dict | None = None) -> list[dict]:
     from .conv import probe
 
     return [dict(r) for r in probe(data)["compile"]["rows"]]
+
+
+# ------------------------------------------------------------------------------------------
+# Batch 1 as CUDA graphs (numba and CUDA C), and cuDNN's fused conv + bias + ReLU
+# (benchmarks/gpu_cnn_graph_fused.py; recorded under topics.cnn_graph_fused of the one store)
+# ------------------------------------------------------------------------------------------
+GRAPH_FUSED_TOPIC = "cnn_graph_fused"
+#: the batch-1 variants :func:`batch1_graphs` times, in the order the chapter lists them
+BATCH1_GRAPH_ROWS = ("numba eager", "numba CUDA graph", "cuda-c eager", "cuda-c CUDA graph")
+
+
+def batch1_graphs(params: dict | None = None, x=None, *, repeat: int = 9, log=print) -> dict:
+    """The fused batch-1 forward (conv + pool fused, vector-matrix FC: 5 kernels) in numba-cuda
+    and CUDA C, launched kernel by kernel ("eager") and replayed as one CUDA graph. Every variant
+    runs on one non-blocking CuPy stream and is timed by CUDA events recorded on that stream
+    around up to 1000 back-to-back forward passes (``harness.time_launches``): the time per pass
+    with the host's launch work hidden only as far as the GPU's queue allows. ``us``: variant ->
+    µs per pass. ``checks``: per implementation, whether the graph's probabilities equal the
+    eager launches' bit for bit (the same kernels on the same input), and the largest
+    difference from the NumPy reference. The graph is replayed on a new image with every output
+    poisoned first, so a capture that recorded nothing cannot pass."""
+    import cupy
+
+    from .. import cnn_data
+    from .harness import stamp, time_launches
+
+    params = cnn_data.load_weights() if params is None else params
+    images = cnn_data.to_input(cnn_data.load_sample().images[:2]) if x is None else np.asarray(x, np.float32)
+    pg = to_gpu_params(params)
+    stream = cupy.cuda.Stream(non_blocking=True)
+    us, checks = {}, {}
+    for impl in ("numba", "cuda-c"):
+        xg = cupy.asarray(images[:1])
+        run, out, _ = course_forward(pg, xg, impl=impl, conv="fused", fc="vecmat")
+        with stream:
+            us[f"{impl} eager"] = 1e3 * time_launches(run, repeat=repeat, batch_ms=200.0)["median_ms"]
+        replay, _ = capture_graph(run, stream)
+        with stream:
+            us[f"{impl} CUDA graph"] = 1e3 * time_launches(replay, repeat=repeat, batch_ms=200.0)["median_ms"]
+        checks[impl] = _graph_replays_eager(run, replay, stream, xg, out, images[-1:], params)
+        log(f"batch 1, {impl}: eager {us[f'{impl} eager']:.1f} µs, CUDA graph {us[f'{impl} CUDA graph']:.1f} µs "
+            f"per forward; {checks[impl]}")
+    return {"us": us, "checks": checks, **stamp(), "kernels": len(BATCH1_KERNELS),
+            "timer": "CUDA events on the graph's stream, up to 1000 back-to-back forwards, median of "
+                     f"{repeat}"}
+
+
+def _graph_replays_eager(run, replay, stream, xg, out, image, params) -> dict:
+    """Replay the graph on ``image`` after poisoning every output, then launch eagerly on the
+    same input: are the probabilities the same bits, and how far from the reference?"""
+    import cupy
+
+    with stream:
+        xg[...] = cupy.asarray(image)
+        for name, a in out.items():
+            a.fill(-1 if name == "labels" else np.nan)
+        replay()
+        stream.synchronize()
+        captured = cupy.asnumpy(out["softmax"])
+        run()
+        stream.synchronize()
+        eager = cupy.asnumpy(out["softmax"])
+    ref = cnn.forward_cpu(params, image)["softmax"]
+    return {"graph_equals_eager_bits": bool(np.array_equal(captured.view(np.uint32), eager.view(np.uint32))),
+            "graph_max_abs_diff_vs_reference": float(np.abs(captured - ref).max())}
+
+
+def _torch_events_ms(fn, repeat: int = 15, inner: int = 20) -> float:
+    """Median ms of one ``fn()``: CUDA events on PyTorch's current stream (the legacy default
+    stream, where CuPy's default launches go too) around ``inner`` back-to-back calls."""
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / inner)
+    return statistics.median(times)
+
+
+def _torch_kernels(fn) -> list:
+    """``[kernel name, ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler), longest first."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = [(e.key, float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)))
+            for e in prof.key_averages()]
+    return [name for name, t in sorted(rows, key=lambda r: -r[1]) if t][:4]
+
+
+def cudnn_fused_rows(batch: int = 10_000, *, compile: bool = True, log=print) -> dict:
+    """Each convolution layer of the network (conv1: 1 -> 6 maps on 28 x 28, conv2: 6 -> 16 on
+    12 x 12, 5 x 5 filters) with its bias and ReLU, then with its 2 x 2 max-pool, at batch
+    ``batch`` (the shipped sample repeated, trained weights, conv2 on pool1's real output), FP32
+    with TF32 off and cuDNN's algorithm search on, in one run:
+
+    - PyTorch ``conv2d`` (cuDNN, bias) then ``relu`` [then ``max_pool2d``];
+    - cuDNN's fused convolution + bias + ReLU, ``torch.cudnn_convolution_relu`` [then max_pool2d];
+    - ``torch.compile`` of conv -> ReLU [-> max-pool] (``compile=False`` skips it: minutes);
+    - the course's CUDA C kernels: implicit GEMM and direct convolution, each with bias + ReLU in
+      its store [then maxpool2], and the fused conv + bias + ReLU + pool, one kernel.
+
+    ``layers``: layer -> ``{"conv+bias+relu": {name: ms}, "+pool": {name: ms}}``; ``kernels``:
+    the CUDA kernels cuDNN's fused call ran (their names say whether cuDNN fused or fell back
+    to a convolution followed by its own bias/activation kernel); ``max_rel_diff``: each output's
+    largest difference from the NumPy reference (``forward_cpu``) over the reference's largest
+    value (cuDNN may pick an FFT, whose rounding is not a direct sum's)."""
+    import cupy
+    import torch
+    import torch.nn.functional as F
+
+    from .. import cnn_data
+    from .harness import stamp
+
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    params = cnn_data.load_weights()
+    sample = cnn_data.load_sample()
+    reps = -(-batch // len(sample))
+    x = cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:batch])
+    ref = cnn.forward_cpu(params, x)
+    course = {conv: course_forward(to_gpu_params(params), cupy.asarray(x), impl="cuda-c", conv=conv, fc="gemm")
+              for conv in ("implicit", "direct", "fused")}
+    for run, _, _ in course.values():
+        run()
+    cupy.cuda.runtime.deviceSynchronize()
+    result = {"batch": batch, "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "tf32": False,
+              "layers": {}, "kernels": {}, "max_rel_diff": {}, **stamp()}
+    inputs = {"1": x, "2": ref["pool1"]}
+    for layer, xin in inputs.items():
+        xt = torch.from_numpy(np.ascontiguousarray(xin)).cuda()
+        wt = torch.from_numpy(params[f"conv{layer}_w"]).cuda()
+        bt = torch.from_numpy(params[f"conv{layer}_b"]).cuda()
+        with torch.inference_mode():
+            separate = lambda: F.relu(F.conv2d(xt, wt, bt))                                  # noqa: E731
+            fused = lambda: torch.cudnn_convolution_relu(xt, wt, bt, (1, 1), (0, 0), (1, 1), 1)  # noqa: E731
+            conv = {"PyTorch conv2d, then ReLU": _torch_events_ms(separate),
+                    "cuDNN fused conv + bias + ReLU": _torch_events_ms(fused)}
+            pooled = {"PyTorch conv2d, ReLU, max-pool": _torch_events_ms(lambda: F.max_pool2d(separate(), 2)),
+                      "cuDNN fused conv + bias + ReLU, then max-pool":
+                          _torch_events_ms(lambda: F.max_pool2d(fused(), 2))}
+            result["kernels"][f"conv{layer}"] = _torch_kernels(fused)
+            diffs = {"cuDNN fused": _rel_diff(fused().cpu().numpy(), ref[f"conv{layer}"]),
+                     "PyTorch separate": _rel_diff(separate().cpu().numpy(), ref[f"conv{layer}"])}
+            if compile:
+                both = torch.compile(lambda: F.relu(F.conv2d(xt, wt, bt)))
+                pool = torch.compile(lambda: F.max_pool2d(F.relu(F.conv2d(xt, wt, bt)), 2))
+                conv["torch.compile conv, ReLU"] = _torch_events_ms(both)
+                pooled["torch.compile conv, ReLU, max-pool"] = _torch_events_ms(pool)
+        steps = {conv_path: course[conv_path][2] for conv_path in course}
+        direct, pool = steps["direct"][f"conv{layer}"], steps["direct"][f"pool{layer}"]
+        conv["course implicit GEMM, bias + ReLU in the store"] = _torch_events_ms(steps["implicit"][f"conv{layer}"])
+        conv["course direct, bias + ReLU in the store"] = _torch_events_ms(direct)
+        pooled["course direct, then max-pool"] = _torch_events_ms(lambda: (direct(), pool()))
+        pooled["course conv + bias + ReLU + pool, one kernel"] = _torch_events_ms(steps["fused"][f"conv{layer}+pool{layer}"])
+        for conv_path in ("implicit", "direct"):
+            diffs[f"course {conv_path}"] = _rel_diff(cupy.asnumpy(course[conv_path][1][f"conv{layer}"]),
+                                                     ref[f"conv{layer}"])
+        diffs["course fused (pooled)"] = _rel_diff(cupy.asnumpy(course["fused"][1][f"pool{layer}"]), ref[f"pool{layer}"])
+        result["layers"][f"conv{layer}"] = {"conv+bias+relu": conv, "+pool": pooled}
+        result["max_rel_diff"][f"conv{layer}"] = diffs
+        log(f"conv{layer}, batch {batch:,}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in {**conv, **pooled}.items())
+            + f"; cuDNN's fused call ran {result['kernels'][f'conv{layer}']}")
+    return result
+
+
+def _rel_diff(got, want) -> float:
+    return float(np.abs(got - want).max() / max(float(np.abs(want).max()), 1e-30))
+
+
+def graph_fused_recorded(data: dict | None = None) -> dict:
+    """What benchmarks/gpu_cnn_graph_fused.py recorded on an H100 (topics.cnn_graph_fused of the
+    one store); LookupError while nothing is recorded."""
+    if data is not None:
+        return data
+    from . import stored
+
+    entry = stored(GRAPH_FUSED_TOPIC)
+    if entry is None:
+        raise LookupError("no batch-1 graph / fused cuDNN timings recorded yet: run "
+                          "python benchmarks/gpu_cnn_graph_fused.py --store on a GPU")
+    return entry

@@ -6,6 +6,11 @@ The twins differ in one convention: a CUDA C kernel takes its sizes as trailing 
 arguments (NumPy scalars, ``np.int32`` or ``np.int64`` as its signature says), while the
 numba kernel reads them from its arrays' shapes. So NumPy integer scalars reach the CUDA C
 kernel only; everything else (CuPy arrays, Python numbers) reaches both.
+
+Both twins launch on CuPy's current stream (``with cupy.cuda.Stream(): ...``): a CuPy RawKernel
+does by itself, a numba kernel is given that stream wrapped by ``cuda.external_stream``. So a
+CuPy stream capture (``stream.begin_capture()``, ``gpubench.cnn.capture_graph``) records numba
+launches too; on numba's own default stream they would run at once, outside the graph.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ def bind(impl: str, topic: str, name: str, grid, block, *args, shared: int = 0):
         kernel = jitted[grid, block, 0, shared]
         views = [cuda.as_cuda_array(a, sync=False) if hasattr(a, "__cuda_array_interface__") else a
                  for a in args if not isinstance(a, np.integer)]
+        on_stream = _numba_on_cupy_stream(jitted, grid, block, shared, kernel)
 
         def launch():
-            kernel(*views)
+            on_stream()(*views)
     elif impl == "cuda-c":
         from ..cuda_source import cu_kernel
 
@@ -49,3 +55,23 @@ def bind(impl: str, topic: str, name: str, grid, block, *args, shared: int = 0):
         raise ValueError(f"impl must be one of {', '.join(IMPLS)}, not {impl!r}")
     launch.keep = args
     return launch
+
+
+def _numba_on_cupy_stream(jitted, grid, block, shared, default_kernel):
+    """A function returning ``jitted`` configured for CuPy's current stream: ``default_kernel``
+    (numba's stream 0) while that is CuPy's default stream, else the kernel on
+    ``cuda.external_stream(ptr)``, configured once per stream. numba-cuda then launches with one
+    ``cuLaunchKernelEx`` on that stream (cuda.core's ``launch``): the arguments, device views
+    made in advance, need no copy and no synchronisation, so a stream capture can record it."""
+    import cupy
+    from numba import cuda
+
+    configured = {0: default_kernel}
+
+    def current():
+        ptr = cupy.cuda.get_current_stream().ptr
+        kernel = configured.get(ptr)
+        if kernel is None:
+            kernel = configured[ptr] = jitted[grid, block, cuda.external_stream(ptr), shared]
+        return kernel
+    return current

@@ -14,7 +14,7 @@ from simtlab.plots.style import PALETTE, label, new_figure
 
 __all__ = ["recorded", "plot_network", "plot_layer_timings", "plot_layer_shares", "plot_latency",
            "plot_predictions", "plot_activations", "layer_shares", "timing_rows", "LAYERS",
-           "batch1_kernels_table", "pytorch_modes_table"]
+           "batch1_kernels_table", "pytorch_modes_table", "batch1_graphs_table", "cudnn_fused_table"]
 
 #: the network's layers in order, as the forward passes name their outputs
 LAYERS = ("conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax")
@@ -223,3 +223,64 @@ def pytorch_modes_table(data: dict | None = None):
     return RecordedTable(f"The chapter's network, FP32, {p['device']}, {p['date']}",
                          ("batch", "implementation", "time (ms)", "time / course's"), rows, note,
                          bold=[i for i, r in enumerate(rows) if r[1].startswith("course")])
+
+
+def _graph_fused(section: str, data: dict | None):
+    """``(entry, None)`` for a section of the recorded graph / fused-baseline run, or ``(None,
+    RecordedTable)`` saying how to record it while nothing is recorded."""
+    from ..gpubench.cnn import graph_fused_recorded
+    from .tables import RecordedTable
+
+    try:
+        entry = graph_fused_recorded(data)[section]
+    except (LookupError, KeyError):
+        return None, RecordedTable("Not recorded yet", ("what to run",),
+                                   [("python benchmarks/gpu_cnn_graph_fused.py --store, on a GPU",)])
+    return entry, None
+
+
+def batch1_graphs_table(data: dict | None = None):
+    """The batch-1 fused forward (5 kernels) in numba-cuda and CUDA C, launched one by one and
+    replayed as one CUDA graph, all on one stream, timed by CUDA events on it (µs per forward),
+    with whether each graph reproduced its eager launches bit for bit."""
+    from ..gpubench.cnn import BATCH1_GRAPH_ROWS
+    from .tables import RecordedTable
+
+    g, missing = _graph_fused("graphs", data)
+    if missing is not None:
+        return missing
+    us, best = g["us"], min(g["us"].values())
+    rows = [(name.replace("cuda-c", "CUDA C"), f"{us[name]:.1f}", f"{us[name] / best:.2f}",
+             "same bits" if g["checks"][name.split()[0]]["graph_equals_eager_bits"] else "DIFFERENT")
+            for name in BATCH1_GRAPH_ROWS]
+    gain = {impl: us[f"{impl} eager"] - us[f"{impl} CUDA graph"] for impl in ("numba", "cuda-c")}
+    note = (f"A graph saves {gain['numba']:.1f} µs per forward in numba-cuda and {gain['cuda-c']:.1f} µs in CUDA C. "
+            f"{g['timer']}; the probabilities of the graph against the eager launches on a second image, "
+            "every output poisoned before the replay. benchmarks/gpu_cnn_graph_fused.py")
+    return RecordedTable(f"Batch 1, fused forward, eager and CUDA graph, {g['device']}, {g['date']}",
+                         ("implementation", "time per forward (us)", "vs fastest", "graph vs eager"), rows, note,
+                         bold=[i for i, r in enumerate(rows) if "graph" in r[0]])
+
+
+def cudnn_fused_table(data: dict | None = None):
+    """Each convolution with bias + ReLU (and then its max-pool): PyTorch's separate layers,
+    cuDNN's fused conv + bias + ReLU, torch.compile and the course's CUDA C kernels, FP32 with
+    TF32 off, one run; with the kernels cuDNN's fused call ran."""
+    from .tables import RecordedTable
+
+    f, missing = _graph_fused("fused", data)
+    if missing is not None:
+        return missing
+    rows, bold = [], []
+    for layer, parts in f["layers"].items():
+        for part, what in (("conv+bias+relu", "conv + bias + ReLU"), ("+pool", "... + max-pool")):
+            fastest = min(parts[part].values())
+            for name, ms in sorted(parts[part].items(), key=lambda kv: kv[1]):
+                if name.startswith("course"):
+                    bold.append(len(rows))
+                rows.append((layer, what, name, f"{ms:.4f}", f"{ms / fastest:.2f}"))
+    kernels = "; ".join(f"{layer}: {', '.join(k[:60] for k in names[:2])}" for layer, names in f["kernels"].items())
+    note = (f"Batch {f['batch']:,}, FP32 with TF32 off, cuDNN {f['cudnn']} (torch {f['torch']}), CUDA events around "
+            f"back-to-back calls. The kernels cuDNN's fused call ran: {kernels}. benchmarks/gpu_cnn_graph_fused.py")
+    return RecordedTable(f"Fused baselines per convolution layer, {f['device']}, {f['date']}",
+                         ("layer", "what", "implementation", "time (ms)", "vs fastest"), rows, note, bold=bold)
