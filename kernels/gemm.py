@@ -4,8 +4,9 @@ thread per output to register-blocked tiles, and the Cairo graduation report's b
 Every kernel here runs on a GPU (numba-cuda) and in the emulator, on any M, N, K (not only
 multiples of the tile: loads outside the matrices read 0, stores outside are skipped).
 kernels/gemm.cu has the same versions in CUDA C++, plus float4 loads (v6), warp tiling with
-double buffering (v7) and a cp.async ring autotuned over its tiles (v8: :data:`V8_CONFIGS`, one per
-``V8_KERNEL`` line of the .cu; the chapter's row is :data:`V8_CHAMPION`). :data:`VERSIONS` is the table of versions with their launch plans;
+double buffering (v7), a cp.async ring autotuned over its tiles (v8: :data:`V8_CONFIGS`, one per
+``V8_KERNEL`` line of the .cu; the chapter's row is :data:`V8_CHAMPION`) and register staging with
+conflict-free fragments, autotuned the same way (v9: :data:`V9_CONFIGS`, :data:`V9_CHAMPION`). :data:`VERSIONS` is the table of versions with their launch plans;
 :func:`gemm_with` runs one version through any launcher (the emulator, or numba on a GPU).
 
 Napkin math (what the benchmark divides by): 2*M*N*K FLOPs; at best each matrix crosses DRAM
@@ -656,8 +657,8 @@ def _v9_configs(source: str | None = None) -> tuple:
 #: every V9_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
 V9_CONFIGS = _v9_configs()
 #: the configuration the chapter's v9 row runs: the fastest correct one of the last sweep on the
-#: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best_v9"); set by hand after a sweep
-V9_CHAMPION = "gemm_v9_128x128x8_w2x4_t8x8_g8_b2"
+#: H100 (benchmarks/results/gemm_v9_sweep_h100.json, "best_v9"); set by hand after a sweep
+V9_CHAMPION = "gemm_v9_128x128x8_w2x2_t16x8_g0_b2"
 
 
 def v9_config(kernel: str) -> V9Config:
@@ -794,6 +795,7 @@ VERSIONS = (
     _version("v7 warp tiling", "gemm_v7_warptile", "gemm_v7_warptile",
              GemmPlan(TILE7, (THREADS7,), scalar="gemm_v7_warptile_scalar")),
     _version(v8_config(V8_CHAMPION).label, None, V8_CHAMPION, v8_config(V8_CHAMPION).plan),
+    _version(v9_config(V9_CHAMPION).label, None, V9_CHAMPION, v9_config(V9_CHAMPION).plan),
 )
 #: labels of the versions numba (and so the emulator) runs
 NUMBA_VERSIONS = tuple(v.label for v in VERSIONS if v.numba)

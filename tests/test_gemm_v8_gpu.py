@@ -81,3 +81,15 @@ def test_numba_v7_float4_issues_128_bit_loads_inline():
     assert re.search(r"\bLDG\.E\.(?:CONSTANT\.)?128\b|\bLDG\.E\.128\.CONSTANT\b|LDG\.E\.128", sass), "no 128-bit global load"
     assert "LDS.128" in sass, "no 128-bit shared load"
     assert not re.search(r"\bCALL\b", sass), "the linked loads were not inlined (a CALL per load)"
+
+
+@pytest.mark.parametrize("kernel", [c.kernel for c in G.V9_CONFIGS])
+def test_every_v9_configuration_matches_float64(sweep, kernel):
+    """Both kernels of each v9 configuration (the sweep's launch picks the scalar twin for odd sizes)."""
+    prepare, compiled = sweep.v9_launch(G.v9_config(kernel))
+    for m, n, k in ODD + ALIGNED:
+        a, b = _inputs(m, n, k)
+        got = _run(prepare, a, b)
+        assert np.isfinite(got).all(), (kernel, m, n, k)
+        assert _relative_error(got, a, b) < 1e-5, (kernel, m, n, k)
+    assert compiled.local_size_bytes == 0, kernel        # v9's point: no configuration spills

@@ -154,10 +154,14 @@ def test_every_numba_version_has_a_cuda_c_twin_with_one_comment_line():
         if v.cuda_c in {c.kernel for c in G.V8_CONFIGS}:     # a V8_KERNEL line under v8's comment
             assert re.search(rf"^// ---- v8: \S[^\n]*\n(?:V8_KERNEL\(.*\n)*V8_KERNEL\({v.cuda_c},", text, re.M)
             continue
+        if v.cuda_c in {c.kernel for c in G.V9_CONFIGS}:     # a V9_KERNEL line under v9's comment
+            assert re.search(rf"^// ---- v9: \S[^\n]*\n(?:V9_KERNEL\(.*\n)*V9_KERNEL\({v.cuda_c},", text, re.M)
+            continue
         src = cu_function_source(CU, v.cuda_c)
         tag = v.label.split()[0]
         assert re.search(rf"^// ---- {tag}: \S", src, re.M), (v.label, src[:200])
-    for name in [v.plan.scalar for v in G.VERSIONS if v.plan.scalar] + ["gemm_bias_act_seed", "gemm_bias_act"]:
+    for name in [v.plan.scalar for v in G.VERSIONS if v.plan.scalar and not v.cuda_c.startswith("gemm_v9_")] + [
+            "gemm_bias_act_seed", "gemm_bias_act"]:
         assert f"void {name}(" in text or f"\n{name}(" in text, name
     # the launch plan's thread counts are the ones the CUDA C kernels were built for
     assert "#define V7_THREADS %d" % G.THREADS7 in text
