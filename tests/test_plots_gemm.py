@@ -219,3 +219,27 @@ def test_split_k_pending_without_a_recorded_run(monkeypatch):
     monkeypatch.setattr(backend, "recorded", missing)
     note = P.split_k_measured()
     assert isinstance(note, P.PendingMeasurement) and "tools/device_gemm_splitk.sh" in str(note)
+
+
+def test_v9_sweep_table_pairs_both_runs_and_the_champion_is_the_recorded_best():
+    import json
+    from pathlib import Path
+
+    from simtlab.kernels import gemm as G
+
+    repo = Path(__file__).resolve().parent.parent
+    final = json.loads((repo / "benchmarks/results/gemm_v9_sweep_h100.json").read_text())
+    before = json.loads((repo / "benchmarks/results/gemm_v9_sweep_conditional_fetch_h100.json").read_text())
+    t = P.v9_sweep_table()
+    v9 = [r for r in final["rows"] if r["name"].startswith("gemm_v9_")]
+    assert [r[0] for r in t.rows if r[0].startswith("gemm_v9_")] == [r["name"] for r in v9]
+    assert final["best_v9"]["kernel"] == G.V9_CHAMPION          # the chapter's row is the sweep's winner
+    assert final["best_v9"]["of_cublas"] >= 0.90                # chapter 6's goal, measured in the same run as cuBLAS
+    (bold,) = t.bold
+    assert t.rows[bold][0] == G.V9_CHAMPION
+    earlier = {r["name"]: r for r in before["rows"]}
+    same = "gemm_v9_128x128x8_w2x2_t16x8_g8_b2"                 # in both runs: the fetch's placement is the only change
+    row = next(r for r in t.rows if r[0] == same)
+    assert row[3].startswith(f"{earlier[same]['tflops']:.1f} ") and row[4].startswith(
+        f"{next(r for r in v9 if r['name'] == same)['tflops']:.1f} ")
+    assert all(r["local_bytes"] == 0 for r in v9)                # no v9 configuration spills

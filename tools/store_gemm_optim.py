@@ -5,7 +5,8 @@
 Reads ``benchmarks/results/gemm_v8_sweep_h100.json`` (``benchmarks/gemm_v8_sweep.py``: every v8
 configuration of the autotuning sweep, cuBLAS in the same run) and, once measured,
 ``benchmarks/results/gemm_splitk_h100.json`` (``benchmarks/gpu_gemm.py --split-k``), and writes
-the entries ``results["gemm_v8_sweep"]`` and ``results["gemm_splitk"]`` of
+the entries ``results["gemm_v8_sweep"]``, ``results["gemm_v9_sweep"]`` (and the v9 run before its
+fetch was made unconditional, ``gemm_v9_sweep_conditional_fetch``) and ``results["gemm_splitk"]`` of
 ``simtlab/data/h100_timings.json``: what chapter 6 shows without a GPU (the tuning table
 ``plots.gemm.tuning_table``, the split-K figure ``plots.gemm.plot_split_k``). The benchmark files
 stay the measurement; the v8 entry keeps only the columns the chapter shows.
@@ -20,6 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 V8_SWEEP = REPO / "benchmarks/results/gemm_v8_sweep_h100.json"
 SPLIT_K = REPO / "benchmarks/results/gemm_splitk_h100.json"
+#: the v9 sweep (benchmarks/gemm_v8_sweep.py --v8 champion) and the run before the fetch was made unconditional
+V9_SWEEPS = {"gemm_v9_sweep": REPO / "benchmarks/results/gemm_v9_sweep_h100.json",
+             "gemm_v9_sweep_conditional_fetch": REPO / "benchmarks/results/gemm_v9_sweep_conditional_fetch_h100.json"}
 STORE = REPO / "simtlab/data/h100_timings.json"
 #: the columns of a v8 sweep row the chapter's tuning table reads
 V8_ROW_KEYS = ("name", "impl", "kernel", "config", "reason", "registers", "local_bytes", "shared_bytes", "median_ms",
@@ -33,6 +37,13 @@ def v8_entry(sweep: dict) -> dict:
             "rows": [{k: r[k] for k in V8_ROW_KEYS if k in r} for r in sweep["rows"]]}
 
 
+def v9_entry(sweep: dict, path: Path) -> dict:
+    return {"device": sweep["device"], "date": sweep["date"], "n": sweep["n"],
+            "cublas_tflops": sweep["cublas_tflops"], "best": sweep.get("best_v9"),
+            "file": str(path.relative_to(REPO)), "command": "python benchmarks/gemm_v8_sweep.py --v8 champion",
+            "rows": [{k: r[k] for k in V8_ROW_KEYS if k in r} for r in sweep["rows"]]}
+
+
 def split_k_entry(result: dict) -> dict:
     return {**result, "file": "benchmarks/results/gemm_splitk_h100.json",
             "command": "bash tools/device_gemm_splitk.sh (python benchmarks/gpu_gemm.py --split-k)"}
@@ -43,6 +54,9 @@ def main() -> int:
     results = data.setdefault("results", {})
     results["gemm_v8_sweep"] = v8_entry(json.loads(V8_SWEEP.read_text(encoding="utf-8")))
     print(f"stored gemm_v8_sweep ({len(results['gemm_v8_sweep']['rows'])} rows)")
+    for key, path in V9_SWEEPS.items():
+        results[key] = v9_entry(json.loads(path.read_text(encoding="utf-8")), path)
+        print(f"stored {key} ({len(results[key]['rows'])} rows)")
     if SPLIT_K.exists():
         results["gemm_splitk"] = split_k_entry(json.loads(SPLIT_K.read_text(encoding="utf-8")))
         print(f"stored gemm_splitk ({len(results['gemm_splitk']['rows'])} rows)")

@@ -18,7 +18,7 @@ FP32_LANES_PER_SM = 128
 
 __all__ = ["fp32_peak_tflops", "plot_tile_phases", "plot_profiles", "plot_roofline", "plot_versions",
            "plot_sweep", "plot_registers_occupancy", "roofline_points", "occupancy_points", "FP32_LANES_PER_SM",
-           "register_cap_table", "plot_wave_efficiency", "plot_first_wave", "tuning_table", "plot_split_k",
+           "register_cap_table", "plot_wave_efficiency", "plot_first_wave", "tuning_table", "v9_sweep_table", "plot_split_k",
            "WAVE_CONFIGS", "swizzle_table", "split_k_summary", "split_k_measured", "PendingMeasurement"]
 
 
@@ -368,6 +368,36 @@ def tuning_table(gemm_results: dict | None = None, v8_sweep: dict | None = None)
             "gemm_v8_sweep_h100.json")
     best = {i for i, r in enumerate(rows) if r[3] and float(r[3]) == max(float(x[3]) for x in rows if x[0] == r[0] and x[3])}
     return RecordedTable(title, ("kernel", "configuration", "registers / thread", "TFLOP/s", "of cuBLAS",
+                                 "why it was tried"), rows, note, bold=best)
+
+
+def v9_sweep_table(final: dict | None = None, before: dict | None = None):
+    """Every v9 configuration of the recorded sweep (``benchmarks/gemm_v8_sweep.py``, store entry
+    ``gemm_v9_sweep``) beside the same configuration in the run before the next tile's fetch was
+    made unconditional (``gemm_v9_sweep_conditional_fetch``), v7, v8's champion and cuBLAS of the
+    same runs; each share of cuBLAS against the cuBLAS of its own run."""
+    from .. import backend
+    from .tables import RecordedTable
+
+    final = final or backend.recorded("gemm_v9_sweep")
+    before = before or backend.recorded("gemm_v9_sweep_conditional_fetch")
+    earlier = {r["name"]: r for r in before["rows"] if "tflops" in r}
+
+    def cell(r):
+        return f"{r['tflops']:.1f} ({100 * r['of_cublas']:.1f} %)" if r and "tflops" in r else "not in that run"
+
+    rows = []
+    for r in final["rows"]:
+        if "tflops" not in r or not (r["name"].startswith(("gemm_v9_", "gemm_v8_", "v7 warp tiling (CUDA C)"))):
+            continue
+        regs = f"{r['registers']}" + (f" + {r['local_bytes']} B local" if r.get("local_bytes") else "") if "registers" in r else ""
+        rows.append((r["name"], r.get("config", ""), regs, cell(earlier.get(r["name"])), cell(r), r.get("reason", "")))
+    best = {i for i, row in enumerate(rows) if row[0] == final["best"]["kernel"]}
+    title = (f"v9 at {final['n']}^3 FP32, {final['device']}: the fetch under if (run {before['date']}, cuBLAS "
+             f"{before['cublas_tflops']:.1f} TFLOP/s) and unconditional (cuBLAS {final['cublas_tflops']:.1f})")
+    note = ("TFLOP/s (share of the cuBLAS of the same run); registers per thread from the driver, local = spilled bytes; "
+            f"{final['file']}, {before['file']}")
+    return RecordedTable(title, ("kernel", "configuration", "registers / thread", "fetch under if", "fetch unconditional",
                                  "why it was tried"), rows, note, bold=best)
 
 
