@@ -275,7 +275,9 @@ gemm_v6_float4_scalar(const float* __restrict__ A, const float* __restrict__ B, 
 }
 
 // v7's body (see gemm_v7_warptile below), for float4 rows (VEC) or any sizes
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int GROUP, bool VEC>
+// SPLIT (split-K, below): the block's K range is its slice blockIdx.z of the whole tiles, and its
+// partial sums are added into C with atomicAdd instead of stored
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int GROUP, bool VEC, bool SPLIT = false>
 __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K)
 {
@@ -303,6 +305,13 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
         bx = in_group / rows;
     }
     const int row0 = by * BM, col0 = bx * BN;
+    int first = 0, tiles = (K + BK - 1) / BK;
+    if (SPLIT) {                               // whole BK tiles per split: only the last split's last
+        const int per_split = (tiles + gridDim.z - 1) / gridDim.z;   // tile meets K's edge (load4's bound)
+        first = blockIdx.z * per_split;
+        tiles = max(0, min(tiles, first + per_split) - first);
+        if (tiles == 0) return;                // more splits than tiles: nothing to add
+    }
 
     float4 pa[LOAD_A], pb[LOAD_B];             // the next tile, on its way from global memory
     auto fetch = [&](int k0) {
@@ -332,14 +341,13 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
     };
 
     float acc[WMITER * TM][WNITER * TN] = {{0.0f}};
-    fetch(0);
+    fetch(first * BK);
     stash(0);
     __syncthreads();
-    const int tiles = (K + BK - 1) / BK;
     for (int tile = 0; tile < tiles; ++tile) {
         const int s = tile & 1;
         if (tile + 1 < tiles)
-            fetch((tile + 1) * BK);            // in flight while the FMAs below run
+            fetch((first + tile + 1) * BK);    // in flight while the FMAs below run
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
             float ra[WMITER * TM], rb[WNITER * TN];
@@ -376,7 +384,13 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
                 for (int j = 0; j < TN; j += 4) {
                     const int col = col0 + warp_col * WN + wn * WSUBN + lane_col * TN + j;
                     const float* v = &acc[wm * TM + i][wn * TN + j];
-                    store4<VEC>(C, row, col, M, N, make_float4(v[0], v[1], v[2], v[3]));
+                    if (!SPLIT) {
+                        store4<VEC>(C, row, col, M, N, make_float4(v[0], v[1], v[2], v[3]));
+                        continue;
+                    }
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        if (row < M && col + e < N) atomicAdd(&C[(size_t)row * N + col + e], v[e]);
                 }
         }
 }
@@ -918,109 +932,8 @@ extern "C" __global__ void gemm_bias_act(const float* __restrict__ A, const floa
 // sums into C. kernels/gemm.py: SplitKPlan (C zeroed before the launch: a memset, timed with it).
 // ==========================================================================================
 
-// v7's body (warp tiles, float4 loads, two shared buffers) over the BK-aligned K range of this
-// block's split; its partial tile is added into C with atomicAdd
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, bool VEC>
-__device__ __forceinline__ void gemm_splitk_body(const float* __restrict__ A, const float* __restrict__ B,
-                                                 float* __restrict__ C, int M, int N, int K)
-{
-    constexpr int NT = (BM / WM) * (BN / WN) * 32;
-    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
-    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
-    constexpr int LOAD_A = BM * BK / 4 / NT, LOAD_B = BK * BN / 4 / NT;
-    constexpr int PAD = 4;
-    static_assert((WSUBN / TN) * (WSUBM / TM) == 32, "a warp's 32 lanes must cover a sub-tile");
-    __shared__ __align__(16) float sa[2][BK][BM + PAD];
-    __shared__ __align__(16) float sb[2][BK][BN];
-
-    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
-    const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
-    const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    // this split's tiles: whole BK tiles, so only the last split's last tile meets K's edge,
-    // and load4's bound (K) is the slice's bound too
-    const int all_tiles = (K + BK - 1) / BK;
-    const int per_split = (all_tiles + gridDim.z - 1) / gridDim.z;
-    const int first = blockIdx.z * per_split;
-    const int tiles = max(0, min(all_tiles, first + per_split) - first);
-    if (tiles == 0) return;                    // more splits than tiles: nothing to add
-
-    float4 pa[LOAD_A], pb[LOAD_B];
-    auto fetch = [&](int k0) {
-#pragma unroll
-        for (int p = 0; p < LOAD_A; ++p) {
-            const int f = t + p * NT;
-            pa[p] = load4<VEC>(A, row0 + f / (BK / 4), k0 + (f % (BK / 4)) * 4, M, K);
-        }
-#pragma unroll
-        for (int p = 0; p < LOAD_B; ++p) {
-            const int f = t + p * NT;
-            pb[p] = load4<VEC>(B, k0 + f / (BN / 4), col0 + (f % (BN / 4)) * 4, K, N);
-        }
-    };
-    auto stash = [&](int s) {
-#pragma unroll
-        for (int p = 0; p < LOAD_A; ++p) {
-            const int f = t + p * NT, r = f / (BK / 4), q = (f % (BK / 4)) * 4;
-            sa[s][q + 0][r] = pa[p].x; sa[s][q + 1][r] = pa[p].y;
-            sa[s][q + 2][r] = pa[p].z; sa[s][q + 3][r] = pa[p].w;
-        }
-#pragma unroll
-        for (int p = 0; p < LOAD_B; ++p) {
-            const int f = t + p * NT;
-            *reinterpret_cast<float4*>(&sb[s][f / (BN / 4)][(f % (BN / 4)) * 4]) = pb[p];
-        }
-    };
-
-    float acc[WMITER * TM][WNITER * TN] = {{0.0f}};
-    fetch(first * BK);
-    stash(0);
-    __syncthreads();
-    for (int tile = 0; tile < tiles; ++tile) {
-        const int s = tile & 1;
-        if (tile + 1 < tiles)
-            fetch((first + tile + 1) * BK);
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            float ra[WMITER * TM], rb[WNITER * TN];
-#pragma unroll
-            for (int wm = 0; wm < WMITER; ++wm)
-#pragma unroll
-                for (int i = 0; i < TM; i += 4)
-                    *reinterpret_cast<float4*>(&ra[wm * TM + i]) = *reinterpret_cast<const float4*>(
-                        &sa[s][k][warp_row * WM + wm * WSUBM + lane_row * TM + i]);
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-                for (int j = 0; j < TN; j += 4)
-                    *reinterpret_cast<float4*>(&rb[wn * TN + j]) = *reinterpret_cast<const float4*>(
-                        &sb[s][k][warp_col * WN + wn * WSUBN + lane_col * TN + j]);
-#pragma unroll
-            for (int i = 0; i < WMITER * TM; ++i)
-#pragma unroll
-                for (int j = 0; j < WNITER * TN; ++j)
-                    acc[i][j] += ra[i] * rb[j];
-        }
-        if (tile + 1 < tiles)
-            stash(s ^ 1);
-        __syncthreads();
-    }
-#pragma unroll
-    for (int wm = 0; wm < WMITER; ++wm)
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-            const int row = row0 + warp_row * WM + wm * WSUBM + lane_row * TM + i;
-#pragma unroll
-            for (int wn = 0; wn < WNITER; ++wn)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) {
-                    const int col = col0 + warp_col * WN + wn * WSUBN + lane_col * TN + j;
-                    if (row < M && col < N)
-                        atomicAdd(&C[(size_t)row * N + col], acc[wm * TM + i][wn * TN + j]);
-                }
-        }
-}
-
+// The body is v7's (gemm_v7_body with SPLIT: the BK-aligned K range of this block's split, its
+// partial tile added into C with atomicAdd).
 // v7's tuned tile and register cap (V7_CONFIG, V7_MIN_BLOCKS of the v7 section, written out so
 // that tuning v7 does not change this kernel): BM, BN, BK, WM, WN, WNITER, TM, TN
 #define SPLITK_CONFIG 128, 128, 16, 64, 32, 2, 8, 4
@@ -1028,12 +941,12 @@ __device__ __forceinline__ void gemm_splitk_body(const float* __restrict__ A, co
 extern "C" __global__ void __launch_bounds__(256, 2)
 gemm_splitk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int M, int N, int K)
 {
-    gemm_splitk_body<SPLITK_CONFIG, true>(A, B, C, M, N, K);
+    gemm_v7_body<SPLITK_CONFIG, 0, true, true>(A, B, C, M, N, K);
 }
 extern "C" __global__ void __launch_bounds__(256, 2)
 gemm_splitk_scalar(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                    int M, int N, int K)
 {
-    gemm_splitk_body<SPLITK_CONFIG, false>(A, B, C, M, N, K);
+    gemm_v7_body<SPLITK_CONFIG, 0, false, true>(A, B, C, M, N, K);
 }
 // ==================================== end split-K ===========================================
