@@ -1,6 +1,6 @@
 """The ceiling of mma.sync on this GPU against cuBLAS in the same precision (chapter 9).
 
-    python benchmarks/mma_peak.py [--out FILE]
+    python benchmarks/mma_peak.py [--out FILE] [--store]
 
 benchmarks/mma_peak.cu's kernels issue nothing but mma.sync from registers (TF32 m16n8k8, FP16 and
 BF16 m16n8k16, FP32 accumulate), CHAINS independent accumulators per warp, on every SM at 1-4
@@ -70,6 +70,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "benchmarks/results") / "mma_peak.json")
+    p.add_argument("--store", action="store_true", help="also write results.mma_peak of simtlab/data/h100_timings.json")
     args = p.parse_args(argv)
     module = cupy.RawModule(code=CU.read_text(), options=("-std=c++17",))
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
@@ -87,6 +88,13 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")
+    if args.store:
+        store = ROOT / "simtlab/data/h100_timings.json"
+        data = json.loads(store.read_text())
+        data.setdefault("results", {})["mma_peak"] = {**result, "file": "benchmarks/results/mma_peak_h100.json",
+                                                      "command": "python benchmarks/mma_peak.py --store"}
+        store.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"stored results.mma_peak in {store}")
     return 0
 
 

@@ -93,6 +93,19 @@ def layout_from_entries(shape: str, precision: str, operand: str, entries) -> Fr
     return FragmentLayout(shape, precision, operand, lane, element)
 
 
+def traced_layouts(precision: str) -> list:
+    """A, B and C's layout tables of ``precision``'s mma.sync ("tf32", "fp16", "bf16") as the
+    PTX engine's run of a probe kernel shows them (``simtlab.analysis.fragments.fragment_map``:
+    the codes each lane's registers hold after ``ldmatrix`` and ``mma.sync``), not the formulas."""
+    from .analysis.fragments import fragment_map
+
+    fm = fragment_map({"fp16": "f16"}.get(precision, precision))
+    return [layout_from_entries(fm.shape, precision, operand,
+                                [(lane, el, int(r), int(c)) for lane in range(32)
+                                 for el, (r, c) in enumerate(getattr(fm, operand)[lane])])
+            for operand in "abc"]
+
+
 def _formula_entries(shape: str, operand: str):
     """The PTX ISA's formulas, with groupID = lane >> 2 and threadID_in_group = lane % 4."""
     for lane in range(32):
@@ -257,6 +270,43 @@ def goals(res: dict) -> list:
             what = "wgmma + TMA" if v8 else "wgmma"
             out.append((f"{p.upper()} {what} >= 80% of cuBLAS {p.upper()}", (v8 or v7)["vs_cublas"], 0.80))
     return [(goal, frac, frac >= need) for goal, frac, need in out]
+
+
+def mma_ceiling(entry: dict | None = None, res: dict | None = None) -> list:
+    """mma.sync's own ceiling against cuBLAS (``benchmarks/mma_peak.py``: warps doing nothing but
+    register-to-register ``mma.sync``; store entry ``results.mma_peak``) beside the course's best
+    ``mma.sync`` GEMM per precision (the recorded chapter run's best v6): one dict per precision
+    with ``ceiling``, ``cublas`` (TFLOP/s, the same run), ``ceiling_of_cublas``, ``best_v6`` and
+    ``best_v6_of_ceiling``. ``KeyError`` while nothing is recorded."""
+    from . import backend
+
+    entry = entry or backend.recorded("mma_peak")
+    res = res or recorded()
+    out = []
+    for row in entry["rows"]:
+        p = row["precision"]
+        best = res["best"].get(p)
+        out.append({"precision": p, "ceiling": row["ceiling"]["tflops"], "cublas": row["cublas_4096"]["tflops"],
+                    "ceiling_of_cublas": row["ceiling_of_cublas"], "launch": (row["ceiling"]["blocks_per_sm"],
+                                                                             row["ceiling"]["threads"]),
+                    "best_v6": best and best["tflops"],
+                    "best_v6_of_ceiling": best and best["tflops"] / row["ceiling"]["tflops"]})
+    return out
+
+
+def mma_ceiling_summary(entry: dict | None = None, res: dict | None = None, goal: float = 0.70) -> str:
+    """The TF32 goal against mma.sync's measured ceiling, in one sentence per precision."""
+    from . import backend
+
+    entry = entry or backend.recorded("mma_peak")
+    lines = [f"{entry['device']}, {entry['date']}:"]
+    for r in mma_ceiling(entry, res):
+        verdict = ("so no mma.sync GEMM can reach " if r["ceiling_of_cublas"] < goal else "so an mma.sync GEMM could reach ")
+        lines.append(f"- {r['precision'].upper()}: mma.sync alone {r['ceiling']:.0f} TFLOP/s, cuBLAS {r['cublas']:.0f}: "
+                     f"{100 * r['ceiling_of_cublas']:.0f} % of cuBLAS, {verdict}{100 * goal:.0f} %"
+                     + (f"; the course's best v6 runs at {100 * r['best_v6_of_ceiling']:.0f} % of the ceiling"
+                        if r["best_v6"] else ""))
+    return "\n".join(lines)
 
 
 def stage_figures(res: dict) -> dict:

@@ -218,3 +218,12 @@ def test_v6t_truncates_tf32_inputs_unless_it_rounds_them_to_nearest(cfg):
     b[0] = x
     want = np.float32(1 + 2.0 ** -9 + 2.0 ** -20) if cfg.round_inputs else np.float32(1.0)
     assert (_gemm(f"tensor_cores/{cfg.kernel}", a, b) == want).all()
+@pytest.mark.parametrize("precision, shape", [("fp16", "m16n8k16"), ("bf16", "m16n8k16"), ("tf32", "m16n8k8")])
+def test_the_chapters_traced_layouts_are_the_ptx_isas(precision, shape):
+    """Chapter 9 draws the layouts read from the probe's run; the PTX ISA's formulas must agree."""
+    from simtlab import tensorcores as TC
+
+    for traced, formula in zip(TC.traced_layouts(precision), (TC.fragment_layout(shape, precision, o) for o in "abc")):
+        assert traced.operand == formula.operand and traced.shape == formula.shape
+        np.testing.assert_array_equal(traced.lane, formula.lane)
+        np.testing.assert_array_equal(traced.element, formula.element)

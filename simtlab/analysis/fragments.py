@@ -9,7 +9,7 @@ stored transposed), and every lane writes its registers out. The code in a regis
 element it holds. For C, a second ``mma.sync`` multiplies A' (column 0 all ones, column 1 the
 row index) by B' (row 0 the column index, row 1 sixteen): D[r][c] = c + 16 r, so each
 accumulator register holds the code of its own element. The returned map is what the engine
-does; ``tests/test_fragments.py`` checks it against the PTX ISA's layout formulas, and
+does; ``tests/test_ptx_tensor_cores.py`` checks it against the PTX ISA's layout formulas, and
 ``tests/test_ptx_tensor_cores_gpu.py`` runs the same probe on a GPU.
 """
 
