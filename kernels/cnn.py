@@ -522,17 +522,18 @@ def tc_conv_reference(x, w, bias, precision: str | None = None):
 
 def tc_conv_bound(x, w, bias, precision: str, *, inputs_rounded: bool = False):
     """Per output, the most a correct tensor-core convolution can differ from
-    :func:`tc_conv_reference` (``inputs_rounded``: the one of the rounded inputs), as a multiple
-    of S = sum |x||w| over the output's window (the measure of kernels/tensor_cores.py's bounds):
+    :func:`tc_conv_reference` (``inputs_rounded``: the one of the rounded inputs). With
+    S = sum |x||w| over the output's window and S~ the same of the rounded inputs (the measure of
+    kernels/tensor_cores.py's bounds):
 
-    - ``source_tolerance(precision, depth)``: the inputs rounded to TF32 / BF16 on staging (each
-      factor up to 2^-10 / 2^-8 of itself: the TF32 term is truncation's, rounding to nearest
-      halves it), twice that per product, and the tensor core's FP32 accumulation, one ulp
-      (it truncates) per addition: depth * 2^-23; against the rounded inputs' reference only the
-      accumulation (``tolerance("bf16", depth)``: inputs taken as exact);
-    - the kernel's bias add: half an ulp of |sum| + |bias| <= S + |bias|; 2^-23 (S + |bias|)
-      also covers S grown by the rounding of the inputs (S of the rounded inputs where the
-      reference is theirs). ReLU moves no error up (1-Lipschitz).
+    - the inputs rounded on staging (TF32: 10 mantissa bits, ``cvt.rna``; BF16: 7, to nearest
+      even): each factor moves by up to u = 2^-10 (the TF32 bound is truncation's, rounding to
+      nearest halves it) / 2^-8 of itself, a product by (2u + u^2) |x||w|: (2u + u^2) S
+      (``source_tolerance`` less its accumulation); none against the rounded inputs' reference;
+    - the tensor core's FP32 accumulation of the exact products, one ulp (it truncates) per
+      addition: depth 2^-23 S~ (``tolerance("bf16", depth)``: inputs taken as exact);
+    - the kernel's bias add, half an ulp of |sum| + |bias|: 2^-23 (S~ + |bias|) with room for
+      the sum's own error. ReLU moves no error up (1-Lipschitz).
 
     A missing depth column or channel (a wrong gather, a skipped k step) costs a whole term
     |x||w|, far above this bound for inputs in [0.5, 1.5) x [-1, 1); a kernel that skipped the
@@ -542,12 +543,14 @@ def tc_conv_bound(x, w, bias, precision: str, *, inputs_rounded: bool = False):
     if precision not in TC_CONV_KERNELS:
         raise ValueError(f"precision must be one of {', '.join(TC_CONV_KERNELS)}, not {precision!r}")
     depth = int(np.prod(w.shape[1:]))
-    if inputs_rounded:                   # S of the values the tensor core multiplied
-        x, w = round_to(x, precision, tf32="nearest"), round_to(w, precision, tf32="nearest")
-    scale = conv2d_cpu_f64(np.abs(np.asarray(x, np.float64)), np.abs(np.asarray(w, np.float64)))
-    bias_mag = np.abs(np.asarray(bias, np.float64))[None, :, None, None]
-    rel = tolerance("bf16", depth) if inputs_rounded else source_tolerance(precision, depth)
-    return rel * scale + 2.0 ** -23 * (scale + bias_mag)
+    x_r, w_r = round_to(x, precision, tf32="nearest"), round_to(w, precision, tf32="nearest")
+    rounded_scale = conv2d_cpu_f64(np.abs(x_r), np.abs(w_r))
+    accumulation = tolerance("bf16", depth)
+    bound = accumulation * rounded_scale + 2.0 ** -23 * (rounded_scale + np.abs(np.asarray(bias, np.float64))[None, :, None, None])
+    if not inputs_rounded:
+        scale = conv2d_cpu_f64(np.abs(np.asarray(x, np.float64)), np.abs(np.asarray(w, np.float64)))
+        bound = bound + (source_tolerance(precision, depth) - accumulation) * scale
+    return bound
 
 
 def conv2d_cpu_f64(x, w):
