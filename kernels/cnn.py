@@ -535,9 +535,11 @@ def tc_conv_bound(x, w, bias, precision: str, *, inputs_rounded: bool = False):
     - the kernel's bias add, half an ulp of |sum| + |bias|: 2^-23 (S~ + |bias|) with room for
       the sum's own error. ReLU moves no error up (1-Lipschitz).
 
-    A missing depth column or channel (a wrong gather, a skipped k step) costs a whole term
-    |x||w|, far above this bound for inputs in [0.5, 1.5) x [-1, 1); a kernel that skipped the
-    rounding misses the rounded inputs' reference by about 2^-9 S (BF16), above its bound."""
+    Against the rounded inputs' reference the bound is the accumulation's alone (about depth
+    2^-23 S): a missing depth column or channel (a wrong gather, a skipped k step) costs a whole
+    term |x||w|, far above it, and so does a kernel that skipped the rounding (about 2^-9 S in
+    BF16). Against the float32 inputs' reference BF16's input rounding allows up to 2^-7 S,
+    more than one term of conv2's 150: that check alone would not see a dropped term."""
     from .tensor_cores import round_to, source_tolerance, tolerance
 
     if precision not in TC_CONV_KERNELS:

@@ -708,8 +708,8 @@ def _cnn_tensor_core_cases():
     (50: a full stage and a partial one; 150, the network's conv2: 5 stages, the last of 22), and
     17 channels (a second block of 16 along N, 15 of its columns padding). Checked against the
     float64 convolution twice: of the float32 inputs within the precision's bound, and of the
-    inputs rounded as the kernel rounds them within the accumulation's alone (which an FP32 kernel,
-    or one that truncates instead of rounding, misses)."""
+    inputs rounded as the kernel rounds them within the accumulation's alone (which a dropped
+    product, an FP32 kernel, or one that truncates instead of rounding misses)."""
     from simtlab.kernels import cnn as CN
 
     def inputs_for(sizes):
