@@ -292,11 +292,13 @@ extern "C" __global__ void softmax_argmax(const float* __restrict__ z, float* __
 //   A WMMA tile is 16 x 16 x k (k = 8 TF32, 16 BF16): N is padded to 16 and Kd to k's multiple.
 //   conv1: N 6 -> 16 and Kd 25 -> 32: 6*25 / (16*32) = 29 % of the tensor cores' multiplies
 //   are useful (71 % multiply padding zeros); conv2: N = 16 fits, Kd 150 -> 152 (TF32) or 160
-//   (BF16): 99 % / 94 % useful. The width is wasted where N is small, and worse: at 2*P*N*Kd
-//   FLOPs the layers are tiny (conv1 1.7 GFLOP, conv2 3.1 GFLOP at batch 10,000) against the
-//   bytes they must move (conv1 writes 138 MB of FP32 output, conv2 reads 35 MB and writes 41 MB):
-//   0.1 ms and below on either unit; the tensor cores' 495 (TF32) / 989 (BF16) TFLOP/s buy
-//   little when the FP32 units' 67 already leave the layer bound by memory and by gathering A.
+//   (BF16): 99 % / 94 % useful. The width is wasted where N is small, and the time is not in
+//   the multiplies anyway where the bytes dominate. At the H100 SXM's peaks (FP32 67 TFLOP/s,
+//   TF32 495, BF16 989 dense; 3.35 TB/s):
+//   conv1: 1.7 GFLOP = 26 us on the FP32 units, 3.5 us on TF32 tensor cores, but its 31 MB in
+//          and 138 MB of FP32 out take 50 us: memory-bound whatever unit multiplies;
+//   conv2: 3.1 GFLOP = 46 us on the FP32 units, 6 us TF32 / 3 us BF16, against 23 us for its
+//          35 MB in and 41 MB out: here the tensor cores can help, by about 2x at best.
 // Block: 4 warps, 64 output pixels (16 per warp) x 16 channels (blockIdx.y: the next 16, for
 // M > 16); the K loop stages TC_BK columns of A (gathered from x, im2col on the fly) and B
 // (from w) in shared memory, converted to the input precision on the way (once per element).

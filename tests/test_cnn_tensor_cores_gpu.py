@@ -53,7 +53,7 @@ def test_tensor_core_conv_is_within_its_precisions_bound(precision, shape):
 
 def test_tensor_core_conv_on_the_trained_network_predicts_what_fp32_predicts():
     """The network's conv layers on the tensor cores, the rest in FP32: on the shipped sample the
-    TF32 path predicts the FP32 labels on (almost) every image; the outputs stay within the bound."""
+    tensor-core paths predict the FP32 labels on (almost) every image; conv1 stays within its bound."""
     from simtlab import cnn_data
 
     params = cnn_data.load_weights()
@@ -68,7 +68,8 @@ def test_tensor_core_conv_on_the_trained_network_predicts_what_fp32_predicts():
         flat = cnn.maxpool_cpu(c2).reshape(len(x), -1)
         logits = cnn.dense_cpu(cnn.dense_cpu(flat, params["fc1_w"], params["fc1_b"], True), params["fc2_w"],
                                params["fc2_b"], False)
-        assert (logits.argmax(1) == ref["labels"]).mean() >= 0.99, precision
+        # BF16 moves activations by up to 2^-7 of their window's sum |x||w|: near-ties may flip
+        assert (logits.argmax(1) == ref["labels"]).mean() >= (0.99 if precision == "tf32" else 0.98), precision
 
 
 def test_the_benchmark_runs_every_row_and_checks_the_course(tmp_path):
