@@ -399,9 +399,7 @@ struct ConvBf16 {
     }
 };
 
-// tc v1 (TF32 and BF16, one body): implicit GEMM on WMMA; x and w stay float32 in memory and are
-// converted while staged (the kernel is a drop-in for the FP32 layers: same buffers, no
-// conversion pass; BF16 thereby reads as many bytes as FP32 and gains only in the math)
+// ---- tc v1 (TF32 and BF16, one body): chapter 8's implicit GEMM with its 16 x 16 x k blocks on WMMA instead of FMA loops; x and w are read as float32 and rounded to TF32 / BF16 while staged (a drop-in for the FP32 layers: the same buffers, no conversion pass; so BF16 reads as many bytes as FP32, where cuDNN's BF16 reads and writes half: the table says so)
 template <class P>
 __device__ __forceinline__ void conv_wmma_body(const float* __restrict__ x, const float* __restrict__ w,
                                                const float* __restrict__ bias, float* __restrict__ y,
