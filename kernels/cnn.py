@@ -25,7 +25,12 @@ twin in kernels/cnn.cu:
 - fully connected: a tiled GEMM with bias and ReLU in the store (``dense_bias_act``), and for
   batch 1 the lab seed's vector-matrix product, one block per output reducing in shared
   memory (``vecmat_block_reduce``);
-- ``softmax_argmax``: one thread per image.
+- ``softmax_argmax``: one thread per image;
+- CUDA C only (numba has no tensor-core API): the convolution as an implicit GEMM on the tensor
+  cores (WMMA, TF32 or BF16 inputs, FP32 accumulate, bias + ReLU in the epilogue:
+  ``conv_wmma_tf32_bias_relu``, ``conv_wmma_bf16_bias_relu``; :func:`tc_conv_launch`), checked
+  within :func:`tc_conv_bound` and timed against cuDNN in the same precision
+  (``simtlab.gpubench.cnn.tensor_core_rows``).
 
 :func:`network_plan` lists the launches of one forward pass (per layer); the emulator, the
 GPU tests and benchmarks/gpu_cnn.py all run that plan.
@@ -471,6 +476,93 @@ def bytes_written(params: dict, x, conv: str = "implicit", fc: str = "gemm") -> 
 
 
 # ------------------------------------------------------------------------------------------
+# Tensor-core convolution (CUDA C only: numba has no tensor-core API; chapter 9 says why)
+# ------------------------------------------------------------------------------------------
+#: kernels/cnn.cu's tensor-core convolutions (implicit GEMM on WMMA, FP32 accumulate, bias +
+#: ReLU in the epilogue), by input precision; both read float32 x and w and convert on staging
+TC_CONV_KERNELS = {"tf32": "conv_wmma_tf32_bias_relu", "bf16": "conv_wmma_bf16_bias_relu"}
+TC_BM, TC_BN, TC_BK, TC_THREADS = 64, 16, 32, 128     # kernels/cnn.cu's TC_BM, TC_BN, TC_BK, 4 warps
+#: the k of one WMMA (m16n16k8 TF32, m16n16k16 BF16): the depth is padded to a multiple of it
+TC_MMA_K = {"tf32": 8, "bf16": 16}
+
+
+def tc_conv_launch(precision: str, x, w, bias, y):
+    """The launch of the tensor-core convolution of ``x`` (B, C, H, W) by ``w`` (M, C, K, K) into
+    ``y`` (B, M, Ho, Wo), bias + ReLU: 4 warps per 64 output pixels x 16 channels."""
+    if precision not in TC_CONV_KERNELS:
+        raise ValueError(f"precision must be one of {', '.join(TC_CONV_KERNELS)}, not {precision!r}")
+    b, c, h, wd = map(int, x.shape)
+    m, _, k, _ = map(int, w.shape)
+    ho, wo = h - k + 1, wd - k + 1
+    return Launch(TC_CONV_KERNELS[precision], (cdiv(b * ho * wo, TC_BM), cdiv(m, TC_BN)), TC_THREADS,
+                  (x, w, bias, y, *_i32(b, c, h, wd, m, k, ho, wo)))
+
+
+def tc_conv_padding(c: int, m: int, k: int, precision: str) -> dict:
+    """The GEMM the tensor cores see for one convolution layer: N = output channels padded to the
+    tile's 16, depth C*K*K padded to the WMMA's k, and the share of their multiplies that is not
+    padding (the napkin math of kernels/cnn.cu's tensor-core section)."""
+    depth = c * k * k
+    n_pad = cdiv(m, TC_BN) * TC_BN
+    k_pad = cdiv(depth, TC_MMA_K[precision]) * TC_MMA_K[precision]
+    return {"n": m, "n_padded": n_pad, "depth": depth, "depth_padded": k_pad,
+            "useful_fraction": m * depth / (n_pad * k_pad)}
+
+
+def tc_conv_reference(x, w, bias, precision: str | None = None):
+    """relu(conv(x, w) + bias) in float64, not rounded; with ``precision``, of the inputs rounded
+    as the kernel stages them (TF32 to nearest, ties away: ``cvt.rna``; BF16 to nearest even)."""
+    from .tensor_cores import round_to
+
+    if precision is not None:
+        x, w = round_to(x, precision, tf32="nearest"), round_to(w, precision, tf32="nearest")
+    bias = np.asarray(bias, np.float64)[None, :, None, None]
+    return np.maximum(conv2d_cpu_f64(x, w) + bias, 0.0)
+
+
+def tc_conv_bound(x, w, bias, precision: str, *, inputs_rounded: bool = False):
+    """Per output, the most a correct tensor-core convolution can differ from
+    :func:`tc_conv_reference` (``inputs_rounded``: the one of the rounded inputs). With
+    S = sum |x||w| over the output's window and S~ the same of the rounded inputs (the measure of
+    kernels/tensor_cores.py's bounds):
+
+    - the inputs rounded on staging (TF32: 10 mantissa bits, ``cvt.rna``; BF16: 7, to nearest
+      even): each factor moves by up to u = 2^-10 (the TF32 bound is truncation's, rounding to
+      nearest halves it) / 2^-8 of itself, a product by (2u + u^2) |x||w|: (2u + u^2) S
+      (``source_tolerance`` less its accumulation); none against the rounded inputs' reference;
+    - the tensor core's FP32 accumulation of the exact products, one ulp (it truncates) per
+      addition: depth 2^-23 S~ (``tolerance("bf16", depth)``: inputs taken as exact);
+    - the kernel's bias add, half an ulp of |sum| + |bias|: 2^-23 (S~ + |bias|) with room for
+      the sum's own error. ReLU moves no error up (1-Lipschitz).
+
+    Against the rounded inputs' reference the bound is the accumulation's alone (about depth
+    2^-23 S): a missing depth column or channel (a wrong gather, a skipped k step) costs a whole
+    term |x||w|, far above it, and so does a kernel that skipped the rounding (about 2^-9 S in
+    BF16). Against the float32 inputs' reference BF16's input rounding allows up to 2^-7 S,
+    more than one term of conv2's 150: that check alone would not see a dropped term."""
+    from .tensor_cores import round_to, source_tolerance, tolerance
+
+    if precision not in TC_CONV_KERNELS:
+        raise ValueError(f"precision must be one of {', '.join(TC_CONV_KERNELS)}, not {precision!r}")
+    depth = int(np.prod(w.shape[1:]))
+    x_r, w_r = round_to(x, precision, tf32="nearest"), round_to(w, precision, tf32="nearest")
+    rounded_scale = conv2d_cpu_f64(np.abs(x_r), np.abs(w_r))
+    accumulation = tolerance("bf16", depth)
+    bound = accumulation * rounded_scale + 2.0 ** -23 * (rounded_scale + np.abs(np.asarray(bias, np.float64))[None, :, None, None])
+    if not inputs_rounded:
+        scale = conv2d_cpu_f64(np.abs(np.asarray(x, np.float64)), np.abs(np.asarray(w, np.float64)))
+        bound = bound + (source_tolerance(precision, depth) - accumulation) * scale
+    return bound
+
+
+def conv2d_cpu_f64(x, w):
+    """'valid' convolution in float64, not rounded (the scale of :func:`tc_conv_bound`)."""
+    k = w.shape[2]
+    windows = np.lib.stride_tricks.sliding_window_view(np.asarray(x, np.float64), (k, k), axis=(2, 3))
+    return np.einsum("bchwpq,mcpq->bmhw", windows, np.asarray(w, np.float64), optimize=True)
+
+
+# ------------------------------------------------------------------------------------------
 # Napkin math: per layer, for a batch of B
 # ------------------------------------------------------------------------------------------
 def layer_table(batch: int = 1) -> list[dict]:
@@ -505,4 +597,5 @@ __all__ = ["TOPIC", "TILE", "BLOCK", "REDUCE_BLOCK", "LAYERS", "PARAM_SHAPES", "
            "FC_PATHS", "check_params", "init_params", "maxpool_cpu", "dense_cpu", "softmax_cpu", "forward_cpu",
            "conv_bias_relu", "gemm_bias_relu_nchw", "conv_bias_relu_pool", "maxpool2", "dense_bias_act",
            "vecmat_block_reduce", "softmax_argmax", "network_plan", "forward_with", "emulate_forward",
-           "layer_table", "bytes_written"]
+           "layer_table", "bytes_written", "TC_CONV_KERNELS", "tc_conv_launch", "tc_conv_padding", "tc_conv_bound",
+           "tc_conv_reference"]

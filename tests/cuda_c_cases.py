@@ -686,6 +686,64 @@ def _cnn_cases():
                  approx=("probs",))]
 
 
+# --- cnn: the tensor-core convolution (chapter 8's row against cuDNN in TF32 / BF16) ----------------
+def tc_conv_engine_gpu_bound(x, w, bias, precision: str):
+    """Per output, the most the engine's and a GPU's tensor-core convolution can differ by: both
+    read the same rounded inputs (the kernel's own cvt), then add the exact products differently
+    (tensor_core_bound's terms: the GPU's truncating FP32 adder, depth 2^-23 of S; the engine's
+    float64 sum rounded once per MMA, at most depth/8 times 2^-24), and each adds the bias to its
+    own sum: one more ulp of S + |bias| apart. S: sum |x||w| of the rounded inputs."""
+    from simtlab.kernels import cnn as CN
+    from simtlab.kernels.tensor_cores import round_to
+
+    depth = int(np.prod(w.shape[1:]))
+    s = CN.conv2d_cpu_f64(*(np.abs(round_to(a, precision, tf32="nearest")) for a in (x, w)))
+    return (depth * 2.0 ** -23 + depth / 8 * 2.0 ** -24 + depth * 2.0 ** -52) * s + \
+        2.0 ** -23 * (s + np.abs(np.asarray(bias, np.float64))[None, :, None, None])
+
+
+def _cnn_tensor_core_cases():
+    """kernels/cnn.cu's tensor-core convolutions (conv_wmma_{tf32,bf16}_bias_relu) on odd sizes:
+    output pixels not a multiple of the block's 64, depth C*K*K not a multiple of the 32 staged
+    (50: a full stage and a partial one; 150, the network's conv2: 5 stages, the last of 22), and
+    17 channels (a second block of 16 along N, 15 of its columns padding). Checked against the
+    float64 convolution twice: of the float32 inputs within the precision's bound, and of the
+    inputs rounded as the kernel rounds them within the accumulation's alone (which a dropped
+    product, an FP32 kernel, or one that truncates instead of rounding misses)."""
+    from simtlab.kernels import cnn as CN
+
+    def inputs_for(sizes):
+        def inputs(rng, scale):
+            b, c, h, w, m = sizes[scale]
+            return _rand(rng, (b, c, h, w)), _signed(rng, (m, c, 5, 5)), _signed(rng, m)
+        return inputs
+
+    def plan_for(precision):
+        def plan(xp, x, w, bias):
+            b, _, h, wd = map(int, x.shape)
+            m, _, k, _ = map(int, w.shape)
+            y = xp.full((b, m, h - k + 1, wd - k + 1), np.nan, xp.float32)    # every output must be written
+            return [CN.tc_conv_launch(precision, x, w, bias, y)], {"out": y}
+        return plan
+
+    def check_for(precision):
+        def check(outputs, x, w, bias):
+            got = outputs["out"].astype(np.float64)
+            assert np.isfinite(got).all(), "outputs left unwritten"
+            for rounded in (False, True):
+                want = CN.tc_conv_reference(x, w, bias, precision if rounded else None)
+                gap = np.abs(got - want) - CN.tc_conv_bound(x, w, bias, precision, inputs_rounded=rounded)
+                assert (gap <= 0).all(), (f"{precision}: {int((gap > 0).sum())} outputs beyond the bound against the "
+                                          f"reference of {'rounded' if rounded else 'float32'} inputs")
+        return check
+
+    sizes = {"": {CPU: (2, 2, 11, 13, 5), GPU: (9, 2, 21, 19, 5)},
+             "/c6m17": {CPU: (1, 6, 9, 10, 17), GPU: (7, 6, 16, 13, 17)}}
+    return [Case(f"cnn/{kernel}{suffix}", "cnn", (kernel,), inputs_for(size), plan_for(precision), check_for(precision),
+                 tensor_core_bound={"out": lambda x, w, bias, p=precision: tc_conv_engine_gpu_bound(x, w, bias, p)})
+            for precision, kernel in CN.TC_CONV_KERNELS.items() for suffix, size in sizes.items()]
+
+
 # --- cooperation -----------------------------------------------------------------------------------
 def _cooperation_cases():
     from simtlab.kernels.reduction import sum_cpu
@@ -841,6 +899,7 @@ def _tensor_core_smem_cases():
 
 
 CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
+         + _cnn_tensor_core_cases()
          + _cooperation_cases() + _tensor_core_cases() + _tensor_core_smem_cases())
 #: the topics of kernels/*.cu, and the case of each name
 TOPICS = sorted({c.topic for c in CASES})

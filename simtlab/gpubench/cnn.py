@@ -11,12 +11,16 @@ network in PyTorch (cuDNN, FP32, TF32 off) to hold it against.
 - :func:`batch1_graphs`: the batch-1 forward in numba-cuda and CUDA C, eager and as a CUDA graph,
   all on one stream timed by CUDA events; :func:`cudnn_fused_rows`: each convolution with bias
   + ReLU (+ pooling) as cuDNN's fused kernel, PyTorch's separate layers, ``torch.compile`` and
-  the course's kernels (benchmarks/gpu_cnn_graph_fused.py records both).
+  the course's kernels (benchmarks/gpu_cnn_graph_fused.py records both);
+  :func:`tensor_core_rows`: each convolution on the tensor cores (the course's WMMA kernels in
+  TF32 and BF16) against cuDNN in the same precision and the course's FP32 kernels
+  (benchmarks/gpu_cnn_tensor_cores.py records it).
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -26,7 +30,8 @@ from .launch import bind
 
 __all__ = ["course_forward", "conv1_paths", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
            "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS",
-           "batch1_graphs", "cudnn_fused_rows", "graph_fused_recorded", "GRAPH_FUSED_TOPIC"]
+           "batch1_graphs", "cudnn_fused_rows", "graph_fused_recorded", "GRAPH_FUSED_TOPIC",
+           "tensor_core_rows", "tensor_cores_recorded", "TENSOR_CORES_TOPIC"]
 
 
 def to_gpu_params(params: dict) -> dict:
@@ -471,8 +476,9 @@ def _torch_events_ms(fn, repeat: int = 15, inner: int = 20) -> float:
     return statistics.median(times)
 
 
-def _torch_kernels(fn) -> list:
-    """``[kernel name, ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler), longest first."""
+def _torch_kernel_times(fn) -> list:
+    """``[(kernel name, µs), ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler: each
+    kernel's own GPU time, no launch gaps), longest first."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -483,7 +489,12 @@ def _torch_kernels(fn) -> list:
         torch.cuda.synchronize()
     rows = [(e.key, float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)))
             for e in prof.key_averages()]
-    return [name for name, t in sorted(rows, key=lambda r: -r[1]) if t][:4]
+    return [(name, t) for name, t in sorted(rows, key=lambda r: -r[1]) if t]
+
+
+def _torch_kernels(fn) -> list:
+    """``[kernel name, ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler), longest first."""
+    return [name for name, _ in _torch_kernel_times(fn)][:4]
 
 
 def cudnn_fused_rows(batch: int = 10_000, *, compile: bool = True, log=print) -> dict:
@@ -578,4 +589,234 @@ def graph_fused_recorded(data: dict | None = None) -> dict:
     if entry is None:
         raise LookupError("no batch-1 graph / fused cuDNN timings recorded yet: run "
                           "python benchmarks/gpu_cnn_graph_fused.py --store on a GPU")
+    return entry
+
+
+# ------------------------------------------------------------------------------------------
+# The convolutions on the tensor cores: the course's WMMA kernels (TF32, BF16) against cuDNN
+# in the same precision and the course's FP32 kernels (benchmarks/gpu_cnn_tensor_cores.py;
+# recorded under topics.cnn_tensor_cores of the one store)
+# ------------------------------------------------------------------------------------------
+TENSOR_CORES_TOPIC = "cnn_tensor_cores"
+#: the network's convolutions: name -> (input channels, output channels, filter size)
+TC_LAYERS = {"conv1": (1, 6, 5), "conv2": (6, 16, 5)}
+#: the course's rows per layer: name -> (precision, conv path of cnn.conv_launches or None for the WMMA kernel)
+TC_COURSE_ROWS = {"course TF32 tensor cores (WMMA)": ("tf32", None),
+                  "course BF16 tensor cores (WMMA)": ("bf16", None),
+                  "course FP32 implicit GEMM": ("fp32", "implicit"),
+                  "course FP32 direct": ("fp32", "direct")}
+#: cuDNN's rows: precisions (FP32 is TF32 off) and layouts (NHWC = channels_last)
+TC_CUDNN_PRECISIONS = ("fp32", "tf32", "bf16")
+TC_CUDNN_LAYOUTS = ("NCHW", "NHWC")
+#: images whose outputs are checked against the float64 reference on the CPU (every image
+#: runs the same code; the check's CPU time stays small at batch 10,000)
+TC_CHECK_IMAGES = 300
+TC_CHILD_TIMEOUT_S = 150
+
+
+def _tc_inputs(batch: int, log=print) -> dict:
+    """The shipped sample repeated to ``batch`` images, trained weights, and pool1 of the course's
+    fused FP32 kernel (conv2's real input), as NumPy arrays."""
+    import cupy
+
+    from .. import cnn_data
+
+    params = cnn_data.load_weights()
+    sample = cnn_data.load_sample()
+    reps = -(-batch // len(sample))
+    x = cnn_data.to_input(np.tile(sample.images, (reps, 1, 1))[:batch])
+    run, out, _ = course_forward(to_gpu_params(params), cupy.asarray(x), impl="cuda-c", conv="fused", fc="gemm")
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    return {"conv1": x, "conv2": cupy.asnumpy(out["pool1"]), **{k: v for k, v in params.items() if k.startswith("conv")}}
+
+
+def _tc_check(got, x, w, bias, precision: str) -> dict:
+    """The first TC_CHECK_IMAGES outputs against the float64 reference: the largest error as a
+    share of the precision's bound (cnn.tc_conv_bound; FP32 kernels: the TF32 bound, far above
+    their own error), and the largest error over the reference's largest value."""
+    n = min(TC_CHECK_IMAGES, len(x))
+    x, got = x[:n], np.asarray(got[:n], np.float64)
+    want = cnn.tc_conv_reference(x, w, bias)
+    bound = cnn.tc_conv_bound(x, w, bias, "tf32" if precision == "fp32" else precision)
+    err = np.abs(got - want)
+    share = err / np.where(bound > 0, bound, 1.0)        # a window of zeros with no bias: bound 0, error must be 0
+    return {"images": n, "max_error_over_bound": float(share.max()), "within_bound": bool((err <= bound).all()),
+            "max_rel_diff": _rel_diff(got, want)}
+
+
+def _tc_course_rows(inputs: dict, repeat: int, log) -> dict:
+    """layer -> [row]: the course's WMMA kernels and FP32 kernels, each timed (harness.time_launches,
+    L2-warm) and checked."""
+    import cupy
+
+    from .harness import time_launches
+
+    rows = {}
+    for layer, (c, m, k) in TC_LAYERS.items():
+        x = inputs[layer]
+        w, bias = inputs[f"{layer}_w"], inputs[f"{layer}_b"]
+        xg, wg, bg = (cupy.asarray(a) for a in (x, w, bias))
+        ho, wo = x.shape[2] - k + 1, x.shape[3] - k + 1
+        rows[layer] = []
+        for name, (precision, path) in TC_COURSE_ROWS.items():
+            row = {"name": name, "impl": "course", "precision": precision, "layout": "NCHW"}
+            try:
+                y = cupy.full((len(x), m, ho, wo), np.nan, cupy.float32)
+                launches = ([cnn.tc_conv_launch(precision, xg, wg, bg, y)] if path is None
+                            else cnn.conv_launches(cupy, "cuda-c", xg, wg, bg, y, path))
+                bound = [bind("cuda-c", cnn.TOPIC, s.kernel, s.grid, s.block, *s.args, shared=s.shared) for s in launches]
+
+                def run(bound=bound):
+                    for b in bound:
+                        b()
+                row["kernel"] = launches[0].kernel
+                row["ms"] = time_launches(run, repeat=repeat)["median_ms"]
+                row["check"] = _tc_check(cupy.asnumpy(y), x, w, bias, precision)
+            except Exception as e:                        # noqa: BLE001 (one row fails, the others run)
+                row["error"] = f"{type(e).__name__}: {str(e)[:1500]}"
+            rows[layer].append(row)
+            log(f"{layer} {name}: " + (f"{row['ms']:.4f} ms, {row['check']}" if "ms" in row else row["error"]))
+    return rows
+
+
+def _tc_cudnn_child(request_json: str) -> None:
+    """The cuDNN rows, in a child process (PyTorch stays out of the process where CuPy holds the
+    GPU, and a failure ends only the child): prints ``RESULT <json>`` last."""
+    import json
+
+    import torch
+    import torch.nn.functional as F
+
+    req = json.loads(request_json)
+    with np.load(req["inputs"]) as f:
+        inputs = {k: f[k] for k in f.files}
+    torch.backends.cudnn.benchmark = True                # cuDNN's algorithm search on, as PyTorch users run it
+    torch.backends.cuda.matmul.allow_tf32 = False
+    dtypes = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16}
+    out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "layers": {}}
+    for layer in TC_LAYERS:
+        x, w, bias = inputs[layer], inputs[f"{layer}_w"], inputs[f"{layer}_b"]
+        rows = out["layers"][layer] = []
+        for precision in TC_CUDNN_PRECISIONS:
+            torch.backends.cudnn.allow_tf32 = precision == "tf32"
+            for layout in TC_CUDNN_LAYOUTS:
+                fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+                name = f"cuDNN {precision.upper()}{' (TF32 off)' if precision == 'fp32' else ''} {layout}"
+                row = {"name": name, "impl": "cudnn", "precision": precision, "layout": layout}
+                try:
+                    xa = torch.from_numpy(x).cuda().to(dtypes[precision]).contiguous(memory_format=fmt)
+                    wa = torch.from_numpy(w).cuda().to(dtypes[precision]).contiguous(memory_format=fmt)
+                    ba = torch.from_numpy(bias).cuda().to(dtypes[precision])
+                    with torch.inference_mode():
+                        conv = lambda: F.conv2d(xa, wa, ba)                           # noqa: E731
+                        layer_fn = lambda: F.relu(F.conv2d(xa, wa, ba))               # noqa: E731
+                        row["ms"] = _torch_events_ms(layer_fn, repeat=req["repeat"])   # conv + bias + ReLU
+                        row["ms_conv_only"] = _torch_events_ms(conv, repeat=req["repeat"])
+                        kernels = _torch_kernel_times(layer_fn)
+                        row["kernels"] = [[n, t] for n, t in kernels[:4]]
+                        row["kernel_ms"] = sum(t for _, t in kernels) / 1e3          # the GPU's own time, no gaps
+                        got = layer_fn()[:TC_CHECK_IMAGES].float().contiguous().cpu().numpy()
+                    want = cnn.tc_conv_reference(x[:TC_CHECK_IMAGES], w, bias)
+                    row["max_rel_diff"] = _rel_diff(got, want)
+                except Exception as e:                    # noqa: BLE001 (one row fails, the others run)
+                    row["error"] = f"{type(e).__name__}: {str(e)[:1500]}"
+                rows.append(row)
+                print(f"{layer} {name}: {row.get('ms', float('nan')):.4f} ms {[k for k, _ in row.get('kernels', [])][:2]}",
+                      file=sys.stderr, flush=True)
+    print("RESULT " + json.dumps(out, default=str), flush=True)
+
+
+def _tc_cudnn_rows(inputs: dict, repeat: int, log) -> dict:
+    """_tc_cudnn_child in a fresh interpreter on the same inputs (an .npz file)."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "inputs.npz")
+        np.savez(path, **inputs)
+        code = (f"import sys; sys.path.insert(0, {str(root)!r}); from simtlab.gpubench import cnn as G; "
+                "G._tc_cudnn_child(sys.argv[1])")
+        try:
+            done = subprocess.run([sys.executable, "-c", code, json.dumps({"inputs": path, "repeat": repeat})],
+                                  capture_output=True, text=True, timeout=TC_CHILD_TIMEOUT_S, cwd=str(root))
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError(f"the cuDNN child ran past {TC_CHILD_TIMEOUT_S} s: {str(e.stderr)[-1500:]}") from None
+    for line in done.stderr.splitlines()[-40:]:
+        if line.startswith("conv"):
+            log(line)
+    results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not results:
+        raise RuntimeError(f"the cuDNN child failed (exit {done.returncode}): {(done.stderr or done.stdout)[-2000:]}")
+    return json.loads(results[-1][len("RESULT "):])
+
+
+def tensor_core_rows(batch: int = 10_000, *, repeat: int = 15, cudnn: bool = True, log=print) -> dict:
+    """conv1 and conv2 of the network with bias + ReLU at batch ``batch`` (the shipped sample
+    repeated, trained weights, conv2 on pool1's real output), in one run:
+
+    - the course's tensor-core kernels (kernels/cnn.cu: implicit GEMM on WMMA, TF32 / BF16
+      inputs converted on staging, FP32 accumulate and output) and its FP32 kernels (implicit
+      GEMM, direct), timed by ``harness.time_launches`` and checked on the first TC_CHECK_IMAGES
+      images against the float64 reference within the precision's bound;
+    - cuDNN through PyTorch (``conv2d`` + bias, then ReLU; algorithm search on) in FP32 (TF32
+      off), TF32 (``allow_tf32``, float32 tensors) and BF16 (BF16 input, weights and output), in
+      NCHW and channels_last, in a child process: CUDA events around back-to-back calls, the
+      convolution alone too, the kernels cuDNN ran with their own GPU time (torch.profiler: the
+      algorithm it chose), and each output's largest difference from the reference.
+
+    ``layers``: layer -> {"rows": [...], "gemm": the GEMM the tensor cores see (cnn.tc_conv_padding
+    per precision), "flops", "fewest_bytes_fp32"}; ``errors`` names a part that failed."""
+    import traceback
+
+    from .harness import stamp
+
+    t0 = time.perf_counter()
+    inputs = _tc_inputs(batch, log)
+    result = {"batch": batch, **stamp(), "layers": {}, "check_images": TC_CHECK_IMAGES}
+    for layer, (c, m, k) in TC_LAYERS.items():
+        x = inputs[layer]
+        ho, wo = x.shape[2] - k + 1, x.shape[3] - k + 1
+        result["layers"][layer] = {
+            "shape": {"C": c, "M": m, "K": k, "H": int(x.shape[2]), "W": int(x.shape[3])},
+            "gemm": {p: cnn.tc_conv_padding(c, m, k, p) for p in cnn.TC_CONV_KERNELS},
+            "flops": 2 * batch * m * ho * wo * c * k * k,
+            "fewest_bytes_fp32": 4 * (x.size + m * c * k * k + m + batch * m * ho * wo)}
+    for layer, rows in _tc_course_rows(inputs, repeat, log).items():
+        result["layers"][layer]["rows"] = rows
+    if cudnn:
+        try:
+            child = _tc_cudnn_rows(inputs, repeat, log)
+            result.update(torch=child["torch"], cudnn=child["cudnn"])
+            for layer, rows in child["layers"].items():
+                result["layers"][layer]["rows"] += rows
+        except Exception:                                 # noqa: BLE001 (the course rows stay)
+            result.setdefault("errors", {})["cudnn"] = traceback.format_exc()
+            log(result["errors"]["cudnn"])
+    failed = [f"{layer}: {r['name']}" for layer, e in result["layers"].items() for r in e["rows"] if "error" in r]
+    unchecked = [f"{layer}: {r['name']}" for layer, e in result["layers"].items() for r in e["rows"]
+                 if r["impl"] == "course" and "check" in r and not r["check"]["within_bound"]]
+    if failed:
+        result.setdefault("errors", {})["rows"] = failed
+    if unchecked:
+        result.setdefault("errors", {})["beyond the bound"] = unchecked
+    result["seconds"] = round(time.perf_counter() - t0, 1)
+    return result
+
+
+def tensor_cores_recorded(data: dict | None = None) -> dict:
+    """What benchmarks/gpu_cnn_tensor_cores.py recorded on an H100 (topics.cnn_tensor_cores of the
+    one store); LookupError while nothing is recorded."""
+    if data is not None:
+        return data
+    from . import stored
+
+    entry = stored(TENSOR_CORES_TOPIC)
+    if entry is None:
+        raise LookupError("no tensor-core convolution timings recorded yet: run "
+                          "python benchmarks/gpu_cnn_tensor_cores.py --store on a GPU")
     return entry

@@ -14,7 +14,8 @@ from simtlab.plots.style import PALETTE, label, new_figure
 
 __all__ = ["recorded", "plot_network", "plot_layer_timings", "plot_layer_shares", "plot_latency",
            "plot_predictions", "plot_activations", "layer_shares", "timing_rows", "LAYERS",
-           "batch1_kernels_table", "pytorch_modes_table", "batch1_graphs_table", "cudnn_fused_table"]
+           "batch1_kernels_table", "pytorch_modes_table", "batch1_graphs_table", "cudnn_fused_table",
+           "tensor_core_conv_summary", "tensor_core_conv_table", "tensor_core_conv_findings"]
 
 #: the network's layers in order, as the forward passes name their outputs
 LAYERS = ("conv1", "pool1", "conv2", "pool2", "fc1", "fc2", "softmax")
@@ -284,3 +285,112 @@ def cudnn_fused_table(data: dict | None = None):
             f"back-to-back calls. The kernels cuDNN's fused call ran: {kernels}. benchmarks/gpu_cnn_graph_fused.py")
     return RecordedTable(f"Fused baselines per convolution layer, {f['device']}, {f['date']}",
                          ("layer", "what", "implementation", "time (ms)", "vs fastest"), rows, note, bold=bold)
+
+
+# ------------------------------------------------------------------------------------------
+# The convolutions on the tensor cores (benchmarks/gpu_cnn_tensor_cores.py; topics.cnn_tensor_cores)
+# ------------------------------------------------------------------------------------------
+_NOT_MEASURED = "python benchmarks/gpu_cnn_tensor_cores.py --store, on a GPU"
+
+
+def tensor_core_conv_summary(data: dict | None = None) -> dict:
+    """Per layer, the figures the chapter states from the recorded run: the course's TF32 / BF16
+    kernels (``course``: precision -> ms), cuDNN's fastest layout in each precision (``cudnn``:
+    precision -> {ms, layout, kernel}), the course's fastest FP32 kernel (``fp32``), the ratios
+    (``vs_cudnn``: course / cuDNN time, above 1 slower; ``vs_fp32``: course FP32 time / tensor
+    cores', above 1 faster), the share of the tensor cores' multiplies that is not padding
+    (``useful``) and the course kernels' effective bandwidth (fewest FP32 bytes / time, GB/s).
+    LookupError while nothing is recorded."""
+    from ..gpubench.cnn import tensor_cores_recorded
+
+    t = tensor_cores_recorded(data)
+    layers = {}
+    for layer, entry in t["layers"].items():
+        rows = [r for r in entry["rows"] if "ms" in r]
+        course = {r["precision"]: r for r in rows if r["impl"] == "course" and r["precision"] != "fp32"}
+        fp32 = min((r for r in rows if r["impl"] == "course" and r["precision"] == "fp32"), key=lambda r: r["ms"])
+        cudnn = {}
+        for r in rows:
+            if r["impl"] == "cudnn" and (r["precision"] not in cudnn or r["ms"] < cudnn[r["precision"]]["ms"]):
+                cudnn[r["precision"]] = {"ms": r["ms"], "layout": r["layout"],
+                                         "kernel": (r.get("kernels") or [["?"]])[0][0]}
+        layers[layer] = {
+            "course": {p: r["ms"] for p, r in course.items()}, "cudnn": cudnn,
+            "fp32": {"name": fp32["name"], "ms": fp32["ms"]},
+            "vs_cudnn": {p: r["ms"] / cudnn[p]["ms"] for p, r in course.items() if p in cudnn},
+            "vs_fp32": {p: fp32["ms"] / r["ms"] for p, r in course.items()},
+            "useful": {p: g["useful_fraction"] for p, g in entry["gemm"].items()},
+            "gemm": entry["gemm"], "flops": entry["flops"],
+            "gb_per_s": {p: entry["fewest_bytes_fp32"] / (r["ms"] * 1e-3) / 1e9 for p, r in course.items()}}
+    return {"layers": layers, "device": t["device"], "date": t["date"], "batch": t["batch"],
+            "cudnn_version": t.get("cudnn"), "torch": t.get("torch")}
+
+
+def tensor_core_conv_table(data: dict | None = None):
+    """conv1 and conv2 (bias + ReLU, batch 10,000): the course's WMMA kernels in TF32 and BF16,
+    cuDNN in FP32 / TF32 / BF16 and NCHW / channels_last, and the course's FP32 kernels, one run;
+    per layer fastest first, with what each ran (cuDNN's kernel names its algorithm)."""
+    from ..gpubench.cnn import tensor_cores_recorded
+    from .tables import RecordedTable
+
+    try:
+        t = tensor_cores_recorded(data)
+    except LookupError:
+        return RecordedTable("Not recorded yet", ("what to run",), [(_NOT_MEASURED,)])
+    rows, bold = [], []
+    for layer, entry in t["layers"].items():
+        timed = sorted((r for r in entry["rows"] if "ms" in r), key=lambda r: r["ms"])
+        for r in timed:
+            if r["impl"] == "course" and r["precision"] != "fp32":
+                bold.append(len(rows))
+            ran = r.get("kernel") or ", ".join(k[0][:48] for k in r.get("kernels", [])[:1])
+            rows.append((layer, r["name"], f"{r['ms']:.4f}", f"{r['ms'] / timed[0]['ms']:.2f}",
+                         f"{entry['flops'] / (r['ms'] * 1e-3) / 1e12:.1f}", ran))
+    g = {layer: e["gemm"] for layer, e in t["layers"].items()}
+    padding = "; ".join(f"{layer}: N {x['tf32']['n']} -> {x['tf32']['n_padded']}, depth {x['tf32']['depth']} -> "
+                        f"{x['tf32']['depth_padded']} (TF32) / {x['bf16']['depth_padded']} (BF16)" for layer, x in g.items())
+    note = (f"Batch {t['batch']:,}, conv + bias + ReLU, cuDNN {t.get('cudnn')} (torch {t.get('torch')}) with its "
+            f"algorithm search on, FP32 output for the course's kernels (they read float32 and round to TF32 / BF16 "
+            f"while staging), BF16 in and out for cuDNN's BF16 rows (half the bytes). Useful TFLOP/s: the layer's "
+            f"2*P*N*Kd FLOPs over the time. The tensor cores' GEMM: {padding}. Course rows checked against float64 "
+            f"within their precision's bound. benchmarks/gpu_cnn_tensor_cores.py")
+    return RecordedTable(f"Convolutions on the tensor cores, {t['device']}, {t['date']}",
+                         ("layer", "implementation", "time (ms)", "vs fastest", "useful TFLOP/s", "kernel"),
+                         rows, note, bold=bold)
+
+
+def tensor_core_conv_findings(data: dict | None = None) -> str:
+    """The chapter's sentences on the tensor-core rows, every figure from the recorded run
+    (:func:`tensor_core_conv_summary`), in Markdown; a line saying what to run while nothing
+    is recorded."""
+    from ..hardware import H100_SXM
+
+    try:
+        s = tensor_core_conv_summary(data)
+    except LookupError:
+        return f"Not measured yet: run `{_NOT_MEASURED}`."
+    out = []
+    for layer, x in s["layers"].items():
+        g = x["gemm"]["tf32"]
+        parts = []
+        for p in ("tf32", "bf16"):
+            if p in x["course"] and p in x["cudnn"]:
+                c = x["cudnn"][p]
+                parts.append(f"{p.upper()} {x['course'][p]:.3f} ms, {x['vs_cudnn'][p]:.2f} × the time of cuDNN's "
+                             f"fastest {p.upper()} ({c['ms']:.3f} ms, {c['layout']}, `{c['kernel'][:40]}`)")
+        out.append(f"**{layer}** ({g['n']} channels padded to {g['n_padded']}, depth {g['depth']} to "
+                   f"{g['depth_padded']} in TF32 and {x['gemm']['bf16']['depth_padded']} in BF16: "
+                   f"{100 * x['useful']['tf32']:.0f} % / {100 * x['useful']['bf16']:.0f} % of the tensor cores' "
+                   f"multiplies useful): the course's " + "; ".join(parts) + ". "
+                   f"The course's fastest FP32 kernel ({x['fp32']['name'].replace('course ', '')}) takes "
+                   f"{x['fp32']['ms']:.3f} ms: TF32 on the tensor cores runs it {x['vs_fp32']['tf32']:.2f} × as fast, "
+                   f"BF16 {x['vs_fp32']['bf16']:.2f} ×.")
+    best = max(v for x in s["layers"].values() for v in x["vs_fp32"].values())
+    bw = max(v for x in s["layers"].values() for v in x["gb_per_s"].values())
+    verdict = (f"the best the tensor cores do against the course's own FP32 kernels is {best:.2f} ×"
+               + (": on layers this narrow they do not pay" if best < 1.1 else ""))
+    out.append(f"What this supports: {verdict}. The course's tensor-core kernels move the layers' fewest bytes at "
+               f"{bw:,.0f} GB/s at best ({100 * bw / H100_SXM.memory_bandwidth_gbs:.0f} % of the H100 SXM's "
+               f"{H100_SXM.memory_bandwidth_gbs:,.0f} GB/s). It does not say where the rest of their time goes: no "
+               f"profile of them was taken ({s['device']}, {s['date']}, batch {s['batch']:,}).")
+    return "\n\n".join(out)
