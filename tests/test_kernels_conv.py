@@ -155,6 +155,10 @@ def _cu_signatures():
                                                src, re.M):
         sigs[K.v6_name(int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
             ["const float* __restrict__"] * 2 + ["float* __restrict__"] + ["int"] * 6
+    for storage, c, m, k, tw, nt, ih, iwp in re.findall(
+            r"^CONV_V6_16BIT\(\w+, conv_v6(\w+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
+        sigs[K.v6h_name(storage, int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
+            ["const unsigned short* __restrict__", "const float* __restrict__", "unsigned short* __restrict__"] + ["int"] * 6
     return sigs
 
 
@@ -165,6 +169,8 @@ def test_every_tile_of_the_tables_is_instantiated_in_conv_cu():
     for (c, m, k), tiles in K.V6_TILES.items():
         for tile in tiles:
             assert K.v6_name(c, m, k, tile) in sigs
+        for storage in K.STORAGES:                           # v6h: each shape's default tile
+            assert K.v6h_name(storage, c, m, k, tiles[0]) in sigs
     from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
 
     for layer, tiles in V5_CONFIGS.items():                  # the tiles the benchmark tunes over
@@ -190,7 +196,7 @@ def test_cuda_c_launches_match_the_kernels_signatures(version, layer):
         assert len(step.args) == len(params), f"{step.kernel}: {len(step.args)} arguments for {params}"
         for arg, param in zip(step.args, params):
             if "*" in param:
-                dtype = np.int32 if param.split("*")[0].split()[-1] == "int" else np.float32
+                dtype = {"int": np.int32, "short": np.uint16}.get(param.split("*")[0].split()[-1], np.float32)
                 assert isinstance(arg, np.ndarray) and arg.dtype == dtype, (step.kernel, param, arg)
             elif param.endswith("long long"):
                 assert isinstance(arg, np.int64), (step.kernel, param, type(arg))
