@@ -215,3 +215,56 @@ def test_numba_launches_pass_no_numpy_sizes():
             launches, _ = v.launches("numba", np, x, w, stride=stride, padding="same")
             for step in launches:
                 assert not any(isinstance(a, np.integer) for a in step.args), (v.label, step.kernel)
+
+
+# --- v6h: v6 with 16-bit storage ------------------------------------------------------------------
+@pytest.mark.parametrize("storage", K.STORAGES)
+def test_v6h_stores_v6s_sum_rounded_to_16_bits(storage):
+    """On the PTX engine (NVRTC's PTX of conv.cu): v6h's y is v6 FP32's y on the same 16-bit
+    inputs, rounded to nearest even in 16 bits, bit for bit; the storage changes nothing else."""
+    from simtlab import cuda_c_kernels as CC
+    from simtlab.versions import find
+
+    try:
+        CC.nvrtc_version()
+    except CC.CompilerMissing as why:
+        pytest.skip(f"NVRTC is not installed ({why})")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 1, 13, 15)).astype(np.float32)
+    w = rng.standard_normal((4, 1, 7, 7)).astype(np.float32)
+    x16 = K.from_storage(K.to_storage(x, storage), storage).astype(np.float32)      # exact in float32
+    y32, _ = CC.emulate_version("conv", find(K.VERSIONS, "v6 image per block"), x16, w, trace=False, max_blocks=2)
+    y16, _ = CC.emulate_version("conv", find(K.VERSIONS, f"v6h {storage.upper()} storage"), x, w,
+                                trace=False, max_blocks=2)
+    assert y16.dtype == np.uint16
+    np.testing.assert_array_equal(y16, K.to_storage(y32, storage))
+
+
+@pytest.mark.parametrize("storage", K.STORAGES)
+def test_storage_error_bound_covers_the_rounding_and_catches_a_missing_tap(storage):
+    """The bound holds for the exact worst ingredients (x rounded to 16 bits, the float64 sum
+    rounded to 16 bits) and is smaller than leaving out one tap of the window (inputs in [1, 1.5):
+    each tap is at least 1/2.25 of the mean tap; BF16's bound is about 2^-7 of the 49 taps' sum)."""
+    rng = np.random.default_rng(6)
+    x = rng.random((2, 1, 12, 12), dtype=np.float32) * np.float32(0.5) + np.float32(1)
+    w = rng.random((4, 1, 7, 7), dtype=np.float32) * np.float32(0.5) + np.float32(1)
+    exact = K.conv2d_float64(x, w)
+    x16 = K.from_storage(K.to_storage(x, storage), storage)
+    y16 = K.from_storage(K.to_storage(K.conv2d_float64(x16, w).astype(np.float32), storage), storage)
+    bound = K.storage_error_bound(x, w, storage)
+    assert (np.abs(y16 - exact) <= bound).all()
+    w_missing = w.copy()
+    w_missing[:, :, 3, 3] = 0                                   # one tap of 49 skipped
+    assert (np.abs(K.conv2d_float64(x, w_missing) - exact) > bound).all()
+
+
+def test_v6h_refuses_a_tile_it_is_not_instantiated_for():
+    from simtlab.versions import find
+
+    x = np.zeros((1, 1, 86, 86), np.float32)
+    w = np.zeros((4, 1, 7, 7), np.float32)
+    v = find(K.VERSIONS, "v6h FP16 storage")
+    with pytest.raises(ValueError, match="default tile"):
+        v.launches("cuda-c", np, x, w, tile=K.V6_TILES[(1, 4, 7)][1])
+    with pytest.raises(ValueError, match="CUDA C"):
+        v.launches("numba", np, x, w)
