@@ -40,7 +40,8 @@ __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape
            "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
            "CHECK_BATCH", "im2col_cublas_runner", "optim_cases", "optim_module", "OPTIM_PATH", "optim_recorded",
            "fair_gemm_summary", "STORAGE_ROWS", "storage_cases", "storage_module", "STORAGE_PATH",
-           "storage_recorded", "storage_comparison", "storage_summary", "STORAGE_NOISE"]
+           "storage_recorded", "storage_comparison", "storage_summary", "STORAGE_NOISE",
+           "storage_report", "storage_measured_ms"]
 
 
 def layer_shape(layer: str) -> dict:
@@ -399,6 +400,25 @@ def storage_summary(res: dict, layer: str = "C1", batch: int = 1000) -> str:
         lines.append(f"Half the bytes, the same time (the better {gain:.2f}x v6 FP32, within {STORAGE_NOISE:.0%}): "
                      "the time does not follow the bytes, as the issue-bound reading predicts.")
     return "\n".join(lines)
+
+
+def storage_report(res: dict, layers=LAYERS, batch: int = 1000) -> str:
+    """:func:`storage_summary` of every layer ``res`` holds at ``batch`` (chapter 7's cell), or the
+    message saying the run is missing."""
+    if res.get("source") == "none":
+        return res["message"]
+    held = [layer for layer in layers if str(batch) in res.get("layers", {}).get(layer, {})]
+    return "\n\n".join(storage_summary(res, layer, batch) for layer in held)
+
+
+def storage_measured_ms(res: dict, layer: str = "C1", batch: int = 1000) -> dict:
+    """Name -> ms of the ``--storage`` rows (for ``plots.conv.plot_storage_floors``); empty when
+    nothing is recorded."""
+    if res.get("source") == "none":
+        return {}
+    rows = storage_comparison(res, layer, batch)["rows"]
+    names = {"fp32": "v6 FP32", "fp16": "v6h FP16 storage", "bf16": "v6h BF16 storage"}
+    return {names[st]: r["ms"] for st, r in rows.items()}
 
 
 # ------------------------------------------------------------------------------------------
