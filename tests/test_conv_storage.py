@@ -92,8 +92,10 @@ def test_storage_floors_plot_draws_the_measured_rows():
     measured = G.storage_measured_ms(_result(0.093, 0.0925, 0.094))
     assert measured == {"v6 FP32": 0.093, "v6h FP16 storage": 0.0925, "v6h BF16 storage": 0.094}
     fig = P.plot_storage_floors(measured_ms=measured)
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert any(label.startswith("v6h FP16 storage: 92 µs") for label in labels)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()][-3:] == list(measured)
+    drawn = sorted(round(bar.get_width(), 1) for bar in ax.patches)
+    assert drawn[-3:] == [92.5, 93.0, 94.0]                     # the recorded times, in µs
 
 
 def test_storage_rows_of_the_benchmark():
