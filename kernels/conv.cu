@@ -1,6 +1,6 @@
 // Chapter 7: convolution layers in CUDA C++, the same versions as kernels/conv.py, launched
-// through CuPy's RawModule (simtlab.cuda_source.cu_kernel("conv", name)), plus v5: the tuned
-// direct convolution the benchmark holds against cuDNN.
+// through CuPy's RawModule (simtlab.cuda_source.cu_kernel("conv", name)), plus v5/v6: the tuned
+// direct convolutions the benchmark holds against cuDNN, and v6h (last section): v6 with 16-bit x and y.
 //
 // Layout NCHW, float32: x (B, C, H, W), w (M, C, K, K), y (B, M, Ho, Wo);
 // y[b,m,oy,ox] = sum_{c,p,q} x[b, c, oy*S + p - P, ox*S + q - P] * w[m,c,p,q], zero outside x.

@@ -10,8 +10,10 @@ are 0). 'valid' means P = 0; 'same' means Ho = ceil(H / S), with the padding spl
 TensorFlow and PyTorch split it (the odd one after), so P is the part before.
 
 Every numba kernel takes ``(..., stride, pad)`` as integers and reads the other sizes from its
-arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernel that
-the benchmark holds against cuDNN.
+arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernels that
+the benchmark holds against cuDNN, and v6h: v6 with x and y stored in FP16 or BF16 (FP32 weights
+and sums; uint16 arrays of 16-bit patterns, ``to_storage``/``from_storage``), which checks whether
+halving C1's bytes makes v6 faster.
 
 Sources (named in chapter 7): the Waterloo lab report's conv2d+ReLU (v0, its grid-stride step is wrong: v1 fixes it), the
 LeNet-5 blog post's unroll + GEMM and its fused unroll (v2, v3), the Toronto electrode-CNN report's weights in
