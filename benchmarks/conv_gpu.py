@@ -20,6 +20,13 @@ course's v2, v3 and v3b (the offset table, CUDA C and numba), v6, against cuDNN 
 and the SASS of v3's and v3b's CUDA C (opcode counts of the whole kernel and of its hottest loop,
 ``benchmarks/sass_gemm.py``'s helpers). It writes plain JSON to ``--out`` (default
 ``benchmarks/results/conv_optim_h100.json``), which chapter 7 reads.
+
+    python benchmarks/conv_gpu.py --storage [--layers C1 C3] [--batches 1000] [--out FILE]
+
+``--storage`` times v6 (FP32) against v6h, the same kernel and tile with x and y stored in FP16
+and in BF16 (``gpubench.conv.storage_cases``), in one run: each row's bytes (x and y in its own
+width, w in FP32), its achieved GB/s, and its time against v6 FP32. Plain JSON to ``--out``
+(default ``benchmarks/results/conv_storage_h100.json``), which chapter 7 reads.
 """
 
 from __future__ import annotations
@@ -48,12 +55,15 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="the store to write (default: simtlab/data/h100_timings.json; "
                    "with --optim: benchmarks/results/conv_optim_h100.json)")
     p.add_argument("--optim", action="store_true", help="time the optimisation rows (im2col + cuBLAS, v3b) instead")
+    p.add_argument("--storage", action="store_true", help="time v6 FP32 against v6h (FP16 and BF16 storage) instead")
     args = p.parse_args(argv)
     if not backend.gpu_available():
         print(f"conv_gpu: no usable GPU ({backend.unavailable_reason()})", file=sys.stderr)
         return 1
     if args.optim:
         return optim(args)
+    if args.storage:
+        return storage(args)
     args.out = args.out or gpubench.RESULTS_PATH
     data = gpubench.stored("conv", args.out) or {}
     data.update(stamp())
@@ -143,6 +153,35 @@ def optim(args) -> int:
     for layer in args.layers:
         for batch in batches:
             print(G.fair_gemm_summary(res, layer, batch))
+    print(f"written to {out}")
+    return 0
+
+
+def storage(args) -> int:
+    """``--storage``: v6 FP32, v6h FP16 and v6h BF16 on each layer and batch, in one run."""
+    import json
+
+    from simtlab.gpubench import conv as G
+    from simtlab.gpubench.harness import run_topic, stamp
+
+    out = args.out or ROOT / G.STORAGE_PATH
+    batches = args.batches if args.batches != list(G.BATCHES) else [1000]
+    data = {**stamp(), "peaks": {"fp32_tflops": H100_FP32_TFLOPS, "hbm_gbps": H100_HBM_GBPS}, "layers": {}}
+    for layer in args.layers:
+        for batch in batches:
+            print(f"== {layer}, batch {batch:,}: v6 FP32 against FP16 and BF16 storage ==", flush=True)
+            res = run_topic(G.storage_module(layer), n=batch, sweep=None, check_n=G.CHECK_BATCH,
+                            log=lambda s: print(s, flush=True))
+            flops = G.storage_cases(layer)[0].flops(batch)
+            for r in res["rows"]:
+                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
+            res.update(layer=layer, batch=batch, flops=flops, shape=G.layer_shape(layer))
+            data["layers"].setdefault(layer, {})[str(batch)] = res
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    for layer in args.layers:
+        for batch in batches:
+            print(G.storage_summary({**data, "source": "measured"}, layer, batch))
     print(f"written to {out}")
     return 0
 

@@ -1,6 +1,6 @@
 // Chapter 7: convolution layers in CUDA C++, the same versions as kernels/conv.py, launched
-// through CuPy's RawModule (simtlab.cuda_source.cu_kernel("conv", name)), plus v5: the tuned
-// direct convolution the benchmark holds against cuDNN.
+// through CuPy's RawModule (simtlab.cuda_source.cu_kernel("conv", name)), plus v5/v6: the tuned
+// direct convolutions the benchmark holds against cuDNN, and v6h (last section): v6 with 16-bit x and y.
 //
 // Layout NCHW, float32: x (B, C, H, W), w (M, C, K, K), y (B, M, Ho, Wo);
 // y[b,m,oy,ox] = sum_{c,p,q} x[b, c, oy*S + p - P, ox*S + q - P] * w[m,c,p,q], zero outside x.
@@ -289,10 +289,18 @@ CONV_V5(4, 16, 7, 16, 8, 2)
 CONV_V5(4, 16, 7, 8, 16, 4)
 CONV_V5(4, 16, 7, 16, 8, 4)
 
+// Storage of x and y: v6 reads x and writes y through a storage policy, `type` in memory,
+// float in registers. Fp32Storage is v6 itself; the 16-bit policies are in v6h's section after v6.
+struct Fp32Storage {
+    typedef float type;
+    static __device__ __forceinline__ float load(float v) { return v; }
+    static __device__ __forceinline__ float store(float v) { return v; }
+};
+
 // ---- v6: one block per image at a time (a grid-stride loop over the batch): the block stages the whole padded image and all weights in shared memory once, then each thread computes TW neighbouring outputs of every filter; the loop over (c, p) stays a loop (small code), the weights come as float4 broadcasts, four filters per shared-memory read
-template <int C, int M, int K, int TW, int NT, int IH, int IWP>
-__device__ __forceinline__ void conv_v6(const float* __restrict__ x, const float* __restrict__ w,
-                                        float* __restrict__ y, int B, int H, int W, int Ho, int Wo, int pad)
+template <typename S, int C, int M, int K, int TW, int NT, int IH, int IWP>
+__device__ __forceinline__ void conv_v6(const typename S::type* __restrict__ x, const float* __restrict__ w,
+                                        typename S::type* __restrict__ y, int B, int H, int W, int Ho, int Wo, int pad)
 {
     static_assert(M % 4 == 0, "v6 reads the weights of four filters at once");
     __shared__ __align__(16) float ws[C * K * K][M];      // weights, (c, p, q) major: 4 filters per float4
@@ -301,12 +309,12 @@ __device__ __forceinline__ void conv_v6(const float* __restrict__ x, const float
     for (int i = threadIdx.x; i < C * K * K * M; i += NT)  // w[m][c][p][q] -> ws[(c, p, q)][m]
         ws[i % (C * K * K)][i / (C * K * K)] = w[i];
     for (int b = blockIdx.x; b < B; b += gridDim.x) {
-        const float* xb = x + (long long)b * C * H * W;
+        const typename S::type* xb = x + (long long)b * C * H * W;
         __syncthreads();                                   // the previous image is done with tile
         for (int i = threadIdx.x; i < C * IH * IWP; i += NT) {
             const int c = i / (IH * IWP), r = (i / IWP) % IH, col = i % IWP;
             const int iy = r - pad, ix = col - pad;
-            tile[c][r][col] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? xb[(c * H + iy) * W + ix] : 0.0f;
+            tile[c][r][col] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? S::load(xb[(c * H + iy) * W + ix]) : 0.0f;
         }
         __syncthreads();
         for (int item = threadIdx.x; item < Ho * groups; item += NT) {
@@ -345,7 +353,7 @@ __device__ __forceinline__ void conv_v6(const float* __restrict__ x, const float
 #pragma unroll
                 for (int t = 0; t < TW; ++t)
                     if (ox0 + t < Wo)
-                        y[(((long long)b * M + m) * Ho + oy) * Wo + ox0 + t] = acc[m][t];
+                        y[(((long long)b * M + m) * Ho + oy) * Wo + ox0 + t] = S::store(acc[m][t]);
         }
     }
 }
@@ -358,7 +366,7 @@ __device__ __forceinline__ void conv_v6(const float* __restrict__ x, const float
         const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, int B,  \
         int H, int W, int Ho, int Wo, int pad)                                                   \
     {                                                                                            \
-        conv_v6<C, M, K, TW, NT, IH, IWP>(x, w, y, B, H, W, Ho, Wo, pad);                        \
+        conv_v6<Fp32Storage, C, M, K, TW, NT, IH, IWP>(x, w, y, B, H, W, Ho, Wo, pad);           \
     }
 
 CONV_V6(1, 4, 7, 5, 256, 86, 86)
@@ -366,3 +374,48 @@ CONV_V6(1, 4, 7, 4, 320, 86, 86)
 CONV_V6(4, 16, 7, 4, 320, 40, 42)
 CONV_V6(4, 16, 7, 4, 160, 40, 42)
 CONV_V6(4, 16, 7, 2, 320, 40, 40)
+
+// ---- v6h: v6 with x and y stored in 16 bits (FP16 or BF16; weights, arithmetic and sums stay FP32), the same tiling: C1 moves half the bytes, which is faster only if v6 waits on DRAM (Nsight Compute calls it issue-bound, and the conversions add instructions)
+// A 16-bit value travels as its bit pattern (unsigned short): NVRTC compiles conv.cu without
+// cuda_fp16.h. Loads widen exactly; stores round to nearest even (cvt.rn), as __float2half_rn does.
+struct Fp16Storage {
+    typedef unsigned short type;
+    static __device__ __forceinline__ float load(unsigned short bits)
+    {
+        float v;
+        asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(bits));
+        return v;
+    }
+    static __device__ __forceinline__ unsigned short store(float v)
+    {
+        unsigned short bits;
+        asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+        return bits;
+    }
+};
+struct Bf16Storage {
+    typedef unsigned short type;
+    // BF16 is FP32's top half: widening is a shift
+    static __device__ __forceinline__ float load(unsigned short bits) { return __uint_as_float((unsigned)bits << 16); }
+    static __device__ __forceinline__ unsigned short store(float v)
+    {
+        unsigned short bits;
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(bits) : "f"(v));
+        return bits;
+    }
+};
+
+// conv_v6<fp16|bf16>_c<C>m<M>k<K>_tw<TW>_nt<NT>_<IH>x<IWP>: v6's default tiles with 16-bit x and y
+#define CONV_V6_16BIT(STORAGE, PREFIX, C, M, K, TW, NT, IH, IWP)                                 \
+    extern "C" __global__ void __launch_bounds__(NT)                                             \
+    PREFIX##_c##C##m##M##k##K##_tw##TW##_nt##NT##_##IH##x##IWP(                                  \
+        const unsigned short* __restrict__ x, const float* __restrict__ w,                       \
+        unsigned short* __restrict__ y, int B, int H, int W, int Ho, int Wo, int pad)            \
+    {                                                                                            \
+        conv_v6<STORAGE, C, M, K, TW, NT, IH, IWP>(x, w, y, B, H, W, Ho, Wo, pad);               \
+    }
+
+CONV_V6_16BIT(Fp16Storage, conv_v6fp16, 1, 4, 7, 5, 256, 86, 86)
+CONV_V6_16BIT(Bf16Storage, conv_v6bf16, 1, 4, 7, 5, 256, 86, 86)
+CONV_V6_16BIT(Fp16Storage, conv_v6fp16, 4, 16, 7, 4, 160, 40, 42)
+CONV_V6_16BIT(Bf16Storage, conv_v6bf16, 4, 16, 7, 4, 160, 40, 42)

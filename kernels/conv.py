@@ -10,8 +10,10 @@ are 0). 'valid' means P = 0; 'same' means Ho = ceil(H / S), with the padding spl
 TensorFlow and PyTorch split it (the odd one after), so P is the part before.
 
 Every numba kernel takes ``(..., stride, pad)`` as integers and reads the other sizes from its
-arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernel that
-the benchmark holds against cuDNN.
+arrays' shapes; kernels/conv.cu has the same versions in CUDA C, plus the tuned kernels that
+the benchmark holds against cuDNN, and v6h: v6 with x and y stored in FP16 or BF16 (FP32 weights
+and sums; uint16 arrays of 16-bit patterns, ``to_storage``/``from_storage``), which checks whether
+halving C1's bytes makes v6 faster.
 
 Sources (named in chapter 7): the Waterloo lab report's conv2d+ReLU (v0, its grid-stride step is wrong: v1 fixes it), the
 LeNet-5 blog post's unroll + GEMM and its fused unroll (v2, v3), the Toronto electrode-CNN report's weights in
@@ -84,8 +86,8 @@ def _padded(x, k, stride, padding):
     return xp, ho, wo, pad
 
 
-def conv2d_cpu(x, w, stride: int = 1, padding="valid", relu: bool = False):
-    """The reference every version is checked against: float64 sums, rounded once to float32."""
+def conv2d_float64(x, w, stride: int = 1, padding="valid"):
+    """The convolution in float64 (exact for float32 or 16-bit inputs up to the sums' rounding)."""
     x = np.asarray(x)
     w = np.asarray(w)
     if x.ndim != 4 or w.ndim != 4 or w.shape[1] != x.shape[1] or w.shape[2] != w.shape[3]:
@@ -94,7 +96,12 @@ def conv2d_cpu(x, w, stride: int = 1, padding="valid", relu: bool = False):
     xp, ho, wo, _ = _padded(x, k, stride, padding)
     windows = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
     windows = windows[:, :, ::stride, ::stride][:, :, :ho, :wo]          # (B, C, Ho, Wo, K, K)
-    y = np.einsum("bchwpq,mcpq->bmhw", windows, w.astype(np.float64), optimize=True)
+    return np.einsum("bchwpq,mcpq->bmhw", windows, w.astype(np.float64), optimize=True)
+
+
+def conv2d_cpu(x, w, stride: int = 1, padding="valid", relu: bool = False):
+    """The reference every version is checked against: float64 sums, rounded once to float32."""
+    y = conv2d_float64(x, w, stride, padding)
     if relu:
         y = np.maximum(y, 0.0)
     return y.astype(np.float32)
@@ -616,6 +623,78 @@ def plan_image(version, impl, xp, x, w, stride=1, padding="valid", tile=None, ma
     return [Launch(kernel, blocks, nt, (x, w, y, pad), shared=v6_shared_bytes(c, m, k, ih, iwp))], y
 
 
+# v6h: v6's default tile with x and y stored in 16 bits (FP16 or BF16), weights and arithmetic FP32
+#: the 16-bit storages of v6h (kernels/conv.cu: CONV_V6_16BIT), named as kernels/tensor_cores.py names them
+STORAGES = ("fp16", "bf16")
+
+
+def v6h_name(storage: str, c: int, m: int, k: int, tile) -> str:
+    """The CUDA C name of v6 with ``storage`` ("fp16"/"bf16") x and y, for one layer shape and tile."""
+    if storage not in STORAGES:
+        raise ValueError(f"storage must be one of {', '.join(STORAGES)}, not {storage!r}")
+    return "conv_v6{}_c{}m{}k{}_tw{}_nt{}_{}x{}".format(storage, c, m, k, *tile)
+
+
+def to_storage(x, storage: str, xp=np):
+    """float32 ``x`` as the 16-bit patterns (uint16 array of ``xp``) v6h reads, rounded to nearest
+    even (kernels/tensor_cores.py's ``encode``, on the host: a plan's setup, not timed)."""
+    from .tensor_cores import encode
+
+    host = x.get() if hasattr(x, "get") else np.asarray(x)
+    return xp.asarray(encode(host, storage))
+
+
+def from_storage(bits, storage: str) -> np.ndarray:
+    """The float64 values of 16-bit patterns (v6h's output, a NumPy or CuPy uint16 array)."""
+    from .tensor_cores import decode
+
+    return decode(bits.get() if hasattr(bits, "get") else np.asarray(bits), storage)
+
+
+def storage_error_bound(x, w, storage: str) -> np.ndarray:
+    """Per output, the most v6h's result can differ from the float64 convolution of the float32
+    ``x`` by (``conv2d_cpu`` before its rounding). With S = sum |x| |w| over the output's window
+    (n = C*K*K terms) and u = 2^-11 (FP16) or 2^-8 (BF16), half an ulp of the 16-bit format:
+
+    - storing x in 16 bits moves each input by at most u |x| (plus 2^-25 where FP16 rounds to a
+      subnormal, below 2^-14): at most u S + 2^-25 sum |w| on the sum;
+    - the FP32 sum of n products, each product and addition rounded: (n + 1) 2^-24 of (1 + u) S;
+    - storing y in 16 bits rounds the FP32 sum once more: u of |y| <= (1 + u)(1 + (n + 1) 2^-24) S
+      (plus 2^-25 absolute for a subnormal FP16 output).
+
+    A skipped tap changes an output by |x w| of one product, far above these bounds where the
+    inputs stay away from 0 (the tests' inputs)."""
+    from .tensor_cores import OUTPUT_ROUNDING
+
+    u = OUTPUT_ROUNDING[storage]
+    n = w.shape[1] * w.shape[2] * w.shape[3]
+    x64, w64 = np.abs(np.asarray(x, np.float64)), np.abs(np.asarray(w, np.float64))
+    s = conv2d_float64(x64, w64)
+    fp32_sum = (n + 1) * 2.0 ** -24
+    subnormal = 2.0 ** -25 * (1 + w64.sum(axis=(1, 2, 3))[None, :, None, None]) if storage == "fp16" else 0.0
+    return s * (u + (1 + u) * fp32_sum + u * (1 + u) * (1 + fp32_sum)) + subnormal
+
+
+def plan_image_16bit(storage: str):
+    """v6h's plan for ``storage``: v6's plan (its checks, its default tile, grid and sizes) with x
+    encoded in 16 bits, a 16-bit y (uint16 patterns: decode with :func:`from_storage`) and the
+    16-bit kernel."""
+    import dataclasses
+
+    def plan(version, impl, xp, x, w, stride=1, padding="valid", tile=None, max_blocks=None, **_):
+        (c, m, k) = (int(x.shape[1]), int(w.shape[0]), int(w.shape[2]))
+        default = V6_TILES.get((c, m, k), [None])[0]
+        if tile is not None and tuple(tile) != default or default is None:
+            raise ValueError(f"v6h is instantiated for v6's default tile of each layer shape {dict((s, t[0]) for s, t in V6_TILES.items())}, "
+                             f"not (C, M, K) = {(c, m, k)} with tile {tile}")
+        (step,), y32 = plan_image(version, impl, xp, x, w, stride, padding, max_blocks=max_blocks)
+        y = xp.zeros(y32.shape, np.uint16)
+        _, w_arg, _, *sizes = step.args
+        args = (to_storage(x, storage, xp), w_arg, y, *sizes)
+        return [dataclasses.replace(step, kernel=v6h_name(storage, c, m, k, default), args=args)], y
+    return plan
+
+
 def _c1_bytes(n):
     """Napkin bytes of ECE408's C1 at a batch of n (the table's size is the batch of that layer)."""
     return conv_bytes(n, 1, 86, 86, 4, 7, 80, 80)
@@ -623,6 +702,10 @@ def _c1_bytes(n):
 
 def _c1_flops(n):
     return conv_flops(n, 1, 4, 7, 80, 80)
+
+
+def _c1_bytes_16bit(n):
+    return storage_bytes(n, 1, 86, 86, 4, 7, 80, 80)
 
 
 #: the table of versions: label, numba kernel, CUDA C kernel, launch plan, bytes, FLOPs
@@ -639,6 +722,10 @@ VERSIONS = (
     Version("v5 tuned", None, v5_name(1, 4, 7, V5_TILES[(1, 4, 7)]), plan_tuned, _c1_bytes, _c1_flops),
     Version("v6 image per block", "conv_v6_image_per_block", v6_name(1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image, _c1_bytes,
             _c1_flops),
+    Version("v6h FP16 storage", None, v6h_name("fp16", 1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image_16bit("fp16"),
+            _c1_bytes_16bit, _c1_flops),
+    Version("v6h BF16 storage", None, v6h_name("bf16", 1, 4, 7, V6_TILES[(1, 4, 7)][0]), plan_image_16bit("bf16"),
+            _c1_bytes_16bit, _c1_flops),
 )
 #: the versions that run on the emulator (numba)
 EMULATED = tuple(v.label for v in VERSIONS if v.numba)
@@ -678,6 +765,12 @@ def conv_bytes(b, c, h, w, m, k, ho, wo, itemsize=4):
     return (b * c * h * w + m * c * k * k + b * m * ho * wo) * itemsize
 
 
+def storage_bytes(b, c, h, w, m, k, ho, wo, itemsize=2):
+    """v6h's fewest bytes: the input and the output once in ``itemsize`` bytes, the weights once
+    in float32 (v6h keeps them FP32: M*C*K*K floats, a few hundred bytes)."""
+    return (b * c * h * w + b * m * ho * wo) * itemsize + m * c * k * k * 4
+
+
 def im2col_bytes(b, c, m, k, ho, wo, itemsize=4):
     """What v2 adds on top: the unrolled matrix written once and read once by the GEMM (at least)."""
     return 2 * c * k * k * b * ho * wo * itemsize
@@ -696,9 +789,10 @@ def layer_numbers(b, c, h, w, m, k, stride=1, padding="valid"):
 
 
 __all__ = ["TILE", "BLOCK", "LENET_C1", "LENET_C3", "ELECTRODE_CONV1", "ELECTRODE_CONV2",
-           "conv_geometry", "conv2d_cpu", "im2col_cpu", "output_sum", "conv_v0_seed",
+           "conv_geometry", "conv2d_cpu", "conv2d_float64", "im2col_cpu", "output_sum", "conv_v0_seed",
            "conv_v1_direct", "im2col", "gemm_tiled_nchw", "conv_v3_implicit_gemm",
            "gather_table", "conv_v3b_offset_table", "plan_offsets", "conv_v3_implicit_gemm_nhwc",
            "make_conv_v4_const_weights", "CONST_BYTES", "VERSIONS", "EMULATED", "conv_with", "cdiv",
-           "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "make_conv_v6_image_per_block", "v6_shared_bytes", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
+           "V5_TILES", "v5_name", "V6_TILES", "v6_name", "plan_image", "STORAGES", "v6h_name", "to_storage",
+           "from_storage", "storage_error_bound", "plan_image_16bit", "storage_bytes", "make_conv_v6_image_per_block", "v6_shared_bytes", "plan_direct", "plan_im2col", "plan_implicit", "plan_const", "plan_tuned",
            "conv_flops", "conv_bytes", "im2col_bytes", "layer_numbers"]

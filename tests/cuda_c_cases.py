@@ -592,6 +592,36 @@ def _conv_cases():
     return cases
 
 
+# --- conv, v6h: v6 with 16-bit storage ----------------------------------------------------------------
+def _conv_storage_cases():
+    """v6h (FP16 and BF16 x and y, FP32 weights and sums) at both layer shapes it is made for:
+    its output, decoded, within ``storage_error_bound`` of the float64 convolution of the float32
+    inputs (the bound comes from the 16-bit rounding of x and y: 2^-11 FP16, 2^-8 BF16)."""
+    from simtlab.kernels import conv as CV
+
+    def inputs_for(c, m):
+        def inputs(rng, scale):
+            b, h, w = {CPU: (2, 13, 15), GPU: (3, 39, 35)}[scale]     # v6 C3 holds 40 x 40 rows
+            return _rand(rng, (b, c, h, w)), _rand(rng, (m, c, 7, 7)) - np.float32(1)
+        return inputs
+
+    def check_for(storage):
+        def check(outputs, x, w):
+            err = np.abs(CV.from_storage(outputs["out"], storage) - CV.conv2d_float64(x, w))
+            bound = CV.storage_error_bound(x, w, storage)
+            assert (err <= bound).all(), f"{storage}: error {err.max():.3g} above the bound at {np.argmax(err > bound)}"
+        return check
+
+    cases = []
+    for (c, m, k), tiles in CV.V6_TILES.items():
+        for storage in CV.STORAGES:
+            v = find(CV.VERSIONS, f"v6h {storage.upper()} storage")
+            name = CV.v6h_name(storage, c, m, k, tiles[0])
+            cases.append(Case(f"conv/{name}", "conv", (name,), inputs_for(c, m),
+                              _version_plan(v, max_blocks=2), check_for(storage)))
+    return cases
+
+
 # --- cnn -------------------------------------------------------------------------------------------
 def _cnn_cases():
     from simtlab.kernels import cnn as CN
@@ -898,7 +928,7 @@ def _tensor_core_smem_cases():
     return cases
 
 
-CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _cnn_cases()
+CASES = (_intro_cases() + _divergence_cases() + _pattern_cases() + _reduction_cases() + _scan_cases() + _gemm_cases() + _conv_cases() + _conv_storage_cases() + _cnn_cases()
          + _cnn_tensor_core_cases()
          + _cooperation_cases() + _tensor_core_cases() + _tensor_core_smem_cases())
 #: the topics of kernels/*.cu, and the case of each name

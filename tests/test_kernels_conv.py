@@ -155,6 +155,10 @@ def _cu_signatures():
                                                src, re.M):
         sigs[K.v6_name(int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
             ["const float* __restrict__"] * 2 + ["float* __restrict__"] + ["int"] * 6
+    for storage, c, m, k, tw, nt, ih, iwp in re.findall(
+            r"^CONV_V6_16BIT\(\w+, conv_v6(\w+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+)\)", src, re.M):
+        sigs[K.v6h_name(storage, int(c), int(m), int(k), (int(tw), int(nt), int(ih), int(iwp)))] = \
+            ["const unsigned short* __restrict__", "const float* __restrict__", "unsigned short* __restrict__"] + ["int"] * 6
     return sigs
 
 
@@ -165,6 +169,8 @@ def test_every_tile_of_the_tables_is_instantiated_in_conv_cu():
     for (c, m, k), tiles in K.V6_TILES.items():
         for tile in tiles:
             assert K.v6_name(c, m, k, tile) in sigs
+        for storage in K.STORAGES:                           # v6h: each shape's default tile
+            assert K.v6h_name(storage, c, m, k, tiles[0]) in sigs
     from simtlab.gpubench.conv import V5_CONFIGS, layer_shape
 
     for layer, tiles in V5_CONFIGS.items():                  # the tiles the benchmark tunes over
@@ -190,7 +196,7 @@ def test_cuda_c_launches_match_the_kernels_signatures(version, layer):
         assert len(step.args) == len(params), f"{step.kernel}: {len(step.args)} arguments for {params}"
         for arg, param in zip(step.args, params):
             if "*" in param:
-                dtype = np.int32 if param.split("*")[0].split()[-1] == "int" else np.float32
+                dtype = {"int": np.int32, "short": np.uint16}.get(param.split("*")[0].split()[-1], np.float32)
                 assert isinstance(arg, np.ndarray) and arg.dtype == dtype, (step.kernel, param, arg)
             elif param.endswith("long long"):
                 assert isinstance(arg, np.int64), (step.kernel, param, type(arg))
@@ -209,3 +215,56 @@ def test_numba_launches_pass_no_numpy_sizes():
             launches, _ = v.launches("numba", np, x, w, stride=stride, padding="same")
             for step in launches:
                 assert not any(isinstance(a, np.integer) for a in step.args), (v.label, step.kernel)
+
+
+# --- v6h: v6 with 16-bit storage ------------------------------------------------------------------
+@pytest.mark.parametrize("storage", K.STORAGES)
+def test_v6h_stores_v6s_sum_rounded_to_16_bits(storage):
+    """On the PTX engine (NVRTC's PTX of conv.cu): v6h's y is v6 FP32's y on the same 16-bit
+    inputs, rounded to nearest even in 16 bits, bit for bit; the storage changes nothing else."""
+    from simtlab import cuda_c_kernels as CC
+    from simtlab.versions import find
+
+    try:
+        CC.nvrtc_version()
+    except CC.CompilerMissing as why:
+        pytest.skip(f"NVRTC is not installed ({why})")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 1, 13, 15)).astype(np.float32)
+    w = rng.standard_normal((4, 1, 7, 7)).astype(np.float32)
+    x16 = K.from_storage(K.to_storage(x, storage), storage).astype(np.float32)      # exact in float32
+    y32, _ = CC.emulate_version("conv", find(K.VERSIONS, "v6 image per block"), x16, w, trace=False, max_blocks=2)
+    y16, _ = CC.emulate_version("conv", find(K.VERSIONS, f"v6h {storage.upper()} storage"), x, w,
+                                trace=False, max_blocks=2)
+    assert y16.dtype == np.uint16
+    np.testing.assert_array_equal(y16, K.to_storage(y32, storage))
+
+
+@pytest.mark.parametrize("storage", K.STORAGES)
+def test_storage_error_bound_covers_the_rounding_and_catches_a_missing_tap(storage):
+    """The bound holds for the exact worst ingredients (x rounded to 16 bits, the float64 sum
+    rounded to 16 bits) and is smaller than leaving out one tap of the window (inputs in [1, 1.5):
+    each tap is at least 1/2.25 of the mean tap; BF16's bound is about 2^-7 of the 49 taps' sum)."""
+    rng = np.random.default_rng(6)
+    x = rng.random((2, 1, 12, 12), dtype=np.float32) * np.float32(0.5) + np.float32(1)
+    w = rng.random((4, 1, 7, 7), dtype=np.float32) * np.float32(0.5) + np.float32(1)
+    exact = K.conv2d_float64(x, w)
+    x16 = K.from_storage(K.to_storage(x, storage), storage)
+    y16 = K.from_storage(K.to_storage(K.conv2d_float64(x16, w).astype(np.float32), storage), storage)
+    bound = K.storage_error_bound(x, w, storage)
+    assert (np.abs(y16 - exact) <= bound).all()
+    w_missing = w.copy()
+    w_missing[:, :, 3, 3] = 0                                   # one tap of 49 skipped
+    assert (np.abs(K.conv2d_float64(x, w_missing) - exact) > bound).all()
+
+
+def test_v6h_refuses_a_tile_it_is_not_instantiated_for():
+    from simtlab.versions import find
+
+    x = np.zeros((1, 1, 86, 86), np.float32)
+    w = np.zeros((4, 1, 7, 7), np.float32)
+    v = find(K.VERSIONS, "v6h FP16 storage")
+    with pytest.raises(ValueError, match="default tile"):
+        v.launches("cuda-c", np, x, w, tile=K.V6_TILES[(1, 4, 7)][1])
+    with pytest.raises(ValueError, match="CUDA C"):
+        v.launches("numba", np, x, w)

@@ -39,7 +39,9 @@ __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape
            "probe", "cudnn_algorithm", "cudnn_table", "PROBE_KEY",
            "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
            "CHECK_BATCH", "im2col_cublas_runner", "optim_cases", "optim_module", "OPTIM_PATH", "optim_recorded",
-           "fair_gemm_summary"]
+           "fair_gemm_summary", "STORAGE_ROWS", "storage_cases", "storage_module", "STORAGE_PATH",
+           "storage_recorded", "storage_comparison", "storage_summary", "STORAGE_NOISE",
+           "storage_report", "storage_measured_ms"]
 
 
 def layer_shape(layer: str) -> dict:
@@ -277,6 +279,148 @@ def fair_gemm_summary(res: dict, layer: str, batch: int = 1000) -> str:
         f"v3b (offset table) against v3: CUDA C {ms['v3 implicit GEMM (cuda-c)'] / ms['v3b implicit GEMM, offset table (cuda-c)']:.2f}x "
         f"as fast, numba {ms['v3 implicit GEMM (numba)'] / ms['v3b implicit GEMM, offset table (numba)']:.2f}x."]
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------
+# 16-bit storage: v6 against v6h (x and y in FP16 or BF16, FP32 arithmetic), the same tile
+# ------------------------------------------------------------------------------------------
+#: the label of v6 in the storage rows, and of the 16-bit versions (kernels.conv.VERSIONS)
+STORAGE_ROWS = {"fp32": "v6 image per block", "fp16": "v6h FP16 storage", "bf16": "v6h BF16 storage"}
+
+
+def _check_storage(layer, version, storage):
+    """v6h's check: decoded, within ``storage_error_bound`` of the float64 convolution."""
+    def check(batch):
+        import cupy
+
+        from ..kernels import conv as K
+
+        x, w = _inputs(layer, batch, seed=5)
+        run, y = conv_runner(version, "cuda-c", x, w)
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        xh, wh = cupy.asnumpy(x), cupy.asnumpy(w)
+        err = np.abs(K.from_storage(y, storage) - K.conv2d_float64(xh, wh))
+        bound = K.storage_error_bound(xh, wh, storage)
+        if not (err <= bound).all():
+            raise AssertionError(f"{layer} {storage} batch {batch}: error {err.max():.3g} above its bound "
+                                 f"({int((err > bound).sum())} outputs)")
+    return check
+
+
+def storage_cases(layer: str = "C1") -> list[Case]:
+    """The rows of ``benchmarks/conv_gpu.py --storage``: v6 (FP32, the reference) and v6h with FP16
+    and BF16 storage, v6's default tile each; bytes: x and y in the stored width, w in FP32."""
+    from ..kernels.conv import storage_bytes
+
+    s = layer_shape(layer)
+    ho, wo = s["H"] - s["K"] + 1, s["W"] - s["K"] + 1
+    fp32 = _case(layer, "v6 FP32 (cuda-c)", "cuda-c",
+                 lambda x, w: conv_runner(STORAGE_ROWS["fp32"], "cuda-c", x, w), reference=True)
+    out = [fp32]
+    for storage in ("fp16", "bf16"):
+        version = STORAGE_ROWS[storage]
+        row = _case(layer, f"{version} (cuda-c)", "cuda-c", lambda x, w, v=version: conv_runner(v, "cuda-c", x, w))
+        out.append(Case(**{**row.__dict__, "check": _check_storage(layer, version, storage),
+                           "bytes_moved": lambda b: storage_bytes(b, s["C"], s["H"], s["W"], s["M"], s["K"], ho, wo)}))
+    return out
+
+
+def storage_module(layer: str):
+    """A topic-like object for ``harness.run_topic``: the storage rows of one layer."""
+    return types.SimpleNamespace(__name__=f"{__name__}[{layer}, storage]", REFERENCE="v6 FP32 (cuda-c)",
+                                 cases=lambda: storage_cases(layer))
+
+
+#: where ``benchmarks/conv_gpu.py --storage`` writes its results
+STORAGE_PATH = "benchmarks/results/conv_storage_h100.json"
+
+
+def storage_recorded(path=None) -> dict:
+    """The storage rows recorded by ``benchmarks/conv_gpu.py --storage`` (``source``: 'recorded'),
+    or ``{"source": "none", "message": ...}`` naming the command that records them."""
+    import json
+    from pathlib import Path
+
+    from ..paths import checkout_root
+
+    root = checkout_root()
+    file = Path(path) if path else (root / STORAGE_PATH if root else None)
+    if file is None or not file.exists():
+        return {"source": "none", "message": "The 16-bit storage variant is not measured yet: run "
+                "python benchmarks/conv_gpu.py --storage on a GPU."}
+    return {**json.loads(file.read_text()), "source": "recorded"}
+
+
+def storage_comparison(res: dict, layer: str = "C1", batch: int = 1000) -> dict:
+    """v6 FP32 against v6h FP16 and BF16 from a ``--storage`` result: per storage ``ms``, ``bytes``,
+    ``gbps`` (achieved: its own bytes over its time) and ``speedup`` (v6 FP32's time over its own;
+    above 1: the 16-bit variant is faster), with ``device`` and ``date``."""
+    entry = res["layers"][layer][str(batch)]
+    rows = {}
+    for storage, version in STORAGE_ROWS.items():
+        name = "v6 FP32 (cuda-c)" if storage == "fp32" else f"{version} (cuda-c)"
+        row = next((r for r in entry["rows"] if r["name"] == name), None)
+        if row is None:
+            raise KeyError(f"{layer} batch {batch}: the row {name!r} is missing from the recorded file")
+        rows[storage] = {"ms": row["median_ms"], "bytes": row["bytes"], "gbps": row["gbps"]}
+    for r in rows.values():
+        r["speedup"] = rows["fp32"]["ms"] / r["ms"]
+    return {"layer": layer, "batch": batch, "rows": rows, "device": res.get("device"), "date": res.get("date")}
+
+
+#: below this, a time ratio is within the run-to-run noise of these timings (a few %)
+STORAGE_NOISE = 0.03
+
+
+def storage_summary(res: dict, layer: str = "C1", batch: int = 1000) -> str:
+    """What the measurement says about 16-bit storage, in sentences built from the result: each
+    variant's time, bytes and GB/s against v6 FP32, and whether halving the bytes made it faster."""
+    if res.get("source") == "none":
+        return res["message"]
+    cmp = storage_comparison(res, layer, batch)
+    r = cmp["rows"]
+    lines = [f"{layer}, batch {batch:,} ({cmp['device']}, {cmp['date']}), v6's tile in every row:"]
+    for storage, name in (("fp32", "v6 FP32"), ("fp16", "v6h FP16 storage"), ("bf16", "v6h BF16 storage")):
+        lines.append(f"  {name:<18} {r[storage]['ms'] * 1e3:7.1f} µs  {r[storage]['bytes'] / 1e6:6.1f} MB  "
+                     f"{r[storage]['gbps']:6.0f} GB/s  {r[storage]['speedup']:.2f}x v6 FP32")
+    peak = (res.get("peaks") or {}).get("hbm_gbps")
+    if peak:
+        lines.append(f"v6 FP32 moves {r['fp32']['gbps']:.0f} GB/s, {r['fp32']['gbps'] / peak:.0%} of the "
+                     f"{peak / 1e3:.2f} TB/s HBM peak.")
+    best = max(("fp16", "bf16"), key=lambda st: r[st]["speedup"])
+    gain = r[best]["speedup"]
+    # what Nsight Compute measured (benchmarks/results/ncu_ch6_8_h100.txt): C1 only
+    profiled = " (Nsight Compute calls v6 issue-bound on C1)" if layer == "C1" else ""
+    if gain >= 1 + STORAGE_NOISE:
+        lines.append(f"16-bit storage is faster: {best.upper()} {gain:.2f}x v6 FP32. Halving the bytes shortened v6, "
+                     "so DRAM traffic was part of its time: the prediction that 16-bit storage would not help is wrong here.")
+    elif gain <= 1 - STORAGE_NOISE:
+        lines.append(f"Both 16-bit variants are slower (the better {gain:.2f}x v6 FP32): half the bytes did not make v6 "
+                     f"faster, so DRAM traffic does not limit it here{profiled}, as predicted.")
+    else:
+        lines.append(f"Half the bytes, the same time (the better {gain:.2f}x v6 FP32, within {STORAGE_NOISE:.0%}): the "
+                     f"time does not follow the bytes, so DRAM traffic does not limit v6 here{profiled}, as predicted.")
+    return "\n".join(lines)
+
+
+def storage_report(res: dict, layers=LAYERS, batch: int = 1000) -> str:
+    """:func:`storage_summary` of every layer ``res`` holds at ``batch`` (chapter 7's cell), or the
+    message saying the run is missing."""
+    if res.get("source") == "none":
+        return res["message"]
+    held = [layer for layer in layers if str(batch) in res.get("layers", {}).get(layer, {})]
+    return "\n\n".join(storage_summary(res, layer, batch) for layer in held)
+
+
+def storage_measured_ms(res: dict, layer: str = "C1", batch: int = 1000) -> dict:
+    """Name -> ms of the ``--storage`` rows (for ``plots.conv.plot_storage_floors``); empty when
+    nothing is recorded."""
+    if res.get("source") == "none":
+        return {}
+    rows = storage_comparison(res, layer, batch)["rows"]
+    names = {"fp32": "v6 FP32", "fp16": "v6h FP16 storage", "bf16": "v6h BF16 storage"}
+    return {names[st]: r["ms"] for st, r in rows.items()}
 
 
 # ------------------------------------------------------------------------------------------

@@ -285,23 +285,33 @@ def plot_conv_algorithms_c1(batch: int = 1000, *, title: str | None = None):
 
 def plot_storage_floors(batch: int = 1000, measured_ms: dict | None = None, *, title: str | None = None):
     """ECE408's C1 at ``batch``: the memory floor (3.35 TB/s) and the FP32 compute floor (66.9 TFLOP/s)
-    with FP32 and with FP16/BF16 storage (FP32 arithmetic), beside recorded times (``measured_ms``:
-    name -> ms, e.g. v6 from the chapter 6-8 probe)."""
+    with FP32 and with FP16/BF16 storage (FP32 arithmetic), below recorded times (``measured_ms``:
+    name -> ms, e.g. v6 from the chapter 6-8 probe, v6 and v6h from ``conv_gpu.py --storage``), one
+    bar each (bars, not lines: several times within a few µs stay readable)."""
     from ..analysis.conv_algorithms import storage_floors
 
     s = seed_layers()["LeNet C1"]
     floors = {f"{name} storage": storage_floors(batch, s["C"], s["H"], s["W"], s["M"], s["K"], itemsize=size)
               for name, size in (("FP32", 4), ("FP16/BF16", 2))}
-    fig, ax = new_figure(title or f"LeNet C1 at batch {batch:,}: memory and compute floors on the H100", figsize=(9, 3.6))
+    measured = measured_ms or {}
+    fig, ax = new_figure(title or f"LeNet C1 at batch {batch:,}: memory and compute floors on the H100",
+                         figsize=(9, 3.0 + 0.35 * len(measured)))
     ys = np.arange(len(floors))
     for i, (kind, colour) in enumerate((("memory_s", PALETTE[0]), ("compute_s", PALETTE[5]))):
         vals = [f[kind] * 1e6 for f in floors.values()]
         bars = ax.barh(ys + (i - 0.5) * 0.38, vals, 0.38, color=colour,
                        label="memory floor (bytes / 3.35 TB/s)" if i == 0 else "FP32 compute floor (FLOPs / 66.9 TFLOP/s)")
         ax.bar_label(bars, fmt="%.1f µs", fontsize=8)
-    for j, (name, ms) in enumerate((measured_ms or {}).items()):
-        ax.axvline(ms * 1e3, color=PALETTE[(3 + j) % len(PALETTE)], ls="--", label=f"{name}: {ms * 1e3:.0f} µs (recorded)")
-    ax.set_yticks(ys, list(floors))
+    # the recorded times above the floors, so that the legend (lower right) covers none of them
+    times_y = len(floors) + np.arange(len(measured)) * 0.5
+    if measured:
+        bars = ax.barh(times_y, [ms * 1e3 for ms in measured.values()], 0.38, color=PALETTE[7],
+                       label="recorded time")
+        ax.bar_label(bars, fmt="%.0f µs", fontsize=8)
+    ax.set_yticks(np.concatenate([ys, times_y]), list(floors) + list(measured))
+    longest_floor = max(f[k] * 1e6 for f in floors.values() for k in ("memory_s", "compute_s"))
+    # room right of the floors for the legend: the recorded times' bars, or an empty margin
+    ax.set_xlim(0, max([longest_floor * 1.7] + [ms * 1e3 * 1.12 for ms in measured.values()]))
     ax.legend(fontsize=7, loc="lower right")
-    label(ax, "time [µs]", "storage")
+    label(ax, "time [µs]", "storage / version")
     return fig
