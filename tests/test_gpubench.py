@@ -113,6 +113,8 @@ def test_every_kernel_of_every_table_exists_in_its_twins():
         cu = (repo / "kernels" / f"{topic}.cu").read_text()
         exported = set(re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)\(', cu))
         exported |= set(re.findall(r"^V8_KERNEL\((\w+),", cu, re.M))        # gemm.cu's template instances
+        for name in re.findall(r"^V9_KERNEL\((\w+),", cu, re.M):          # v9: a float4 kernel and its scalar twin
+            exported |= {name, name + "_scalar"}
         assert module.VERSIONS, topic
         for v in module.VERSIONS:
             assert v.label.split(" ", 1)[0].startswith("v") or " v" in v.label, v.label

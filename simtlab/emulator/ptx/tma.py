@@ -60,6 +60,9 @@ from .wgmma import swizzle
 SWIZZLES = (0, 32, 64, 128)
 TENSOR_MAP_BYTES = 128
 
+#: an mbarrier's expected arrival count is 1 to 2^20 - 1 (PTX ISA, mbarrier.init)
+MBARRIER_MAX_COUNT = 2 ** 20 - 1
+
 
 def _unsupported():
     from .instructions import UnsupportedInstruction
@@ -232,7 +235,7 @@ def init(c, m, address, count, ins):
     lanes, keys = _keys(c, m, address, ins)
     counts = np.broadcast_to(np.asarray(count, np.int64), (c.n,))[lanes]
     for lane, key, n in zip(lanes.tolist(), keys, counts.tolist()):
-        if not 1 <= n < 1 << 20:
+        if not 1 <= n <= MBARRIER_MAX_COUNT:
             raise c.error_at(lane, f"`{ins}`: an mbarrier's count is 1 to 2^20 - 1, not {n}", ins)
         c.mbarriers[key] = Mbarrier(expected=n, pending=n, line=ins.line)
         if c.written is not None:
