@@ -64,14 +64,14 @@ def cublas(precision, n=4096) -> dict:
 
 
 def main(argv=None) -> int:
-    import cupy
-
-    from simtlab.gpubench.harness import stamp
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or ROOT / "benchmarks/results") / "mma_peak.json")
     p.add_argument("--store", action="store_true", help="also write results.mma_peak of simtlab/data/h100_timings.json")
     args = p.parse_args(argv)
+    import cupy
+
+    from simtlab.gpubench.harness import stamp
+
     module = cupy.RawModule(code=CU.read_text(), options=("-std=c++17",))
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
     result = {"sms": sms, "chains": CHAINS, "rows": []}
