@@ -544,14 +544,44 @@ class V8Config:
         return GemmPlan((self.bm, self.bn), (self.threads,), shared=self.shared_bytes)
 
 
-def _v8_configs(source: str | None = None) -> tuple:
+def _template_configs(cls, line: re.Pattern, knobs: int, source: str | None = None) -> tuple:
+    """One ``cls`` per template line of gemm.cu (``V8_KERNEL(name, knobs...) // reason``)."""
     text = CU_PATH.read_text() if source is None else source
-    return tuple(V8Config(m.group(1), *(int(m.group(i)) for i in range(2, 14)), (m.group(14) or "").strip())
-                 for m in _V8_LINE.finditer(text))
+    return tuple(cls(m.group(1), *(int(m.group(i)) for i in range(2, knobs + 2)), (m.group(knobs + 2) or "").strip())
+                 for m in line.finditer(text))
+
+
+def _find_config(configs: tuple, kernel: str, family: str):
+    """The entry of ``configs`` called ``kernel`` (KeyError naming the known ones)."""
+    for c in configs:
+        if c.kernel == kernel:
+            return c
+    raise KeyError(f"no {family} configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in configs)}")
+
+
+def _reduced_source(kernel: str, macro: str, sections: list) -> str:
+    """gemm.cu with every line blanked (line numbers kept) except the file's head, the float4
+    helpers, the ``sections`` given as (first line's marker, marker of the line after the last,
+    offset added to both), and of the ``macro(...)`` lines only ``kernel``'s."""
+    text = CU_PATH.read_text()
+    lines = text.splitlines(keepends=True)
+
+    def line_of(marker):
+        return text[:text.index(marker)].count("\n")
+
+    keep = [(0, line_of("#define TILE 16") + 1), (line_of("// A 4-wide slice of row r"), line_of("// v6's body"))]
+    keep += [(line_of(first) + shift, line_of(after) + shift) for first, after, shift in sections]
+    out = []
+    for i, line in enumerate(lines):
+        kept = any(a <= i < b for a, b in keep)
+        if line.startswith(f"{macro}(") and not line.startswith(f"{macro}({kernel},"):
+            kept = False
+        out.append(line if kept else "\n")
+    return "".join(out)
 
 
 #: every V8_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
-V8_CONFIGS = _v8_configs()
+V8_CONFIGS = _template_configs(V8Config, _V8_LINE, 12)
 #: the configuration the chapter's v8 row runs: the fastest correct one of the last sweep on the
 #: H100 (benchmarks/results/gemm_v8_sweep_h100.json, "best"); set by hand after a sweep
 V8_CHAMPION = "gemm_v8_128x256x8_w64x64_t16x8_s3_g8_b1"
@@ -559,10 +589,7 @@ V8_CHAMPION = "gemm_v8_128x256x8_w64x64_t16x8_s3_g8_b1"
 
 def v8_config(kernel: str) -> V8Config:
     """The V8_CONFIGS entry of ``kernel`` (KeyError naming the known ones)."""
-    for c in V8_CONFIGS:
-        if c.kernel == kernel:
-            return c
-    raise KeyError(f"no v8 configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in V8_CONFIGS)}")
+    return _find_config(V8_CONFIGS, kernel, "v8")
 
 
 def v8_source(kernel: str) -> str:
@@ -571,22 +598,7 @@ def v8_source(kernel: str) -> str:
     V8_KERNEL line. What the sweep compiles per configuration: quick, and one configuration
     that fails to build leaves the others timed."""
     v8_config(kernel)
-    text = CU_PATH.read_text()
-    lines = text.splitlines(keepends=True)
-
-    def line_of(marker):
-        return text[:text.index(marker)].count("\n")
-
-    keep = [(0, line_of("#define TILE 16") + 1),
-            (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
-            (line_of("// v8: what v7 still lacked") - 1, line_of("// v9: v8's sweep showed") - 1)]
-    out = []
-    for i, line in enumerate(lines):
-        kept = any(a <= i < b for a, b in keep)
-        if line.startswith("V8_KERNEL(gemm_v8_") and not line.startswith(f"V8_KERNEL({kernel},"):
-            kept = False
-        out.append(line if kept else "\n")
-    return "".join(out)
+    return _reduced_source(kernel, "V8_KERNEL", [("// v8: what v7 still lacked", "// v9: v8's sweep showed", -1)])
 
 
 # ------------------------------------------------------------------------------------------
@@ -648,14 +660,8 @@ class V9Config:
         return GemmPlan((self.bm, self.bn), (self.threads,), scalar=self.kernel + "_scalar")
 
 
-def _v9_configs(source: str | None = None) -> tuple:
-    text = CU_PATH.read_text() if source is None else source
-    return tuple(V9Config(m.group(1), *(int(m.group(i)) for i in range(2, 12)), (m.group(12) or "").strip())
-                 for m in _V9_LINE.finditer(text))
-
-
 #: every V9_KERNEL line of gemm.cu: the sweep benchmarks/gemm_v8_sweep.py times against cuBLAS
-V9_CONFIGS = _v9_configs()
+V9_CONFIGS = _template_configs(V9Config, _V9_LINE, 10)
 #: the configuration the chapter's v9 row runs: the fastest correct one of the last sweep on the
 #: H100 (benchmarks/results/gemm_v9_sweep_h100.json, "best_v9"); set by hand after a sweep
 V9_CHAMPION = "gemm_v9_128x128x8_w2x2_t16x8_g0_b2"
@@ -663,34 +669,16 @@ V9_CHAMPION = "gemm_v9_128x128x8_w2x2_t16x8_g0_b2"
 
 def v9_config(kernel: str) -> V9Config:
     """The V9_CONFIGS entry of ``kernel`` (KeyError naming the known ones)."""
-    for c in V9_CONFIGS:
-        if c.kernel == kernel:
-            return c
-    raise KeyError(f"no v9 configuration {kernel!r}; gemm.cu has {', '.join(c.kernel for c in V9_CONFIGS)}")
+    return _find_config(V9_CONFIGS, kernel, "v9")
 
 
 def v9_source(kernel: str) -> str:
     """gemm.cu reduced to what v9's ``kernel`` needs (as :func:`v8_source`): the file's head, the
     float4 helpers, the block swizzle and the v9 section with only that V9_KERNEL line."""
     v9_config(kernel)
-    text = CU_PATH.read_text()
-    lines = text.splitlines(keepends=True)
-
-    def line_of(marker):
-        return text[:text.index(marker)].count("\n")
-
-    keep = [(0, line_of("#define TILE 16") + 1),
-            (line_of("// A 4-wide slice of row r"), line_of("// v6's body")),
-            (line_of("__device__ __forceinline__ unsigned shared_address"),
-             line_of("template <int BM, int BN, int BK, int WM, int WN, int WMITER")),
-            (line_of("// v9: v8's sweep showed") - 1, line_of("// The seed report's layer") - 1)]
-    out = []
-    for i, line in enumerate(lines):
-        kept = any(a <= i < b for a, b in keep)
-        if line.startswith("V9_KERNEL(gemm_v9_") and not line.startswith(f"V9_KERNEL({kernel},"):
-            kept = False
-        out.append(line if kept else "\n")
-    return "".join(out)
+    return _reduced_source(kernel, "V9_KERNEL", [
+        ("__device__ __forceinline__ unsigned shared_address", "template <int BM, int BN, int BK, int WM, int WN, int WMITER", 0),
+        ("// v9: v8's sweep showed", "// The seed report's layer", -1)])
 
 
 class GemmPlan:
