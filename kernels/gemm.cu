@@ -384,13 +384,13 @@ __device__ __forceinline__ void gemm_v7_body(const float* __restrict__ A, const 
                 for (int j = 0; j < TN; j += 4) {
                     const int col = col0 + warp_col * WN + wn * WSUBN + lane_col * TN + j;
                     const float* v = &acc[wm * TM + i][wn * TN + j];
-                    if (!SPLIT) {
-                        store4<VEC>(C, row, col, M, N, make_float4(v[0], v[1], v[2], v[3]));
-                        continue;
-                    }
+                    if (SPLIT) {
 #pragma unroll
-                    for (int e = 0; e < 4; ++e)
-                        if (row < M && col + e < N) atomicAdd(&C[(size_t)row * N + col + e], v[e]);
+                        for (int e = 0; e < 4; ++e)
+                            if (row < M && col + e < N) atomicAdd(&C[(size_t)row * N + col + e], v[e]);
+                    } else {
+                        store4<VEC>(C, row, col, M, N, make_float4(v[0], v[1], v[2], v[3]));
+                    }
                 }
         }
 }
