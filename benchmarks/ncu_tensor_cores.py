@@ -1,0 +1,60 @@
+"""Launch chapter 9's tensor-core kernels (and cuBLAS) a few times at 4096^3 so Nsight Compute can
+profile them: what a stall profile of the mma.sync versions needs (the TF32 goal: which part of
+feeding the MMAs costs most, against mma.sync's measured ceiling, benchmarks/mma_peak.py).
+
+    ncu --kernel-name regex:"tc_v6|xmma|gemm" --launch-skip 1 --launch-count 1 --metrics ... \\
+        python benchmarks/ncu_tensor_cores.py tc_v6s_tf32_128x256x32_w64x64_s3_b1 cublas:tf32 [--launches 2]
+
+Each argument is a kernel of kernels/tensor_cores.py (VERSIONS or SWEEP: its precision is the
+version's) or ``cublas:<precision>``; every one is launched ``--launches`` times, in the order
+given, on the inputs chapter 9's benchmark uses (``gpubench.tensor_cores.device_inputs``).
+``tools/device_tensor_cores_ncu.sh`` runs the profile this course keeps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("CUPY_TF32", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def version_of(kernel: str):
+    """The VERSIONS/SWEEP entry of chapter 9 whose kernel is ``kernel`` (KeyError naming the options)."""
+    from simtlab.kernels import tensor_cores as T
+
+    for v in T.VERSIONS + T.SWEEP:
+        if v.kernel == kernel:
+            return v
+    raise KeyError(f"no tensor-core version runs {kernel!r}; e.g. {', '.join(v.kernel for v in T.SWEEP[:3])}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("kernels", nargs="+", help="tensor_cores.cu kernels, or cublas:tf32|fp16|bf16|fp32")
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--launches", type=int, default=2)
+    args = p.parse_args(argv)
+    plans = [(name, None if name.startswith("cublas:") else version_of(name)) for name in args.kernels]
+
+    import cupy
+
+    from simtlab.gpubench import tensor_cores as TC
+
+    n = args.size
+    for name, version in plans:
+        precision = name.split(":", 1)[1] if version is None else version.precision
+        _, _, a, b = TC.device_inputs((n, n, n), precision)
+        c = cupy.empty((n, n), cupy.float32)
+        run = TC.cublas_runner(precision, a, b, c) if version is None else TC.runner(version, a, b, c)
+        for _ in range(args.launches):
+            run()
+        cupy.cuda.runtime.deviceSynchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""The Nsight Compute launcher of chapter 9 (benchmarks/ncu_tensor_cores.py) and the device script
+that drives it: every kernel the script names is one the launcher can run, so the profile does not
+fail on a renamed version after the device time is spent."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _launcher():
+    spec = importlib.util.spec_from_file_location("ncu_tensor_cores", ROOT / "benchmarks" / "ncu_tensor_cores.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_kernel_the_device_script_profiles_resolves():
+    script = (ROOT / "tools" / "device_tensor_cores_ncu.sh").read_text()
+    names = re.search(r'^KERNELS="([^"]+)"', script, re.M).group(1).split()
+    launcher = _launcher()
+    kernels = [n for n in names if not n.startswith("cublas:")]
+    assert kernels and all(launcher.version_of(n).kernel == n for n in kernels)
+    assert {n.split(":")[1] for n in names if n.startswith("cublas:")} <= {"fp32", "tf32", "fp16", "bf16"}
+
+
+def test_an_unknown_kernel_is_refused_by_name():
+    with pytest.raises(KeyError, match="no tensor-core version runs 'tc_nothing'"):
+        _launcher().version_of("tc_nothing")
