@@ -19,14 +19,16 @@ judged fairly, with cuBLAS SGEMM (FP32) as its GEMM (the whole layer, and the SG
 course's v2, v3 and v3b (the offset table, CUDA C and numba), v6, against cuDNN in the same run;
 and the SASS of v3's and v3b's CUDA C (opcode counts of the whole kernel and of its hottest loop,
 ``benchmarks/sass_gemm.py``'s helpers). It writes plain JSON to ``--out`` (default
-``benchmarks/results/conv_optim_h100.json``), which chapter 7 reads.
+``benchmarks/results/conv_optim_h100.json``) and the same entry to ``topics.conv_optim`` of the
+package's store, which chapter 7 reads (a built wheel ships the store, not benchmarks/).
 
     python benchmarks/conv_gpu.py --storage [--layers C1 C3] [--batches 1000] [--out FILE]
 
 ``--storage`` times v6 (FP32) against v6h, the same kernel and tile with x and y stored in FP16
 and in BF16 (``gpubench.conv.storage_cases``), in one run: each row's bytes (x and y in its own
 width, w in FP32), its achieved GB/s, and its time against v6 FP32. Plain JSON to ``--out``
-(default ``benchmarks/results/conv_storage_h100.json``), which chapter 7 reads.
+(default ``benchmarks/results/conv_storage_h100.json``) and to ``topics.conv_storage`` of the store,
+which chapter 7 reads.
 """
 
 from __future__ import annotations
@@ -123,66 +125,69 @@ def sass_counts(names=("conv_v3_implicit_gemm", "conv_v3b_offset_table")) -> dic
     return out
 
 
-def optim(args) -> int:
-    """``--optim``: the optimisation rows of each layer and batch, then the SASS of v3 and v3b."""
-    import json
-
+def _layer_rows(args, module_of, cases_of, title: str, extra=None) -> tuple:
+    """Run ``module_of(layer)`` (a gpubench topic of rows) on each layer and batch in one run:
+    ``(data, batches)``, every row with its TFLOP/s, every layer entry with ``extra(res, flops)``
+    added (bytes, roofline, ...)."""
     from simtlab.gpubench import conv as G
     from simtlab.gpubench.harness import run_topic, stamp
 
-    out = args.out or ROOT / G.OPTIM_PATH
     batches = args.batches if args.batches != list(G.BATCHES) else [1000]
     data = {**stamp(), "peaks": {"fp32_tflops": H100_FP32_TFLOPS, "hbm_gbps": H100_HBM_GBPS}, "layers": {}}
     for layer in args.layers:
         for batch in batches:
-            print(f"== {layer}, batch {batch:,}: optimisation rows ==", flush=True)
-            res = run_topic(G.optim_module(layer), n=batch, sweep=None, check_n=G.CHECK_BATCH,
-                            only=args.only, log=lambda s: print(s, flush=True))
-            flops = G.optim_cases(layer)[0].flops(batch)
-            nbytes = res["rows"][0]["bytes"]
+            print(f"== {layer}, batch {batch:,}: {title} ==", flush=True)
+            res = run_topic(module_of(layer), n=batch, sweep=None, check_n=G.CHECK_BATCH,
+                            only=getattr(args, "only", None), log=lambda s: print(s, flush=True))
+            flops = cases_of(layer)[0].flops(batch)
             for r in res["rows"]:
                 r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
-            res.update(layer=layer, batch=batch, flops=flops, bytes=nbytes, shape=G.layer_shape(layer),
-                       roofline_ms=max(flops / (H100_FP32_TFLOPS * 1e12), nbytes / (H100_HBM_GBPS * 1e9)) * 1e3)
+            res.update(layer=layer, batch=batch, flops=flops, shape=G.layer_shape(layer), **(extra(res, flops) if extra else {}))
             data["layers"].setdefault(layer, {})[str(batch)] = res
-            print(G.summary_table({**data, "source": "measured"}, layer, batch), flush=True)
-    data["sass"] = sass_counts()
+    return data, batches
+
+
+def _write(data: dict, out: Path, key: str) -> None:
+    """The run's JSON file, and the same entry in the package's store (what a built wheel shows)."""
+    import json
+
+    from simtlab import gpubench
+
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")
-    res = {**data, "source": "recorded"}
+    gpubench.store(key, data)
+    print(f"written to {out} and topics.{key} of the store")
+
+
+def optim(args) -> int:
+    """``--optim``: the optimisation rows of each layer and batch, then the SASS of v3 and v3b."""
+    from simtlab.gpubench import conv as G
+
+    def roofline(res, flops):
+        nbytes = res["rows"][0]["bytes"]
+        return {"bytes": nbytes, "roofline_ms": max(flops / (H100_FP32_TFLOPS * 1e12), nbytes / (H100_HBM_GBPS * 1e9)) * 1e3}
+
+    data, batches = _layer_rows(args, G.optim_module, G.optim_cases, "optimisation rows", roofline)
     for layer in args.layers:
         for batch in batches:
-            print(G.fair_gemm_summary(res, layer, batch))
-    print(f"written to {out}")
+            print(G.summary_table({**data, "source": "measured"}, layer, batch), flush=True)
+    data["sass"] = sass_counts()
+    _write(data, args.out or ROOT / G.OPTIM_PATH, G.OPTIM_KEY)
+    for layer in args.layers:
+        for batch in batches:
+            print(G.fair_gemm_summary({**data, "source": "recorded"}, layer, batch))
     return 0
 
 
 def storage(args) -> int:
     """``--storage``: v6 FP32, v6h FP16 and v6h BF16 on each layer and batch, in one run."""
-    import json
-
     from simtlab.gpubench import conv as G
-    from simtlab.gpubench.harness import run_topic, stamp
 
-    out = args.out or ROOT / G.STORAGE_PATH
-    batches = args.batches if args.batches != list(G.BATCHES) else [1000]
-    data = {**stamp(), "peaks": {"fp32_tflops": H100_FP32_TFLOPS, "hbm_gbps": H100_HBM_GBPS}, "layers": {}}
-    for layer in args.layers:
-        for batch in batches:
-            print(f"== {layer}, batch {batch:,}: v6 FP32 against FP16 and BF16 storage ==", flush=True)
-            res = run_topic(G.storage_module(layer), n=batch, sweep=None, check_n=G.CHECK_BATCH,
-                            log=lambda s: print(s, flush=True))
-            flops = G.storage_cases(layer)[0].flops(batch)
-            for r in res["rows"]:
-                r["tflops"] = flops / (r["median_ms"] * 1e-3) / 1e12
-            res.update(layer=layer, batch=batch, flops=flops, shape=G.layer_shape(layer))
-            data["layers"].setdefault(layer, {})[str(batch)] = res
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=1) + "\n")
+    data, batches = _layer_rows(args, G.storage_module, G.storage_cases, "v6 FP32 against FP16 and BF16 storage")
+    _write(data, args.out or ROOT / G.STORAGE_PATH, G.STORAGE_KEY)
     for layer in args.layers:
         for batch in batches:
             print(G.storage_summary({**data, "source": "measured"}, layer, batch))
-    print(f"written to {out}")
     return 0
 
 

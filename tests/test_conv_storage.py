@@ -121,3 +121,18 @@ def test_PENDING_storage_is_measured_on_the_h100():
     for layer in ("C1", "C3"):
         assert not res["layers"][layer]["1000"]["errors"], res["layers"][layer]["1000"]["errors"]
         assert "v6 FP32" in G.storage_summary(res, layer)
+
+
+@pytest.mark.parametrize("key, path", [("conv_optim", "benchmarks/results/conv_optim_h100.json"),
+                                       ("conv_storage", "benchmarks/results/conv_storage_h100.json")])
+def test_the_package_store_holds_the_recorded_run_a_wheel_shows(key, path):
+    """Chapter 7 reads these runs from the store that ships in the wheel, not from the checkout."""
+    import json
+    from pathlib import Path
+
+    from simtlab import gpubench
+
+    file = json.loads((Path(__file__).resolve().parent.parent / path).read_text())
+    assert gpubench.stored(key) == file
+    loaded = {"conv_optim": G.optim_recorded, "conv_storage": G.storage_recorded}[key]()
+    assert loaded["source"] == "recorded" and loaded["date"] == file["date"]

@@ -38,8 +38,8 @@ V5_CONFIGS = {
 __all__ = ["TOPIC", "REFERENCE", "LAYERS", "BATCHES", "V5_CONFIGS", "layer_shape", "recorded",
            "probe", "cudnn_algorithm", "cudnn_table", "PROBE_KEY",
            "measure", "results", "summary_table", "conv_runner", "torch_runner", "layer_module", "cases",
-           "CHECK_BATCH", "im2col_cublas_runner", "optim_cases", "optim_module", "OPTIM_PATH", "optim_recorded",
-           "fair_gemm_summary", "STORAGE_ROWS", "storage_cases", "storage_module", "STORAGE_PATH",
+           "CHECK_BATCH", "im2col_cublas_runner", "optim_cases", "optim_module", "OPTIM_PATH", "OPTIM_KEY", "optim_recorded",
+           "fair_gemm_summary", "STORAGE_ROWS", "storage_cases", "storage_module", "STORAGE_PATH", "STORAGE_KEY",
            "storage_recorded", "storage_comparison", "storage_summary", "STORAGE_NOISE",
            "storage_report", "storage_measured_ms"]
 
@@ -235,20 +235,35 @@ def optim_module(layer: str):
 OPTIM_PATH = "benchmarks/results/conv_optim_h100.json"
 
 
-def optim_recorded(path=None) -> dict:
-    """The optimisation rows recorded by ``benchmarks/conv_gpu.py --optim`` (``source``:
-    'recorded'), or ``{"source": "none", "message": ...}`` naming the command that records them."""
+OPTIM_KEY = "conv_optim"
+
+
+def _recorded_run(key: str, rel_path: str, missing: str, path=None) -> dict:
+    """What a ``benchmarks/conv_gpu.py`` mode recorded (``source``: 'recorded'): the file at
+    ``path`` when given, else the package's store (``topics[key]``, which a built wheel ships),
+    else the checkout's ``rel_path``; ``{"source": "none", "message": missing}`` when none has it."""
     import json
     from pathlib import Path
 
+    from . import stored
     from ..paths import checkout_root
 
-    root = checkout_root()
-    file = Path(path) if path else (root / OPTIM_PATH if root else None)
-    if file is None or not file.exists():
-        return {"source": "none", "message": "No optimisation rows recorded yet: run "
-                "CUPY_TF32=0 python benchmarks/conv_gpu.py --optim on a GPU."}
-    return {**json.loads(file.read_text()), "source": "recorded"}
+    if path is None:
+        entry = stored(key)
+        if entry is not None:
+            return {**entry, "source": "recorded"}
+        root = checkout_root()
+        path = root / rel_path if root else None
+    if path is None or not Path(path).exists():
+        return {"source": "none", "message": missing}
+    return {**json.loads(Path(path).read_text()), "source": "recorded"}
+
+
+def optim_recorded(path=None) -> dict:
+    """The optimisation rows recorded by ``benchmarks/conv_gpu.py --optim`` (``source``:
+    'recorded'), or ``{"source": "none", "message": ...}`` naming the command that records them."""
+    return _recorded_run(OPTIM_KEY, OPTIM_PATH, "No optimisation rows recorded yet: run "
+                         "CUPY_TF32=0 python benchmarks/conv_gpu.py --optim on a GPU.", path)
 
 
 def _row(entry, start: str):
@@ -336,20 +351,14 @@ def storage_module(layer: str):
 STORAGE_PATH = "benchmarks/results/conv_storage_h100.json"
 
 
+STORAGE_KEY = "conv_storage"
+
+
 def storage_recorded(path=None) -> dict:
     """The storage rows recorded by ``benchmarks/conv_gpu.py --storage`` (``source``: 'recorded'),
     or ``{"source": "none", "message": ...}`` naming the command that records them."""
-    import json
-    from pathlib import Path
-
-    from ..paths import checkout_root
-
-    root = checkout_root()
-    file = Path(path) if path else (root / STORAGE_PATH if root else None)
-    if file is None or not file.exists():
-        return {"source": "none", "message": "The 16-bit storage variant is not measured yet: run "
-                "python benchmarks/conv_gpu.py --storage on a GPU."}
-    return {**json.loads(file.read_text()), "source": "recorded"}
+    return _recorded_run(STORAGE_KEY, STORAGE_PATH, "The 16-bit storage variant is not measured yet: run "
+                         "python benchmarks/conv_gpu.py --storage on a GPU.", path)
 
 
 def storage_comparison(res: dict, layer: str = "C1", batch: int = 1000) -> dict:
