@@ -36,48 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CUPY_TF32", "0")
 
+from simtlab.gpubench.torch_timing import events_ms, kernel_times  # noqa: E402  (torch is imported when they run)
+
 SECTIONS = ("cudnn", "compile", "gemm", "batch1")
 
 
-def _events_ms(fn, repeat=15, inner=20):
-    """Median ms of one ``fn()``: CUDA events around ``inner`` back-to-back calls, ``repeat`` times."""
-    import statistics
-
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(inner):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / inner)
-    return statistics.median(times)
-
-
 def _kernels_run(fn):
-    """``[(kernel name, total µs)]`` of the CUDA kernels one ``fn()`` ran, longest first."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    rows = []
-    for e in prof.key_averages():
-        t = getattr(e, "device_time_total", None)
-        if t is None:
-            t = getattr(e, "cuda_time_total", 0)
-        if t:
-            rows.append((e.key, float(t)))
-    return sorted(rows, key=lambda r: -r[1])[:4]
+    """``[(kernel name, total µs)]`` of the four longest CUDA kernels one ``fn()`` ran."""
+    return kernel_times(fn)[:4]
 
 
 def cudnn_table(log):
@@ -108,7 +74,7 @@ def cudnn_table(log):
                 try:
                     def run():
                         return torch.nn.functional.conv2d(xa, wa)
-                    ms = _events_ms(run)
+                    ms = events_ms(run)
                     kernels = _kernels_run(run)
                     row = {"layer": layer, "layout": layout, "precision": pname, "ms": ms,
                            "tflops": flops / ms / 1e9, "kernels": kernels}
@@ -127,7 +93,7 @@ def cudnn_table(log):
         for name, label, cfg in course:
             try:
                 run, _ = G.conv_runner(label, "cuda-c", x, w, config=cfg)
-                ms = _events_ms(run)
+                ms = events_ms(run)
                 out["rows"].append({"layer": layer, "layout": "NCHW", "precision": "fp32 (course)",
                                     "name": name, "ms": ms, "tflops": flops / ms / 1e9})
                 log(f"course {layer} {name}: {ms:.3f} ms")
@@ -155,18 +121,18 @@ def compile_rows(log):
         x = np.random.default_rng(0).random((batch, 1, 28, 28), dtype=np.float32)
         xt = torch.from_numpy(x).cuda()
         with torch.inference_mode():
-            eager = _events_ms(lambda: model(xt))
+            eager = events_ms(lambda: model(xt))
             t0 = time.perf_counter()
             compiled = torch.compile(model)
             compiled(xt)
             torch.cuda.synchronize()
             compile_s = time.perf_counter() - t0
-            comp = _events_ms(lambda: compiled(xt))
+            comp = events_ms(lambda: compiled(xt))
             cl_model = GC.torch_model(params).to(memory_format=torch.channels_last)
             xcl = xt.contiguous(memory_format=torch.channels_last)
-            cl = _events_ms(lambda: cl_model(xcl))
+            cl = events_ms(lambda: cl_model(xcl))
         run, _, _ = GC.course_forward(GC.to_gpu_params(params), cupy.asarray(x))
-        course = _events_ms(run)
+        course = events_ms(run)
         row = {"batch": batch, "eager_ms": eager, "channels_last_ms": cl, "compile_ms": comp,
                "compile_seconds": compile_s, "course_fused_ms": course}
         out["rows"].append(row)
@@ -189,7 +155,7 @@ def gemm_ablation(log):
     source = cu_path("gemm").read_text()
     flops = 2.0 * n ** 3
     out = {"n": n, "rows": []}
-    cublas_ms = _events_ms(cublas_runner(a, b, c), inner=5)
+    cublas_ms = events_ms(cublas_runner(a, b, c), inner=5)
     out["cublas_ms"] = cublas_ms
     log(f"cuBLAS SGEMM {n}^3: {cublas_ms:.3f} ms, {flops / cublas_ms / 1e9:.1f} TFLOP/s")
     bm = 128
@@ -202,7 +168,7 @@ def gemm_ablation(log):
 
                 def run(k=k):
                     k(grid, (256,), (a, b, c, cupy.int32(n), cupy.int32(n), cupy.int32(n)))
-                ms = _events_ms(run, inner=5)
+                ms = events_ms(run, inner=5)
                 err = float(cupy.abs(c - want).max() / cupy.abs(want).max())
                 row = {"kernel": kernel, "min_blocks": blocks, "regs": int(k.num_regs),
                        "local_bytes": int(k.local_size_bytes), "ms": ms,
@@ -226,12 +192,12 @@ def batch1(log):
     out = {"kernels": {}}
     run, _, steps = GC.course_forward(params, x)
     for layer, step in steps.items():
-        ms = _events_ms(step, inner=1000, repeat=5)
+        ms = events_ms(step, inner=1000, repeat=5)
         out["kernels"][layer] = {"ms": ms, "launches": len(step.keep)}
         log(f"batch 1, {layer} alone ({len(step.keep)} launches): {ms * 1e3:.1f} µs")
-    out["forward_eager_ms"] = _events_ms(run, inner=1000, repeat=5)
+    out["forward_eager_ms"] = events_ms(run, inner=1000, repeat=5)
     replay, stream = GC.capture_graph(run)
-    out["forward_graph_ms"] = _events_ms(replay, inner=1000, repeat=5)
+    out["forward_graph_ms"] = events_ms(replay, inner=1000, repeat=5)
     log(f"batch 1 forward: eager {out['forward_eager_ms'] * 1e3:.1f} µs, graph "
         f"{out['forward_graph_ms'] * 1e3:.1f} µs")
     return out

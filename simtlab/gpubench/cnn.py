@@ -27,6 +27,7 @@ import numpy as np
 
 from ..kernels import cnn
 from .launch import bind
+from .torch_timing import events_ms, kernel_times
 
 __all__ = ["course_forward", "conv1_paths", "torch_model", "torch_layers", "capture_graph", "to_gpu_params",
            "measure", "results", "wall_ms", "batch1_kernels", "pytorch_modes", "BATCH1_KERNELS",
@@ -456,45 +457,9 @@ def _graph_replays_eager(run, replay, stream, xg, out, image, params) -> dict:
             "graph_max_abs_diff_vs_reference": float(np.abs(captured - ref).max())}
 
 
-def _torch_events_ms(fn, repeat: int = 15, inner: int = 20) -> float:
-    """Median ms of one ``fn()``: CUDA events on PyTorch's current stream (the legacy default
-    stream, where CuPy's default launches go too) around ``inner`` back-to-back calls."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(inner):
-            fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / inner)
-    return statistics.median(times)
-
-
-def _torch_kernel_times(fn) -> list:
-    """``[(kernel name, µs), ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler: each
-    kernel's own GPU time, no launch gaps), longest first."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    rows = [(e.key, float(getattr(e, "device_time_total", 0) or getattr(e, "cuda_time_total", 0)))
-            for e in prof.key_averages()]
-    return [(name, t) for name, t in sorted(rows, key=lambda r: -r[1]) if t]
-
-
 def _torch_kernels(fn) -> list:
     """``[kernel name, ...]`` of the CUDA kernels one ``fn()`` ran (torch.profiler), longest first."""
-    return [name for name, _ in _torch_kernel_times(fn)][:4]
+    return [name for name, _ in kernel_times(fn)][:4]
 
 
 def cudnn_fused_rows(batch: int = 10_000, *, compile: bool = True, log=print) -> dict:
@@ -544,25 +509,25 @@ def cudnn_fused_rows(batch: int = 10_000, *, compile: bool = True, log=print) ->
         with torch.inference_mode():
             separate = lambda: F.relu(F.conv2d(xt, wt, bt))                                  # noqa: E731
             fused = lambda: torch.cudnn_convolution_relu(xt, wt, bt, (1, 1), (0, 0), (1, 1), 1)  # noqa: E731
-            conv = {"PyTorch conv2d, then ReLU": _torch_events_ms(separate),
-                    "cuDNN fused conv + bias + ReLU": _torch_events_ms(fused)}
-            pooled = {"PyTorch conv2d, ReLU, max-pool": _torch_events_ms(lambda: F.max_pool2d(separate(), 2)),
+            conv = {"PyTorch conv2d, then ReLU": events_ms(separate),
+                    "cuDNN fused conv + bias + ReLU": events_ms(fused)}
+            pooled = {"PyTorch conv2d, ReLU, max-pool": events_ms(lambda: F.max_pool2d(separate(), 2)),
                       "cuDNN fused conv + bias + ReLU, then max-pool":
-                          _torch_events_ms(lambda: F.max_pool2d(fused(), 2))}
+                          events_ms(lambda: F.max_pool2d(fused(), 2))}
             result["kernels"][f"conv{layer}"] = _torch_kernels(fused)
             diffs = {"cuDNN fused": _rel_diff(fused().cpu().numpy(), ref[f"conv{layer}"]),
                      "PyTorch separate": _rel_diff(separate().cpu().numpy(), ref[f"conv{layer}"])}
             if compile:
                 both = torch.compile(lambda: F.relu(F.conv2d(xt, wt, bt)))
                 pool = torch.compile(lambda: F.max_pool2d(F.relu(F.conv2d(xt, wt, bt)), 2))
-                conv["torch.compile conv, ReLU"] = _torch_events_ms(both)
-                pooled["torch.compile conv, ReLU, max-pool"] = _torch_events_ms(pool)
+                conv["torch.compile conv, ReLU"] = events_ms(both)
+                pooled["torch.compile conv, ReLU, max-pool"] = events_ms(pool)
         steps = {conv_path: course[conv_path][2] for conv_path in course}
         direct, pool = steps["direct"][f"conv{layer}"], steps["direct"][f"pool{layer}"]
-        conv["course implicit GEMM, bias + ReLU in the store"] = _torch_events_ms(steps["implicit"][f"conv{layer}"])
-        conv["course direct, bias + ReLU in the store"] = _torch_events_ms(direct)
-        pooled["course direct, then max-pool"] = _torch_events_ms(lambda: (direct(), pool()))
-        pooled["course conv + bias + ReLU + pool, one kernel"] = _torch_events_ms(steps["fused"][f"conv{layer}+pool{layer}"])
+        conv["course implicit GEMM, bias + ReLU in the store"] = events_ms(steps["implicit"][f"conv{layer}"])
+        conv["course direct, bias + ReLU in the store"] = events_ms(direct)
+        pooled["course direct, then max-pool"] = events_ms(lambda: (direct(), pool()))
+        pooled["course conv + bias + ReLU + pool, one kernel"] = events_ms(steps["fused"][f"conv{layer}+pool{layer}"])
         for conv_path in ("implicit", "direct"):
             diffs[f"course {conv_path}"] = _rel_diff(cupy.asnumpy(course[conv_path][1][f"conv{layer}"]),
                                                      ref[f"conv{layer}"])
@@ -711,9 +676,9 @@ def _tc_cudnn_child(request_json: str) -> None:
                     with torch.inference_mode():
                         conv = lambda: F.conv2d(xa, wa, ba)                           # noqa: E731
                         layer_fn = lambda: F.relu(F.conv2d(xa, wa, ba))               # noqa: E731
-                        row["ms"] = _torch_events_ms(layer_fn, repeat=req["repeat"])   # conv + bias + ReLU
-                        row["ms_conv_only"] = _torch_events_ms(conv, repeat=req["repeat"])
-                        kernels = _torch_kernel_times(layer_fn)
+                        row["ms"] = events_ms(layer_fn, repeat=req["repeat"])   # conv + bias + ReLU
+                        row["ms_conv_only"] = events_ms(conv, repeat=req["repeat"])
+                        kernels = kernel_times(layer_fn)
                         row["kernels"] = [[n, t] for n, t in kernels[:4]]
                         row["kernel_ms"] = sum(t for _, t in kernels) / 1e3          # the GPU's own time, no gaps
                         got = layer_fn()[:TC_CHECK_IMAGES].float().contiguous().cpu().numpy()
