@@ -27,6 +27,7 @@ CU = Path(__file__).with_suffix(".cu")
 KERNELS = (("mma_peak_tf32", "tf32", 2 * 16 * 8 * 8), ("mma_peak_f16", "fp16", 2 * 16 * 8 * 16),
            ("mma_peak_bf16", "bf16", 2 * 16 * 8 * 16))
 CHAINS = 8
+ITERATIONS = 4096         # loop trips of every warp (each trip: CHAINS independent mma.sync)
 SHAPES = ((1, 128), (2, 128), (4, 128), (1, 256), (2, 256), (4, 256))    # blocks per SM, threads per block
 
 
@@ -38,7 +39,7 @@ def ceiling(kernel, flops_per_mma, sms, log) -> dict:
     best = None
     for per_sm, threads in SHAPES:
         blocks = sms * per_sm
-        iterations = 4096
+        iterations = ITERATIONS
         out = cupy.empty(blocks * threads, cupy.float32)
         args = (out, cupy.int32(iterations), cupy.uint32(7))
         t = time_launches(lambda: kernel((blocks,), (threads,), args), warmup=2, repeat=7, batch_ms=20.0)

@@ -6,7 +6,8 @@ feeding the MMAs costs most, against mma.sync's measured ceiling, benchmarks/mma
         python benchmarks/ncu_tensor_cores.py tc_v6s_tf32_128x256x32_w64x64_s3_b1 cublas:tf32 [--launches 2]
 
 Each argument is a kernel of kernels/tensor_cores.py (VERSIONS or SWEEP: its precision is the
-version's) or ``cublas:<precision>``; every one is launched ``--launches`` times, in the order
+version's) or ``cublas:<precision>`` (``cublas:tf32:bt``: B^T given, both operands K-major, the
+layout of the v6t ``_bt`` kernels); every one is launched ``--launches`` times, in the order
 given, on the inputs chapter 9's benchmark uses (``gpubench.tensor_cores.device_inputs``).
 ``tools/device_tensor_cores_ncu.sh`` runs the profile this course keeps.
 """
@@ -34,7 +35,7 @@ def version_of(kernel: str):
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("kernels", nargs="+", help="tensor_cores.cu kernels, or cublas:tf32|fp16|bf16|fp32")
+    p.add_argument("kernels", nargs="+", help="tensor_cores.cu kernels, or cublas:tf32|fp16|bf16|fp32[:bt]")
     p.add_argument("--size", type=int, default=4096)
     p.add_argument("--launches", type=int, default=2)
     args = p.parse_args(argv)
@@ -46,10 +47,16 @@ def main(argv=None) -> int:
 
     n = args.size
     for name, version in plans:
-        precision = name.split(":", 1)[1] if version is None else version.precision
+        parts = name.split(":")
+        precision = parts[1] if version is None else version.precision
         _, _, a, b = TC.device_inputs((n, n, n), precision)
         c = cupy.empty((n, n), cupy.float32)
-        run = TC.cublas_runner(precision, a, b, c) if version is None else TC.runner(version, a, b, c)
+        if version is not None:
+            run = TC.runner(version, a, b, c)
+        elif parts[2:] == ["bt"]:
+            run = TC.cublas_runner(precision, a, cupy.ascontiguousarray(b.T), c, b_transposed=True)
+        else:
+            run = TC.cublas_runner(precision, a, b, c)
         for _ in range(args.launches):
             run()
         cupy.cuda.runtime.deviceSynchronize()

@@ -298,14 +298,18 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // Consecutive blocks walk down GROUP block rows before moving right: the blocks resident at
 // one time share tiles of A and B in L2 (chapter 6's v7 does the same).
 template <int GROUP>
-__device__ __forceinline__ void grouped_block(int& bm, int& bn)
+__device__ __forceinline__ void grouped_tile(int bid, int tiles_m, int tiles_n, int& bm, int& bn)
 {
-    const int bid = blockIdx.y * gridDim.x + blockIdx.x;
-    const int first = bid / (GROUP * gridDim.x) * GROUP;
-    const int rows = min((int)gridDim.y - first, GROUP);
-    const int in_group = bid % (GROUP * gridDim.x);
+    const int first = bid / (GROUP * tiles_n) * GROUP;
+    const int rows = min(tiles_m - first, GROUP);
+    const int in_group = bid % (GROUP * tiles_n);
     bm = first + in_group % rows;
     bn = in_group / rows;
+}
+template <int GROUP>
+__device__ __forceinline__ void grouped_block(int& bm, int& bn)
+{
+    grouped_tile<GROUP>(blockIdx.y * gridDim.x + blockIdx.x, gridDim.y, gridDim.x, bm, bn);
 }
 
 // ---- v3: WMMA through shared memory: a 128 x 128 block tile (8 warps, 64 x 32 each: 4 x 2 fragments) is staged in padded shared memory, so each element of A and B is read from global memory once per block instead of once per warp tile
@@ -1026,6 +1030,25 @@ struct MmaTf32Bt {
         }
     }
 
+    typedef float Acc[MT][NT][4];
+    static __device__ __forceinline__ void zero(Acc& acc)
+    {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    }
+    // one k-step's MMAs: every (m16, n8) tile of the warp's with the fragments of f
+    static __device__ __forceinline__ void mma_all(Acc& acc, const Frags& f)
+    {
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j) mma_tf32_m16n8k8(acc[i][j], f.a[i], f.b[j]);
+    }
+
     static __device__ __forceinline__ void run(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                                                int M, int N, int K)
     {
@@ -1036,13 +1059,8 @@ struct MmaTf32Bt {
         int bm, bn;
         grouped_block<GROUP>(bm, bn);
         const int m0 = bm * BM, n0 = bn * BN;
-        float acc[MT][NT][4];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        Acc acc;
+        zero(acc);
         const int tiles = K / BK;
         KMajor a = kmajor(A, m0, K);
         KMajor bt = kmajor(B, n0, K);                         // B_GIVEN_T: B is B^T, N x K
@@ -1101,10 +1119,7 @@ struct MmaTf32Bt {
                     if (kt + STAGES - 1 < tiles) copy_async(write_slot);
                     cp_async_commit();
                 }
-#pragma unroll
-                for (int i = 0; i < MT; ++i)
-#pragma unroll
-                    for (int j = 0; j < NT; ++j) mma_tf32_m16n8k8(acc[i][j], f[kk & 1].a[i], f[kk & 1].b[j]);
+                mma_all(acc, f[kk & 1]);
                 if (B_LATE) {                                 // B's registers are free again: the next k-step's B
                     if (!last) load_b_frags(next, sb, offsets, kk + 1);
                     else if (kt + 1 < tiles) load_b_frags(next, nb, offsets, 0);
@@ -1134,6 +1149,9 @@ V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x64_s3_b2_cp4, 128, 128, 32, 64, 64, 3, 2, 
 V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x32_s3_b1_regs, 128, 128, 32, 64, 32, 3, 1, 8, B_REGS, false, false)     // B^T through registers (16-byte loads and stores, a quarter of cp4's copy instructions); 64 x 32 warps: 64 x 64 ones spill with 32 staging registers
 V6T_KERNEL(tc_v6t_tf32_128x128x32_w64x32_s3_b1_cp4, 128, 128, 32, 64, 32, 3, 1, 8, B_CP4, false, false)       // the same tile with 4-byte copies: which B copy is cheaper, at equal warp tiles
 V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt, 128, 256, 32, 64, 64, 3, 1, 8, B_GIVEN_T, false, false)     // B^T given, copied like A: the transposition's cost taken out (also timed with tc_transpose_f32)
+// B^T given, two more shapes (a third, 128 x 128 x 32 with 2 blocks an SM, ran at 57 %, and a fourth stage at 61 %)
+V6T_KERNEL(tc_v6t_tf32_256x128x32_w64x64_s3_b1_bt, 256, 128, 32, 64, 64, 3, 1, 8, B_GIVEN_T, false, false)     // tall: the same warps, A and B^T swapped in size
+V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt_late, 128, 256, 32, 64, 64, 3, 1, 8, B_GIVEN_T, false, true) // one set of B registers: 16 fewer registers, B's loads after the MMAs
 V6T_KERNEL(tc_v6t_tf32_128x256x32_w64x64_s3_b1_cp4_rna, 128, 256, 32, 64, 64, 3, 1, 8, B_CP4, true, true)      // rounds the inputs to nearest as cuBLAS TF32 does: every fragment after ldmatrix (32 cvt a k-step)
 
 // ============================================================================================
@@ -1688,3 +1706,143 @@ tc_v8_tma_wgmma_bf16(const __grid_constant__ TmaDescriptor tma_a, const __grid_c
 {
     tma_wgmma_gemm<Bf16>(&tma_a, &tma_b, C, M, N, K);
 }
+
+// ============================================================================================
+// v6w (sm_90a): TF32 mma.sync fed by the TMA, stages handed over with mbarriers instead of
+// __syncthreads: the test of whether v6t's one block-wide barrier per k-tile and its cp.async
+// instructions are what hold the tensor pipe at 77 % (Nsight Compute). A warp waits only for
+// the tile it reads next (full[s], completed by the TMA's bytes) and releases each tile when
+// its last fragments are in registers (empty[s], one arrive per warp). The TMA writes the
+// 128-byte swizzle v6t's ldmatrix addresses already assume (chunk c of row r at c ^ (r & 7),
+// tiles 1024-byte aligned), and no consumer issues a copy instruction.
+// Measured (H100, benchmarks/results/tensor_cores_tf32_h100.*): the barrier stalls go (0.36 a
+// warp instruction to 0), the tensor pipe stays at 76-77 %, the time within 3 % of v6t's.
+// Thread 0 issues the copies: at the end of k-tile g it refills the slot k-tile g-1 freed,
+// STAGES-1 k-tiles ahead. (A producer warp of its own, as v8 has, would cap every thread at 168
+// registers: ptxas sizes a 288- or 384-thread block for 65536 / 384, and the 64 x 64 warps need
+// about 220; measured with --ptxas-options=-v: 380 bytes spilled.)
+// Boxes: 32 k (128 bytes) x BM rows of A, 32 k x BN rows of B^T (tensor maps made by the host).
+// ============================================================================================
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT>
+struct MmaTf32Tma {
+    // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
+    typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
+    static constexpr int WARPS = Bt::WARPS, KSTEPS = Bt::KSTEPS;
+    static constexpr int A_BYTES = Bt::A_BYTES, STAGE_BYTES = Bt::STAGE_BYTES;
+    static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "TMA's 128-byte swizzle repeats every 1024 bytes");
+    static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+
+    static __device__ __forceinline__ void run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_bt, float* __restrict__ C,
+                                               int M, int N, int K)
+    {
+        extern __shared__ __align__(128) unsigned char smem[];
+        __shared__ __align__(8) unsigned long long bars[2 * STAGES];        // full[0..S-1], empty[0..S-1]
+        const u32 base = (smem_u32(smem) + 1023) & ~1023u;
+        const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[STAGES]);
+        // the block's tiles: blockIdx.x, + gridDim.x, ... (PERSISTENT: one block an SM walks them all);
+        // g counts the block's k-tiles across its tiles, so the ring runs on from one tile to the next
+        const int tiles_m = M / BM, tiles_n = N / BN, ktiles = K / 32;
+        const int my_tiles = PERSISTENT ? (tiles_m * tiles_n - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 1;
+        const int total = my_tiles * ktiles;
+        auto origin = [&](int local, int& m0, int& n0) {
+            int bm, bn;
+            grouped_tile<GROUP>(blockIdx.x + local * gridDim.x, tiles_m, tiles_n, bm, bn);
+            m0 = bm * BM;
+            n0 = bn * BN;
+        };
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(full + 8 * s, 1);                   // the issuer's arrive.expect_tx (+ the TMA's bytes)
+                mbar_init(empty + 8 * s, WARPS);              // one arrive per consumer warp
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+        __syncthreads();
+        // the next k-tile thread 0 asks for: its number ig (slot ig % STAGES, once k-tile ig - STAGES has
+        // left it), its k and its tile's origin, advanced by one each time (no division in the loop: the issuing
+        // warp is a consumer too, and every instruction it spends here delays its MMAs)
+        int ig = 0, ikt = 0, ilocal = 0, im0 = 0, in0 = 0;
+        if (threadIdx.x == 0) origin(0, im0, in0);
+        auto issue_next = [&]() {
+            const int s = ig % STAGES;
+            if (ig >= STAGES) mbar_wait(empty + 8 * s, ((ig / STAGES) & 1) ^ 1);
+            const u32 sa = base + s * STAGE_BYTES;
+            mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+            tma_load_2d(sa, tma_a, ikt * 32, im0, full + 8 * s);
+            tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
+            ++ig;
+            if (++ikt == ktiles) {
+                ikt = 0;
+                if (PERSISTENT && ++ilocal < my_tiles) origin(ilocal, im0, in0);
+            }
+        };
+        if (threadIdx.x == 0)
+            for (int g = 0; g < STAGES - 1 && g < total; ++g) issue_next();
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int wm = warp / (BN / 64), wn = warp % (BN / 64);
+        typename Bt::Acc acc;
+        typename Bt::Frags f[2];
+        const typename Bt::Offsets offsets = Bt::fragment_offsets(wm, wn);
+        mbar_wait(full, 0);
+        Bt::load_a_frags(f[0], base, offsets, 0);
+        Bt::load_b_frags(f[0], base + A_BYTES, offsets, 0);
+        int g = 0, s = 0;
+        for (int local = 0; local < my_tiles; ++local) {
+            Bt::zero(acc);
+            for (int kt = 0; kt < ktiles; ++kt, ++g) {
+                const u32 sa = base + s * STAGE_BYTES, sb = sa + A_BYTES;
+                const int ns = s + 1 == STAGES ? 0 : s + 1;
+                const u32 na = base + ns * STAGE_BYTES, nb = na + A_BYTES;
+#pragma unroll
+                for (int kk = 0; kk < KSTEPS; ++kk) {
+                    typename Bt::Frags& next = f[(kk + 1) & 1];
+                    const bool last = kk == KSTEPS - 1;
+                    if (!last) {
+                        Bt::load_a_frags(next, sa, offsets, kk + 1);
+                        if (!B_LATE) Bt::load_b_frags(next, sb, offsets, kk + 1);
+                    } else if (g + 1 < total) {               // the next k-tile, of this tile or the next
+                        mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);
+                        Bt::load_a_frags(next, na, offsets, 0);
+                        if (!B_LATE) Bt::load_b_frags(next, nb, offsets, 0);
+                    }
+                    Bt::mma_all(acc, f[kk & 1]);
+                    if (B_LATE) {
+                        if (!last) Bt::load_b_frags(next, sb, offsets, kk + 1);
+                        else if (g + 1 < total) Bt::load_b_frags(next, nb, offsets, 0);
+                    }
+                }
+                // the MMAs above consumed k-tile g's last fragments: the warp is done with slot s
+                __syncwarp();
+                if (lane == 0) mbar_arrive(empty + 8 * s);
+                if (threadIdx.x == 0 && ig < total) issue_next();     // k-tile g + STAGES - 1, into g - 1's slot
+                s = ns;
+            }
+            // the next tile's first k-tiles are on their way (and its first fragments loaded) while C is stored
+            int m0, n0;
+            origin(local, m0, n0);
+            Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
+        }
+    }
+};
+#endif
+
+// One v6w configuration: (name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT); kernels/tensor_cores.py reads these
+// lines. PERSISTENT: launched with one block per SM (the host's grid), each walking tiles gridDim.x apart.
+#define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT)                                             \
+    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1)                                 \
+    name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
+         float* __restrict__ C, int M, int N, int K)                                                            \
+    {                                                                                                           \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT>::run(&tma_a, &tma_bt, C, M, N, K));       \
+    }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define V6W_BODY(...) __VA_ARGS__
+#else
+#define V6W_BODY(...)
+#endif
+
+// ---- v6w: TF32 mma.sync with B^T given, tiles brought by the TMA and handed over by mbarriers: no block-wide barrier and no copy instruction in the loop, so a warp waits only for the tile it reads next (sm_90a only)
+V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false)            // v6t's tile, 4 stages (192 KB): 3 k-tiles ahead
+V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false)            // tall: 8 warps of 64 x 64 over 256 x 128
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up

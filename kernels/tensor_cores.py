@@ -185,8 +185,10 @@ class TcVersion:
     sm90a: bool = False            # wgmma: needs a CUBIN for sm_90a
     note: str = ""
     b_transposed: bool = False     # the kernel reads B^T (N x K row-major), not B
-    tma: bool = False              # A and B reach the kernel as CUtensorMaps (v8), not pointers
+    tma: bool = False              # A and B reach the kernel as CUtensorMaps (v8, v6w), not pointers
+    tma_boxes: tuple = ()          # their boxes (columns, rows) of A and of B (B^T); () for v8's V8_BOXES
     isolate: bool = False          # checked and timed in a child process (a fault or trap there ends only it)
+    persistent: bool = False       # one block per SM walks the tiles (launch_config's sms); 1-D grid of tiles otherwise
 
     @property
     def name(self) -> str:
@@ -223,6 +225,11 @@ _V6_LINE = re.compile(r"^V6_KERNEL\((tc_\w+), (\w+), \w+, (\d+), (\d+), (\d+), (
 #: MINB, GROUP, how B reaches its transposed tile, ROUND (cvt.rna inputs), B_LATE
 _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), (\d+), "
                        r"(B_CP4|B_REGS|B_GIVEN_T), (true|false), (true|false)\)\s*(?://\s*(.*))?$", re.M)
+#: v6w (TF32 mma.sync fed by the TMA, mbarriers instead of __syncthreads; B^T given, 64 x 64
+#: warps, BK 32): name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT
+_V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false)\)\s*(?://\s*(.*))?$",
+                       re.M)
+V6W_BK = 32
 #: tensor_cores.cu's BCopy names -> V6Config.b_copy
 _B_COPY = {"B_CP4": "cp.async 4 B", "B_REGS": "registers", "B_GIVEN_T": "B^T given"}
 
@@ -312,6 +319,35 @@ def _v6t_configs(source: str | None = None) -> tuple:
     return tuple(out)
 
 
+def _v6w_versions(source: str | None = None) -> tuple:
+    """Every V6W_KERNEL line as a sweep version (sm_90a, tensor maps of A and B^T)."""
+    text = CU_PATH.read_text() if source is None else source
+    out = []
+    for m in _V6W_LINE.finditer(text):
+        name = m.group(1)
+        bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
+        late, persistent = m.group(6) == "true", m.group(7) == "true"
+        note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
+                f"B^T given" + (", B fragments late" if late else "") + (", persistent" if persistent else "")
+                + (f": {m.group(8).strip()}" if m.group(8) else ""))
+        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm, bn, V6W_BK),
+                             bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
+                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn)),
+                             isolate=True, persistent=persistent))
+    return tuple(out)
+
+
+def stages_of(version: "TcVersion") -> int:
+    """The shared ring's depth of a pipelined version (1 for the unpipelined ones)."""
+    for c in V6_CONFIGS + V6T_CONFIGS:
+        if c.kernel == version.kernel:
+            return c.stages
+    m = re.search(r"_s(\d+)(?:_|$)", version.kernel)
+    if version.kernel.startswith("tc_v6w") and m:
+        return int(m.group(1))
+    return V7_STAGES if version.sm90a else 1
+
+
 #: every V6_KERNEL line of tensor_cores.cu: the chapter's v6 rows and the sweep's candidates
 V6_CONFIGS = _v6_configs()
 #: every V6T_KERNEL line: TF32 with B^T in shared memory (all sweep candidates)
@@ -359,7 +395,7 @@ def _versions() -> tuple:
 VERSIONS = _versions()
 #: the v6 sweep (tc_v6s_*): timed by the benchmark, which reports the best per precision
 SWEEP_CONFIGS = tuple(c for c in V6_CONFIGS if c.sweep) + V6T_CONFIGS
-SWEEP = tuple(c.version for c in SWEEP_CONFIGS)
+SWEEP = tuple(c.version for c in SWEEP_CONFIGS) + _v6w_versions()
 
 
 def find(label_or_kernel: str, precision: str | None = None) -> TcVersion:
@@ -377,9 +413,14 @@ def legal_shape(version: TcVersion, shape) -> tuple:
     return tuple(-(-size // mult) * mult for size, mult in zip(shape, version.multiple))
 
 
-def launch_config(version: TcVersion, m: int, n: int, k: int) -> tuple:
+#: SMs of the H100 SXM: a persistent version's grid when the caller does not pass the device's count
+H100_SMS = 132
+
+
+def launch_config(version: TcVersion, m: int, n: int, k: int, sms: int = H100_SMS) -> tuple:
     """``(grid, block, dynamic shared bytes)`` of ``version`` for an M x K times K x N product;
-    ValueError, naming the requirement, when the sizes are not multiples of what it needs."""
+    ValueError, naming the requirement, when the sizes are not multiples of what it needs. A
+    persistent version gets ``min(tiles, sms)`` blocks (one per SM); v6w's others one per tile."""
     mm, nm, km = version.multiple
     bad = [f"{name} = {val} is not a multiple of {mult}"
            for name, val, mult in (("M", m, mm), ("N", n, nm), ("K", k, km)) if val % mult or val <= 0]
@@ -389,6 +430,9 @@ def launch_config(version: TcVersion, m: int, n: int, k: int) -> tuple:
     bm, bn = version.tile
     if version.kernel.startswith(("tc_v1", "tc_v2")):
         grid = (-(-(n // 16) // 4), m // 16)            # 4 warps a block, one 16 x 16 tile each
+    elif version.kernel.startswith("tc_v6w"):           # 1-D: tile ids, grouped in the kernel
+        tiles = (m // bm) * (n // bn)
+        grid = (min(tiles, sms) if version.persistent else tiles,)
     else:
         grid = (n // bn, m // bm)
     return grid, (version.threads,), version.dynamic_smem
@@ -498,7 +542,7 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL)\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL)\((tc_\w+),", text, flags=re.M)
     return direct + macro
 
 

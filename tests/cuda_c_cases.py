@@ -819,7 +819,7 @@ def _tensor_core_cases():
     """Every kernel of kernels/tensor_cores.cu at the smallest legal shapes: one block tile (v1,
     v2: one block of 4 warps along N), two k-tiles (v6, v7, v8: one more than their stages, so
     the ring wraps and v8's producer waits for its consumers); on the GPU machine 2 x 2 block
-    tiles and more k-tiles. v8's A and B reach it as TensorMaps (the engine's description of a
+    tiles and more k-tiles. v8's and v6w's A and B reach them as TensorMaps (the engine's description of a
     CUtensorMap), which the GPU test encodes with the driver. The check: the float64
     product of the inputs within the precision's ``tolerance``."""
     from simtlab.kernels import tensor_cores as T
@@ -828,11 +828,13 @@ def _tensor_core_cases():
     for v in T.VERSIONS + T.SWEEP:
         bm, bn, bk = v.multiple
         naive = v.kernel.startswith(("tc_v1", "tc_v2"))
-        stages = T.V7_STAGES if v.sm90a else next((c.stages for c in T.V6_CONFIGS + T.V6T_CONFIGS if c.kernel == v.kernel), 1)
+        stages = T.stages_of(v)
         if naive:
             shapes = {CPU: (16, 64, 2 * bk), GPU: (48, 192, 8 * bk)}
         else:
             shapes = {CPU: (bm, bn, max(2, stages + 1) * bk), GPU: (2 * bm, 2 * bn, (stages + 3) * bk)}
+            if v.persistent:            # 2 tiles for 1 block on the CPU (the ring runs on into the second), 4 for 3 on the GPU
+                shapes[CPU] = (2 * bm, bn, shapes[CPU][2])
 
         def inputs(rng, scale, v=v, shapes=shapes):
             m, n, k = shapes[scale]
@@ -844,10 +846,10 @@ def _tensor_core_cases():
             m, k = map(int, a.shape)
             n = int(b.shape[1])
             c = xp.zeros((m, n), xp.float32)
-            grid, block, smem = T.launch_config(v, m, n, k)
+            grid, block, smem = T.launch_config(v, m, n, k, sms=1 if m * n <= 2 * v.tile[0] * v.tile[1] else 3)
             b_arg = xp.ascontiguousarray(b.T) if v.b_transposed else b          # tc_v7_wgmma_tf32_bt reads B^T
-            if v.tma:       # v8 takes CUtensorMaps: their description (the GPU test encodes them)
-                a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE) for x, box in zip((a, b), T.V8_BOXES))
+            if v.tma:       # v8, v6w take CUtensorMaps: their description (the GPU test encodes them)
+                a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE) for x, box in zip((a, b_arg), v.tma_boxes or T.V8_BOXES))
             return [Launch(v.kernel, grid, block, (a, b_arg, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
 
         def check(outputs, a, b, v=v):

@@ -54,11 +54,15 @@ def test_each_version_uses_the_instructions_it_claims():
                 "v6t": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix", "cp.async.cg", "cp.async.wait_group"],
                 "v7": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.cg", "fence.proxy.async"],
                 "v8": ["wgmma.mma_async", "wgmma.wait_group", "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx",
-                       "mbarrier.try_wait.parity", "trap"]}[label]
+                       "mbarrier.try_wait.parity", "trap"],
+                "v6w": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix", "cp.async.bulk.tensor.2d",
+                        "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity", "mbarrier.arrive.shared"]}[label]
         for instruction in want:
             assert instruction in body, f"{v.kernel} has no {instruction}"
-        if label == "v8":                                            # the TMA does every copy
+        if label in ("v8", "v6w"):                                   # the TMA does every copy
             assert "cp.async.cg" not in body and "ld.global" not in body, v.kernel
+        if label == "v6w":                                           # one barrier, after the mbarriers' init
+            assert body.count("bar.sync") + body.count("barrier.sync") == 1, v.kernel
         if label in ("v7", "v8"):
             k = {"tf32": "m64n256k8.f32.tf32.tf32", "fp16": "m64n256k16.f32.f16.f16", "bf16": "m64n256k16.f32.bf16.bf16"}
             assert k[v.precision] in body, v.kernel
@@ -105,6 +109,11 @@ def test_launch_config_refuses_sizes_off_the_tile_and_says_which():
     assert T.launch_config(T.find("tc_v1_wmma_tf32"), 48, 80, 24)[0] == (2, 3)   # 5 column tiles over 4 warps
     with pytest.raises(ValueError, match="multiple of 64"):
         T.numba_launch_config(100, 128, 32)
+    # v6w: a 1-D grid of tile ids (grouped in the kernel); the persistent one, one block per SM
+    tiles = (4096 // 256) * (4096 // 128)
+    assert T.launch_config(T.find("tc_v6w_tf32_256x128_s4"), 4096, 4096, 4096)[0] == (tiles,)
+    assert T.launch_config(T.find("tc_v6w_tf32_128x256_s4_persistent"), 4096, 4096, 4096, sms=132)[0] == (132,)
+    assert T.launch_config(T.find("tc_v6w_tf32_128x256_s4_persistent"), 256, 256, 64, sms=132)[0] == (2,)
 
 
 def test_dynamic_shared_memory_fits_an_h100_block():
@@ -314,6 +323,13 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     assert [c.version.b_transposed for c in T.V6T_CONFIGS] == [c.b_copy == "B^T given" for c in T.V6T_CONFIGS]
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
+    # v6w: every V6W_KERNEL line a TMA version reading B^T, boxes of 32 k (128 bytes) x its tile's rows
+    v6w_lines = [l for l in text.splitlines() if l.startswith("V6W_KERNEL(")]
+    v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
+    assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
+    for v in v6w:
+        assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1])), v
+        assert v.persistent == v.kernel.endswith("_persistent") and T.stages_of(v) == 4
 
 
 # --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------

@@ -79,6 +79,14 @@ def test_cublas_reference_matches_float64(precision):
     assert err["vs_inputs"] <= err["bound"]
 
 
+def test_cublas_on_b_transposed_matches_float64():
+    """The reference of the B^T kernels: cuBLAS TF32 reading B^T (op T) computes the same A @ B."""
+    from simtlab.gpubench import tensor_cores as bench
+
+    err = bench.check_version(bench.cublas_bt_runner, "tf32", (384, 768, 96))
+    assert err["vs_inputs"] <= err["bound"]
+
+
 def test_sizes_the_tiles_do_not_cover_are_refused():
     import cupy
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The TF32 mma.sync sweep on the lent GPU machine, in about 3 minutes: only the v6t
+# The TF32 mma.sync sweep on the lent GPU machine, in about 5 minutes: only the v6t and v6w
 # configurations of kernels/tensor_cores.cu (TF32 with B^T in shared memory, every fragment by
-# ldmatrix; the B^T-given one also with tc_transpose_f32 timed) beside the rows they are measured
-# against (cuBLAS in each precision, the best v6 TF32 of the last full run), then their GPU tests
-# (every v6t against float64; truncation or rounding of the TF32 inputs, cuBLAS's included; no
-# spills). Installs the carried wheels (.whl) as tools/device_gpu_tests.sh does. Results in $OUT:
+# ldmatrix; v6w fed by the TMA with mbarriers; the B^T-given ones also with tc_transpose_f32
+# timed) beside the rows they are measured against (cuBLAS in each precision, cuBLAS TF32 on B^T,
+# the best v6 TF32 of the last full run), then their GPU tests (every v6t and v6w against
+# float64; truncation or rounding of the TF32 inputs, cuBLAS's included; no spills). Installs the carried wheels (.whl) as tools/device_gpu_tests.sh does. Results in $OUT:
 #   tensor_cores_tf32_h100.json / .txt  the benchmark (the .txt ends with the best v6 TF32 row)
 #   tensor_cores_tf32_bench.log         its log
 #   tensor_cores_tf32_gpu_tests.log/.xml the GPU tests of these versions
@@ -17,15 +17,15 @@ source tools/device_env.sh || exit 1
 export PYTHONPATH=$PYTHONPATH:$PWD
 export PATH=$PATH:/usr/local/cuda/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-# 1. benchmark: stops starting new rows after 170 s, killed at 230 s
-timeout 230 python3 benchmarks/tensor_cores_bench.py --budget 170 --no-numba --no-torch \
-    --only tc_v6t tc_v6s_tf32_128x256x32_w64x64_s3_b1 --out "$OUT/tensor_cores_tf32_h100.json" \
+# 1. benchmark: stops starting new rows after 200 s, killed at 260 s
+timeout 260 python3 benchmarks/tensor_cores_bench.py --budget 200 --no-numba --no-torch \
+    --only tc_v6t tc_v6w tc_v6s_tf32_128x256x32_w64x64_s3_b1 --out "$OUT/tensor_cores_tf32_h100.json" \
     > "$OUT/tensor_cores_tf32_bench.log" 2>&1
 echo "benchmark rc=$? after $((SECONDS - START)) s"
 tail -20 "$OUT/tensor_cores_tf32_h100.txt" 2>/dev/null || tail -40 "$OUT/tensor_cores_tf32_bench.log"
-# 2. GPU tests of these versions, killed at 120 s
-PYTHONPATH=/tmp/site timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:randomly -o addopts="" \
-    tests/test_tensor_cores_gpu.py -k "tc_v6t or cublas or no_spills" \
+# 2. GPU tests of these versions, killed at 180 s
+PYTHONPATH=/tmp/site timeout 180 python3 -m pytest -m gpu -q -p no:cacheprovider -p no:randomly -o addopts="" \
+    tests/test_tensor_cores_gpu.py -k "tc_v6t or tc_v6w or cublas or no_spills" \
     --junitxml="$OUT/tensor_cores_tf32_gpu_tests.xml" > "$OUT/tensor_cores_tf32_gpu_tests.log" 2>&1
 echo "gpu tests rc=$? after $((SECONDS - START)) s"
 tail -15 "$OUT/tensor_cores_tf32_gpu_tests.log"

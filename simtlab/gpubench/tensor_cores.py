@@ -215,46 +215,46 @@ def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
 
     A version that reads B^T (``b_transposed``) gets it made here, once, outside ``run()``; with
     ``transpose=True`` ``run()`` makes it itself (tc_transpose_f32, then the GEMM), so its time
-    counts. A TMA version (v8) gets tensor maps of ``a`` and ``b`` (:func:`tensor_map`) and is
+    counts. A TMA version (v8, v6w) gets tensor maps of ``a`` and ``b`` (B^T) (:func:`tensor_map`) and is
     launched through the driver (:func:`launch_with_tensor_maps`): CuPy passes no structs by value."""
     import cupy
 
     _check_operands(version.precision, a, b, c)
     m, k = a.shape
     n = b.shape[1]
-    grid, block, smem = T.launch_config(version, m, n, k)
+    grid, block, smem = T.launch_config(version, m, n, k, sms=cupy.cuda.Device().attributes["MultiProcessorCount"])
     mod, _ = module()
     kernel = mod.get_function(version.kernel)
     if smem > 48 * 1024:
         kernel.max_dynamic_shared_size_bytes = smem
-    if version.tma:
-        maps = (tensor_map(a, T.V8_BOXES[0]),                     # boxes: 64 k x 128 rows of A,
-                tensor_map(b, T.V8_BOXES[1]))                     # 64 n x 64 k of B (128-byte rows)
+    transpose_kernel = mod.get_function("tc_transpose_f32")
+    if version.b_transposed:                                  # B^T, made once (or in run() with transpose)
+        b_arg = cupy.empty((n, k), cupy.float32)
+        t_grid, t_args = ((n + 31) // 32, (k + 31) // 32), (b, b_arg, np.int32(k), np.int32(n))
+        if not transpose:
+            transpose_kernel(t_grid, (32, 8), t_args)
+    else:
+        b_arg, transpose = b, False
+
+    def make_b_transposed():
+        if transpose:
+            transpose_kernel(t_grid, (32, 8), t_args)
+    if version.tma:                                           # tensor maps of A and B (B^T): v8, v6w
+        boxes = version.tma_boxes or T.V8_BOXES               # v8: 64 k x 128 rows of A, 64 n x 64 k of B
+        maps = (tensor_map(a, boxes[0]), tensor_map(b_arg, boxes[1]))
         sizes = (np.int32(m), np.int32(n), np.int32(k))
 
         def run():
+            make_b_transposed()
             launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes)
-        run.keep = (a, b, c, maps)
+        run.keep = (a, b, c, b_arg, maps)
         return run
-    if not version.b_transposed:
-        args = (a, b, c, np.int32(m), np.int32(n), np.int32(k))
-
-        def run():
-            kernel(grid, block, args, shared_mem=smem)
-        run.keep = (a, b, c)
-        return run
-    bt = cupy.empty((n, k), cupy.float32)
-    transpose_kernel = mod.get_function("tc_transpose_f32")
-    t_grid, t_args = ((n + 31) // 32, (k + 31) // 32), (b, bt, np.int32(k), np.int32(n))
-    args = (a, bt, c, np.int32(m), np.int32(n), np.int32(k))
-    if not transpose:
-        transpose_kernel(t_grid, (32, 8), t_args)
+    args = (a, b_arg, c, np.int32(m), np.int32(n), np.int32(k))
 
     def run():
-        if transpose:
-            transpose_kernel(t_grid, (32, 8), t_args)
+        make_b_transposed()
         kernel(grid, block, args, shared_mem=smem)
-    run.keep = (a, b, c, bt)
+    run.keep = (a, b, c, b_arg)
     return run
 
 
@@ -368,23 +368,36 @@ CUBLAS_REFERENCES = {
     "fp16": ("cuBLAS FP16 in, FP32 out", _CUDA_R_16F, _COMPUTE_32F),
     "bf16": ("cuBLAS BF16 in, FP32 out", _CUDA_R_16BF, _COMPUTE_32F),
 }
+#: the reference of the kernels that read B^T (both operands K-major): cuBLAS on that same layout
+CUBLAS_BT_REFERENCE = "cuBLAS TF32, B^T given"
 
 
-def cublas_runner(precision: str, a, b, c):
+def cublas_bt_runner(a, b, c):
+    """``run()`` of cuBLAS TF32 on A and B^T (made here, once, outside ``run()``): the layout the
+    B^T-given kernels read, so their row is measured against the library on the same inputs."""
+    import cupy
+
+    return cublas_runner("tf32", a, cupy.ascontiguousarray(b.T), c, b_transposed=True)
+
+
+def cublas_runner(precision: str, a, b, c, *, b_transposed: bool = False):
     """``run()``: cublasGemmEx with ``precision``'s inputs (``fp32``: plain SGEMM), FP32 compute
-    and an FP32 C. Row-major C = A B is column-major C^T = B^T A^T: B is passed first."""
+    and an FP32 C. Row-major C = A B is column-major C^T = B^T A^T: B is passed first.
+    ``b_transposed``: ``b`` is B^T (N x K, row-major), the layout the v6t ``_bt`` kernels read, so
+    both operands are K-major (cuBLAS's "TN"): the reference those kernels are measured against."""
     import cupy
     from cupy_backends.cuda.libs import cublas
 
     _name, dtype, compute = CUBLAS_REFERENCES[precision]
     m, k = a.shape
-    n = b.shape[1]
+    n = b.shape[0] if b_transposed else b.shape[1]
+    op_b, ld_b = (cublas.CUBLAS_OP_T, k) if b_transposed else (cublas.CUBLAS_OP_N, n)
     handle = cupy.cuda.device.get_cublas_handle()
     alpha, beta = np.ones(1, np.float32), np.zeros(1, np.float32)
 
     def run():
-        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
-                      b.data.ptr, dtype, n, a.data.ptr, dtype, k, beta.ctypes.data,
+        cublas.gemmEx(handle, op_b, cublas.CUBLAS_OP_N, n, m, k, alpha.ctypes.data,
+                      b.data.ptr, dtype, ld_b, a.data.ptr, dtype, k, beta.ctypes.data,
                       c.data.ptr, _CUDA_R_32F, n, compute, _GEMM_DEFAULT)
     run.keep = (a, b, c, alpha, beta)
     return run
@@ -536,8 +549,10 @@ def version_rows(version: T.TcVersion, shape, repeat: int, log, check_shapes=Non
     one that times tc_transpose_f32 with it."""
     check_shapes = check_shapes or [T.legal_shape(version, s) for s in CHECK_SHAPES]
     ref = CUBLAS_REFERENCES[version.precision][0]
+    # a B^T kernel alone is measured against cuBLAS on B^T; with the transposition timed, against A @ B's
+    own_ref = CUBLAS_BT_REFERENCE if version.b_transposed else ref
     rows = [_row(version.name, version.precision, "cuda-c", lambda a, b, c: runner(version, a, b, c), shape, repeat, log,
-                 ref_name=ref, check_shapes=check_shapes)]
+                 ref_name=own_ref, check_shapes=check_shapes)]
     if version.b_transposed:
         rows.append(_row(f"{_transpose_label(version)} {version.precision.upper()}", version.precision, "cuda-c",
                          lambda a, b, c: runner(version, a, b, c, transpose=True), shape, repeat, log,
@@ -644,6 +659,8 @@ def run(shape=DEFAULT_SHAPE, *, repeat: int = 10, numba: bool = True, sweep: boo
         if torch:
             rows.append(_row(f"torch.matmul {precision.upper()}" + (" (16-bit out)" if precision in ("fp16", "bf16") else ""),
                              precision, "torch", lambda a, b, c, p=precision: torch_runner(p, a, b, c), shape, repeat, log))
+        if precision == "tf32":
+            rows.append(_row(CUBLAS_BT_REFERENCE, "tf32", "cublas", cublas_bt_runner, shape, repeat, log))
     versions = T.VERSIONS + (T.SWEEP if sweep else ())
     for v in versions:
         if only and not any(key in v.name or key in v.kernel for key in only):
