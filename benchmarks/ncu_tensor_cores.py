@@ -33,6 +33,26 @@ def version_of(kernel: str):
     raise KeyError(f"no tensor-core version runs {kernel!r}; e.g. {', '.join(v.kernel for v in T.SWEEP[:3])}")
 
 
+def make_run(name: str, version=None, n: int = 4096):
+    """``run()`` of ``name`` (a version's kernel, or ``cublas:<precision>[:bt]``) on chapter 9's
+    benchmark inputs at n^3 (``gpubench.tensor_cores.device_inputs``), C an n x n float32 array."""
+    import cupy
+
+    from simtlab.gpubench import tensor_cores as TC
+
+    parts = name.split(":")
+    if version is None and not name.startswith("cublas:"):
+        version = version_of(name)
+    precision = parts[1] if version is None else version.precision
+    _, _, a, b = TC.device_inputs((n, n, n), precision)
+    c = cupy.empty((n, n), cupy.float32)
+    if version is not None:
+        return TC.runner(version, a, b, c)
+    if parts[2:] == ["bt"]:
+        return TC.cublas_runner(precision, a, cupy.ascontiguousarray(b.T), c, b_transposed=True)
+    return TC.cublas_runner(precision, a, b, c)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("kernels", nargs="+", help="tensor_cores.cu kernels, or cublas:tf32|fp16|bf16|fp32[:bt]")
@@ -43,20 +63,8 @@ def main(argv=None) -> int:
 
     import cupy
 
-    from simtlab.gpubench import tensor_cores as TC
-
-    n = args.size
     for name, version in plans:
-        parts = name.split(":")
-        precision = parts[1] if version is None else version.precision
-        _, _, a, b = TC.device_inputs((n, n, n), precision)
-        c = cupy.empty((n, n), cupy.float32)
-        if version is not None:
-            run = TC.runner(version, a, b, c)
-        elif parts[2:] == ["bt"]:
-            run = TC.cublas_runner(precision, a, cupy.ascontiguousarray(b.T), c, b_transposed=True)
-        else:
-            run = TC.cublas_runner(precision, a, b, c)
+        run = make_run(name, version, args.size)
         for _ in range(args.launches):
             run()
         cupy.cuda.runtime.deviceSynchronize()

@@ -1724,7 +1724,7 @@ tc_v8_tma_wgmma_bf16(const __grid_constant__ TmaDescriptor tma_a, const __grid_c
 // Boxes: 32 k (128 bytes) x BM rows of A, 32 k x BN rows of B^T (tensor maps made by the host).
 // ============================================================================================
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT>
+template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1738,6 +1738,7 @@ struct MmaTf32Tma {
     {
         extern __shared__ __align__(128) unsigned char smem[];
         __shared__ __align__(8) unsigned long long bars[2 * STAGES];        // full[0..S-1], empty[0..S-1]
+        __shared__ int released[STAGES];                                    // LAST_ISSUES: warps done with each slot
         const u32 base = (smem_u32(smem) + 1023) & ~1023u;
         const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[STAGES]);
         // the block's tiles: blockIdx.x, + gridDim.x, ... (PERSISTENT: one block an SM walks them all);
@@ -1757,9 +1758,29 @@ struct MmaTf32Tma {
                 mbar_init(empty + 8 * s, WARPS);              // one arrive per consumer warp
             }
             asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+            for (int s = 0; s < STAGES; ++s) released[s] = 0;
         }
         __syncthreads();
-        // the next k-tile thread 0 asks for: its number ig (slot ig % STAGES, once k-tile ig - STAGES has
+        // LAST_ISSUES: the last warp to finish with k-tile g's slot asks for k-tile g + STAGES into it at
+        // once (an atomic count per slot says which warp is last): the ring runs STAGES k-tiles ahead, not
+        // STAGES - 1, and nobody waits for a slot to empty
+        int own_m0 = 0, own_n0 = 0;
+        if (LAST_ISSUES && !PERSISTENT) origin(0, own_m0, own_n0);
+        auto issue_at = [&](int g) {
+            const int s = g % STAGES;
+            int m0 = own_m0, n0 = own_n0, kt = g;
+            if (PERSISTENT) {
+                const int local = g / ktiles;
+                kt = g - local * ktiles;
+                origin(local, m0, n0);
+            }
+            const u32 sa = base + s * STAGE_BYTES;
+            if (g >= STAGES) fence_proxy_async();               // the warps' reads of the slot before the TMA's writes
+            mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+            tma_load_2d(sa, tma_a, kt * 32, m0, full + 8 * s);
+            tma_load_2d(sa + A_BYTES, tma_bt, kt * 32, n0, full + 8 * s);
+        };
+        // otherwise: the next k-tile thread 0 asks for: its number ig (slot ig % STAGES, once k-tile ig - STAGES has
         // left it), its k and its tile's origin, advanced by one each time (no division in the loop: the issuing
         // warp is a consumer too, and every instruction it spends here delays its MMAs)
         int ig = 0, ikt = 0, ilocal = 0, im0 = 0, in0 = 0;
@@ -1777,8 +1798,12 @@ struct MmaTf32Tma {
                 if (PERSISTENT && ++ilocal < my_tiles) origin(ilocal, im0, in0);
             }
         };
-        if (threadIdx.x == 0)
-            for (int g = 0; g < STAGES - 1 && g < total; ++g) issue_next();
+        if (threadIdx.x == 0) {
+            if (LAST_ISSUES)
+                for (int g = 0; g < STAGES && g < total; ++g) issue_at(g);
+            else
+                for (int g = 0; g < STAGES - 1 && g < total; ++g) issue_next();
+        }
         const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
         const int wm = warp / (BN / 64), wn = warp % (BN / 64);
         typename Bt::Acc acc;
@@ -1814,8 +1839,13 @@ struct MmaTf32Tma {
                 }
                 // the MMAs above consumed k-tile g's last fragments: the warp is done with slot s
                 __syncwarp();
-                if (lane == 0) mbar_arrive(empty + 8 * s);
-                if (threadIdx.x == 0 && ig < total) issue_next();     // k-tile g + STAGES - 1, into g - 1's slot
+                if constexpr (LAST_ISSUES) {
+                    if (lane == 0 && atomicAdd(&released[s], 1) % WARPS == WARPS - 1 && g + STAGES < total)
+                        issue_at(g + STAGES);
+                } else {
+                    if (lane == 0) mbar_arrive(empty + 8 * s);
+                    if (threadIdx.x == 0 && ig < total) issue_next();     // k-tile g + STAGES - 1, into g - 1's slot
+                }
                 s = ns;
             }
             // the next tile's first k-tiles are on their way (and its first fragments loaded) while C is stored
@@ -1827,14 +1857,15 @@ struct MmaTf32Tma {
 };
 #endif
 
-// One v6w configuration: (name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT); kernels/tensor_cores.py reads these
-// lines. PERSISTENT: launched with one block per SM (the host's grid), each walking tiles gridDim.x apart.
-#define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT)                                             \
+// One v6w configuration: (name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES); kernels/tensor_cores.py
+// reads these lines. PERSISTENT: launched with one block per SM (the host's grid), each walking tiles gridDim.x
+// apart. LAST_ISSUES: the last warp done with a slot refills it (else thread 0, STAGES-1 k-tiles ahead).
+#define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES)                                \
     extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1)                                 \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
          float* __restrict__ C, int M, int N, int K)                                                            \
     {                                                                                                           \
-        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT>::run(&tma_a, &tma_bt, C, M, N, K));       \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define V6W_BODY(...) __VA_ARGS__
@@ -1843,6 +1874,7 @@ struct MmaTf32Tma {
 #endif
 
 // ---- v6w: TF32 mma.sync with B^T given, tiles brought by the TMA and handed over by mbarriers: no block-wide barrier and no copy instruction in the loop, so a warp waits only for the tile it reads next (sm_90a only)
-V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false)            // v6t's tile, 4 stages (192 KB): 3 k-tiles ahead
-V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false)            // tall: 8 warps of 64 x 64 over 256 x 128
-V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
+V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false, false)            // v6t's tile, 4 stages (192 KB): 3 k-tiles ahead
+V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false, false)            // tall: 8 warps of 64 x 64 over 256 x 128
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true, false)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
+V6W_KERNEL(tc_v6w_tf32_256x128_s4_last, 256, 128, 4, 8, false, false, true)       // the last warp done with a slot refills it: 4 k-tiles ahead, not 3 (do the tiles arrive late, or too slowly?)

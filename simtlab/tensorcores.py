@@ -331,15 +331,20 @@ def _full_pipe_per_ghz(p: dict) -> float:
 
 def tf32_gap(entry: dict | None = None, goal: float = 0.70) -> dict:
     """What the TF32 goal asks of an mma.sync GEMM, from one Nsight Compute run (clock unlocked):
-    ``cublas`` (cuBLAS TF32 on B^T: TFLOP/s, clock, pipe %), ``best`` (the sweep's fastest v6w/v6t
-    kernel, profiled), ``ceiling`` (mma_peak_tf32: warps doing nothing but MMAs, one per
+    ``cublas`` (cuBLAS TF32 on B^T: TFLOP/s, clock, pipe %), ``best`` (the fastest kernel of the
+    sweep among those profiled), ``ceiling`` (mma_peak_tf32: warps doing nothing but MMAs, one per
     scheduler), ``mma_full_per_ghz`` (mma.sync TF32's rate with its pipe always busy, from the best
     kernel's profile) and ``needed_pipe_pct``: the pipe use at the best kernel's clock that ``goal``
     of cuBLAS's rate takes."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
-    best_kernel = entry["best"]["kernel"]
+    # the fastest kernel of the sweep that was profiled too (the profile takes a few, not all)
+    profiled = [r for r in entry["rows"] if r.get("impl") == "cuda-c" and r.get("kernel") in entry["ncu"]
+                and "transpose" not in r["name"]]
+    if not profiled:
+        raise KeyError("no kernel of the recorded sweep has a Nsight Compute profile")
+    best_kernel = max(profiled, key=lambda r: r["tflops"])["kernel"]
     out = {}
     for key, prefix in (("cublas", "sm90_xmma_gemm_f32f32_tf32f32_f32_tn"), ("best", best_kernel),
                         ("ceiling", "mma_peak_tf32")):
@@ -366,6 +371,45 @@ def tf32_sweep_lines(entry: dict | None = None) -> list:
     entry = entry or backend.recorded("tensor_cores_tf32")
     return [(r["name"], r["tflops"], r.get("vs_cublas"), r.get("reference")) for r in entry["rows"]
             if r["precision"] == "tf32"]
+
+
+def tf32_power(entry: dict | None = None) -> dict:
+    """The TF32 kernels run back to back for 3 s (the board at its power limit) and for 1 s (below
+    it), benchmarks/tensor_cores_power.py: ``rows``, one per kernel with ``long`` and ``short``
+    (TFLOP/s, SM clock in MHz, watts, the limit), and the largest relative change between the two
+    runs of any kernel's rate (``rate_change``) and clock (``clock_change``)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    short = {r["name"]: r for r in entry["power_short"]["rows"]}
+    rows = []
+    for r in entry["power"]["rows"]:
+        s = short.get(r["name"])
+        if s is None:
+            continue
+        rows.append({"name": r["name"], **{key: {"tflops": x["tflops"], "clock_mhz": x["sm_clock_mhz"],
+                                                 "watts": x["power_w"], "limit_w": x["power_limit_w"]}
+                                           for key, x in (("long", r), ("short", s))}})
+    change = lambda key: max(abs(r["short"][key] / r["long"][key] - 1) for r in rows)  # noqa: E731
+    return {"device": entry["power"]["device"], "date": entry["power"]["date"], "rows": rows,
+            "rate_change": change("tflops"), "clock_change": change("clock_mhz"),
+            "long_at_limit": all(r["long"]["watts"] >= 0.98 * r["long"]["limit_w"] for r in rows),
+            "short_below_limit": all(r["short"]["watts"] < 0.95 * r["short"]["limit_w"] for r in rows)}
+
+
+def tf32_power_summary(entry: dict | None = None) -> str:
+    """tf32_power as the chapter prints it: each kernel in both runs, then what changed."""
+    w = tf32_power(entry)
+    lines = [f"Back to back, nvidia-smi every 50 ms ({w['device']}, {w['date']}); 3 s a kernel | 1 s a kernel:"]
+    for r in w["rows"]:
+        a, b = r["long"], r["short"]
+        lines.append(f"- {r['name']:<40} {a['tflops']:6.1f} TFLOP/s {a['clock_mhz']:5.0f} MHz {a['watts']:4.0f} W | "
+                     f"{b['tflops']:6.1f} TFLOP/s {b['clock_mhz']:5.0f} MHz {b['watts']:4.0f} W")
+    lines.append(f"3 s: {'every kernel at' if w['long_at_limit'] else 'not every kernel at'} the {w['rows'][0]['long']['limit_w']:.0f} W "
+                 f"limit; 1 s: {'every kernel below it' if w['short_below_limit'] else 'not every kernel below it'}. "
+                 f"Clocks differ by up to {100 * w['clock_change']:.0f} % between the runs, rates by at most "
+                 f"{100 * w['rate_change']:.0f} %.")
+    return "\n".join(lines)
 
 
 def tf32_best(entry: dict | None = None) -> dict:

@@ -26,6 +26,11 @@ def test_every_kernel_the_device_script_profiles_resolves():
     launcher = _launcher()
     kernels = [n for n in names if not n.startswith("cublas:")]
     assert kernels and all(launcher.version_of(n).kernel == n for n in kernels)
+    # the source-level profile's launcher line names its kernels itself
+    for line in re.findall(r"benchmarks/ncu_tensor_cores\.py ([^>\n\\]+)", script):
+        for word in line.split():
+            if word.startswith("tc_"):
+                assert launcher.version_of(word).kernel == word
     references = [n.split(":")[1:] for n in names if n.startswith("cublas:")]
     assert references and all(r[0] in {"fp32", "tf32", "fp16", "bf16"} and r[1:] in ([], ["bt"]) for r in references)
 

@@ -6,7 +6,9 @@
 Reads ``benchmarks/results/tensor_cores_tf32_h100.json`` (the TF32 sweep: v6, v6t, v6w against
 cuBLAS TF32 on A @ B and on B^T), ``benchmarks/results/ncu_tensor_cores_h100.txt`` and
 ``ncu_mma_peak_h100.txt`` (Nsight Compute, ``--clock-control none``: time, SM clock, the busiest
-pipe's use, stall reasons) and writes ``results["tensor_cores_tf32"]`` of
+pipe's use, stall reasons), ``ncu_source_v6w_h100.csv`` (v6w's stall samples per instruction) and
+``tensor_cores_power_h100.json`` and ``tensor_cores_power_short_h100.json`` (SM clock and board
+power while each kernel runs back to back for 3 s and for 1 s) and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -21,6 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks/results/tensor_cores_tf32_h100.json"
 NCU = (REPO / "benchmarks/results/ncu_tensor_cores_h100.txt", REPO / "benchmarks/results/ncu_mma_peak_h100.txt")
+SOURCE = REPO / "benchmarks/results/ncu_source_v6w_h100.csv"
+POWER = REPO / "benchmarks/results/tensor_cores_power_h100.json"              # 3 s a kernel: the board at its limit
+POWER_SHORT = REPO / "benchmarks/results/tensor_cores_power_short_h100.json"  # 1 s: below it
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -65,6 +70,45 @@ def parse_ncu(text: str) -> list[dict]:
     return out
 
 
+def parse_source(text: str) -> dict:
+    """kernel -> its warp-stall samples from ncu's source page (``--page source --csv``, one table
+    per kernel): ``samples`` (all), ``reasons`` (reason -> share of the samples) and ``tile_wait``:
+    the share of samples stalled on the branch right after an ``mbarrier.try_wait``
+    (SYNCS.PHASECHK...TRYWAIT), i.e. warps waiting for a tile to land or a slot to empty."""
+    import csv
+
+    out, kernel, header, rows = {}, None, None, []
+
+    def close():
+        if kernel is None or header is None:
+            return
+        col = {n: i for i, n in enumerate(header)}
+
+        def value(r, name):
+            try:
+                return float(r[col[name]])
+            except (ValueError, IndexError):
+                return 0.0
+        total = sum(value(r, "Warp Stall Sampling (All Samples)") for r in rows)
+        reasons = {n[len("stall_"):]: sum(value(r, n) for r in rows) / total for n in header
+                   if n.startswith("stall_") and "Not Issued" not in n}
+        waits = sum(value(rows[i + 1], "Warp Stall Sampling (All Samples)") for i, r in enumerate(rows[:-1])
+                    if "TRYWAIT" in r[col["Source"]])
+        out[kernel] = {"samples": total, "reasons": {k: round(v, 4) for k, v in reasons.items() if v >= 0.001},
+                       "tile_wait": waits / total}
+
+    for row in csv.reader(text.splitlines()):
+        if row[:1] == ["Kernel Name"]:
+            close()
+            kernel, header, rows = row[1], None, []
+        elif row[:2] == ["Address", "Source"]:
+            header = row
+        elif header is not None and len(row) == len(header):
+            rows.append(row)
+    close()
+    return out
+
+
 def first_per_kernel(launches: list[dict]) -> dict:
     """kernel -> its first profiled launch (the script launches each twice; the two agree within 1 %)."""
     out = {}
@@ -86,7 +130,8 @@ def flops_of(profile: dict, shape) -> float:
     return 2.0 * m * n * k
 
 
-def entry(bench: dict, ncu_texts: list[str]) -> dict:
+def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
+          power_short: dict | None = None) -> dict:
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -94,17 +139,26 @@ def entry(bench: dict, ncu_texts: list[str]) -> dict:
         profiles.update(first_per_kernel(parse_ncu(text)))
     for profile in profiles.values():
         profile["flops"] = flops_of(profile, bench["shape"])
+    for kernel, sampled in parse_source(source_text).items() if source_text else ():
+        profiles.setdefault(kernel, {"kernel": kernel})["sampled"] = sampled
     return {"device": bench["device"], "date": bench["date"], "shape": bench["shape"],
             "files": ["benchmarks/results/tensor_cores_tf32_h100.json", "benchmarks/results/ncu_tensor_cores_h100.txt",
-                      "benchmarks/results/ncu_mma_peak_h100.txt"],
+                      "benchmarks/results/ncu_mma_peak_h100.txt", "benchmarks/results/ncu_source_v6w_h100.csv",
+                      "benchmarks/results/tensor_cores_power_h100.json",
+                      "benchmarks/results/tensor_cores_power_short_h100.json"],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
-            "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles}
+            "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
+            "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
+            "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")}}
 
 
 def main() -> int:
     bench = json.loads(BENCH.read_text(encoding="utf-8"))
     data = json.loads(STORE.read_text(encoding="utf-8"))
-    data.setdefault("results", {})[KEY] = entry(bench, [p.read_text(encoding="utf-8") for p in NCU])
+    data.setdefault("results", {})[KEY] = entry(bench, [p.read_text(encoding="utf-8") for p in NCU],
+                                                SOURCE.read_text(encoding="utf-8"),
+                                                json.loads(POWER.read_text(encoding="utf-8")),
+                                                json.loads(POWER_SHORT.read_text(encoding="utf-8")))
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")

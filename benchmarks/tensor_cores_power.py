@@ -1,0 +1,102 @@
+"""SM clock and board power while chapter 9's TF32 kernels (or cuBLAS) run back to back, as the
+benchmark times them: does a kernel that keeps the tensor pipe busier get a lower clock?
+
+    python benchmarks/tensor_cores_power.py tc_v6w_tf32_256x128_s4 cublas:tf32:bt [--seconds 3] [--out F]
+
+Each argument is a kernel of kernels/tensor_cores.py or ``cublas:<precision>[:bt]`` (as in
+benchmarks/ncu_tensor_cores.py). Each runs back to back at 4096^3 for ``--seconds``; nvidia-smi is
+sampled every 50 ms meanwhile (SM clock, power draw, its power limit) and the samples of the
+second half are kept (the first half warms the board up). TFLOP/s come from CUDA events over the
+same launches. Writes JSON (``--out``; default ``$OUT/tensor_cores_power.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("CUPY_TF32", "0")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+QUERY = "clocks.sm,power.draw,power.limit"
+
+
+def sample() -> subprocess.Popen:
+    """nvidia-smi printing QUERY every 50 ms until terminated."""
+    return subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", "50"],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if values else None
+
+
+def measure(name: str, seconds: float, n: int = 4096) -> dict:
+    import cupy
+
+    from ncu_tensor_cores import make_run
+
+    run = make_run(name, n=n)
+    run()
+    cupy.cuda.runtime.deviceSynchronize()
+    smi = sample()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    t0 = time.perf_counter()
+    launches = 0
+    half = None
+    while time.perf_counter() - t0 < seconds:
+        if half is None and time.perf_counter() - t0 > seconds / 2:
+            cupy.cuda.runtime.deviceSynchronize()
+            half, start_launches = time.perf_counter() - t0, launches
+            start.record()
+        for _ in range(20):
+            run()
+        launches += 20
+        cupy.cuda.runtime.deviceSynchronize()
+    end.record()
+    end.synchronize()
+    elapsed_ms = cupy.cuda.get_elapsed_time(start, end)
+    total = time.perf_counter() - t0
+    smi.terminate()
+    try:
+        out, _ = smi.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        smi.kill()
+        out, _ = smi.communicate()
+    rows = [[float(x) for x in line.split(",")] for line in out.strip().splitlines() if line.count(",") == 2]
+    rows = rows[len(rows) * int(100 * half / total) // 100:] if rows else rows     # the second half's samples
+    per_launch = elapsed_ms / (launches - start_launches)
+    return {"name": name, "launches": launches - start_launches, "ms": per_launch,
+            "tflops": 2 * n ** 3 / (per_launch * 1e-3) / 1e12, "samples": len(rows),
+            "sm_clock_mhz": median([r[0] for r in rows]), "power_w": median([r[1] for r in rows]),
+            "power_limit_w": median([r[2] for r in rows])}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("kernels", nargs="+")
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "/tmp") / "tensor_cores_power.json")
+    args = p.parse_args(argv)
+    from simtlab.gpubench.harness import stamp
+
+    result = {**stamp(), "rows": []}
+    for name in args.kernels:
+        row = measure(name, args.seconds)
+        print(f"{name:<45} {row['tflops']:7.1f} TFLOP/s  {row['sm_clock_mhz']} MHz  {row['power_w']} W "
+              f"(limit {row['power_limit_w']} W, {row['samples']} samples)", flush=True)
+        result["rows"].append(row)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
