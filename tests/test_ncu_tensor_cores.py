@@ -4,20 +4,17 @@ fail on a renamed version after the device time is spent."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from script_support import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _launcher():
-    spec = importlib.util.spec_from_file_location("ncu_tensor_cores", ROOT / "benchmarks" / "ncu_tensor_cores.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/ncu_tensor_cores.py")
 
 
 def test_every_kernel_the_device_script_profiles_resolves():

@@ -7,20 +7,17 @@ Until then chapter 6 shows "Split-K on the H100: not measured yet" in place of t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from simtlab import backend
+from script_support import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("store_gemm_optim", REPO / "tools/store_gemm_optim.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/store_gemm_optim.py")
 
 
 def test_the_store_holds_the_v8_sweep_as_measured():

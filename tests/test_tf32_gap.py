@@ -4,7 +4,6 @@ prints from them: the arithmetic on a synthetic entry, the recorded entry agains
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from simtlab import backend
 from simtlab import tensorcores as TC
+from script_support import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,10 +61,7 @@ def test_a_missing_profile_is_named():
 
 
 def _store_tool():
-    spec = importlib.util.spec_from_file_location("store_tensor_cores_tf32", ROOT / "tools" / "store_tensor_cores_tf32.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/store_tensor_cores_tf32.py")
 
 
 def test_the_recorded_entry_is_the_tool_s_copy_of_the_result_files():
