@@ -249,6 +249,17 @@ tc_v2_wmma_bf16(const u16* __restrict__ A, const u16* __restrict__ B, float* __r
 }
 
 // ---- helpers of the tiled versions ----------------------------------------------------------
+// a warp's accumulators of MT x NT mma tiles (4 floats each) set to zero
+template <int MT, int NT>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[MT][NT][4])
+{
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+}
 __device__ __forceinline__ u32 smem_u32(const void* p) { return (u32)__cvta_generic_to_shared(p); }
 
 __device__ __forceinline__ void st_shared_v4(u32 addr, uint4 v)
@@ -519,12 +530,7 @@ struct MmaTile {
         grouped_block<8>(bm, bn);
         const int m0 = bm * BM, n0 = bn * BN;
         float acc[MT][NT][4];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        zero_accumulators(acc);
         const int tiles = K / BK;
         auto sa = [&](int s) { return base + s * (A_BYTES + B_BYTES); };
         auto sb = [&](int s) { return base + s * (A_BYTES + B_BYTES) + A_BYTES; };
@@ -749,12 +755,7 @@ struct MmaPipeline {
         grouped_block<GROUP>(bm, bn);
         const int m0 = bm * BM, n0 = bn * BN;
         float acc[MT][NT][4];
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        zero_accumulators(acc);
         const int tiles = K / BK;
         Copier cp = copier(A, B, m0, n0, N, K);
         // prologue: tiles 0 .. STAGES-2 in flight, one commit group each (empty ones too, so the
@@ -1031,15 +1032,6 @@ struct MmaTf32Bt {
     }
 
     typedef float Acc[MT][NT][4];
-    static __device__ __forceinline__ void zero(Acc& acc)
-    {
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-    }
     // one k-step's MMAs: every (m16, n8) tile of the warp's with the fragments of f
     static __device__ __forceinline__ void mma_all(Acc& acc, const Frags& f)
     {
@@ -1060,7 +1052,7 @@ struct MmaTf32Bt {
         grouped_block<GROUP>(bm, bn);
         const int m0 = bm * BM, n0 = bn * BN;
         Acc acc;
-        zero(acc);
+        zero_accumulators(acc);
         const int tiles = K / BK;
         KMajor a = kmajor(A, m0, K);
         KMajor bt = kmajor(B, n0, K);                         // B_GIVEN_T: B is B^T, N x K
@@ -1814,7 +1806,7 @@ struct MmaTf32Tma {
         Bt::load_b_frags(f[0], base + A_BYTES, offsets, 0);
         int g = 0, s = 0;
         for (int local = 0; local < my_tiles; ++local) {
-            Bt::zero(acc);
+            zero_accumulators(acc);
             for (int kt = 0; kt < ktiles; ++kt, ++g) {
                 const u32 sa = base + s * STAGE_BYTES, sb = sa + A_BYTES;
                 const int ns = s + 1 == STAGES ? 0 : s + 1;

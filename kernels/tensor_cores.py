@@ -189,6 +189,7 @@ class TcVersion:
     tma_boxes: tuple = ()          # their boxes (columns, rows) of A and of B (B^T); () for v8's V8_BOXES
     isolate: bool = False          # checked and timed in a child process (a fault or trap there ends only it)
     persistent: bool = False       # one block per SM walks the tiles (launch_config's sms); 1-D grid of tiles otherwise
+    stages: int = 0                # the shared ring's depth (v6, v6t, v6w); 0: see stages_of
 
     @property
     def name(self) -> str:
@@ -295,6 +296,7 @@ class V6Config:
         note = self.describe + (f": {self.reason}" if self.reason else "")
         return TcVersion(label, self.precision, self.kernel, (self.bm, self.bn), (self.bm, self.bn, self.bk),
                          self.threads, self.smem, note=note, b_transposed=self.b_copy == _B_COPY["B_GIVEN_T"],
+                         stages=self.stages,
                          isolate=bool(self.b_copy))          # v6t: first GPU runs in a child process each
 
 
@@ -335,19 +337,13 @@ def _v6w_versions(source: str | None = None) -> tuple:
         out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm, bn, V6W_BK),
                              bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
                              note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn)),
-                             isolate=True, persistent=persistent))
+                             isolate=True, persistent=persistent, stages=stages))
     return tuple(out)
 
 
 def stages_of(version: "TcVersion") -> int:
-    """The shared ring's depth of a pipelined version (1 for the unpipelined ones)."""
-    for c in V6_CONFIGS + V6T_CONFIGS:
-        if c.kernel == version.kernel:
-            return c.stages
-    m = re.search(r"_s(\d+)(?:_|$)", version.kernel)
-    if version.kernel.startswith("tc_v6w") and m:
-        return int(m.group(1))
-    return V7_STAGES if version.sm90a else 1
+    """The shared ring's depth of a pipelined version (v7, v8: V7_STAGES; 1 for the unpipelined ones)."""
+    return version.stages or (V7_STAGES if version.sm90a else 1)
 
 
 #: every V6_KERNEL line of tensor_cores.cu: the chapter's v6 rows and the sweep's candidates

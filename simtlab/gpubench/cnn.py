@@ -543,18 +543,22 @@ def _rel_diff(got, want) -> float:
     return float(np.abs(got - want).max() / max(float(np.abs(want).max()), 1e-30))
 
 
-def graph_fused_recorded(data: dict | None = None) -> dict:
-    """What benchmarks/gpu_cnn_graph_fused.py recorded on an H100 (topics.cnn_graph_fused of the
-    one store); LookupError while nothing is recorded."""
+def _recorded_topic(topic: str, what: str, script: str, data: dict | None) -> dict:
+    """``data`` if given, else the store's ``topic``; LookupError naming ``script`` while nothing is recorded."""
     if data is not None:
         return data
     from . import stored
 
-    entry = stored(GRAPH_FUSED_TOPIC)
+    entry = stored(topic)
     if entry is None:
-        raise LookupError("no batch-1 graph / fused cuDNN timings recorded yet: run "
-                          "python benchmarks/gpu_cnn_graph_fused.py --store on a GPU")
+        raise LookupError(f"no {what} recorded yet: run python benchmarks/{script} --store on a GPU")
     return entry
+
+
+def graph_fused_recorded(data: dict | None = None) -> dict:
+    """What benchmarks/gpu_cnn_graph_fused.py recorded on an H100 (topics.cnn_graph_fused of the
+    one store); LookupError while nothing is recorded."""
+    return _recorded_topic(GRAPH_FUSED_TOPIC, "batch-1 graph / fused cuDNN timings", "gpu_cnn_graph_fused.py", data)
 
 
 # ------------------------------------------------------------------------------------------
@@ -776,12 +780,4 @@ def tensor_core_rows(batch: int = 10_000, *, repeat: int = 15, cudnn: bool = Tru
 def tensor_cores_recorded(data: dict | None = None) -> dict:
     """What benchmarks/gpu_cnn_tensor_cores.py recorded on an H100 (topics.cnn_tensor_cores of the
     one store); LookupError while nothing is recorded."""
-    if data is not None:
-        return data
-    from . import stored
-
-    entry = stored(TENSOR_CORES_TOPIC)
-    if entry is None:
-        raise LookupError("no tensor-core convolution timings recorded yet: run "
-                          "python benchmarks/gpu_cnn_tensor_cores.py --store on a GPU")
-    return entry
+    return _recorded_topic(TENSOR_CORES_TOPIC, "tensor-core convolution timings", "gpu_cnn_tensor_cores.py", data)
