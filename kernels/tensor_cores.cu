@@ -1614,6 +1614,27 @@ __device__ __forceinline__ void tma_load_2d(u32 dst, const TmaDescriptor* map, i
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                  :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
+__device__ __forceinline__ void tma_load_2d_multicast(u32 dst, const TmaDescriptor* map, int c0, int c1, u32 bar, unsigned short cta_mask)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(u32 bar, u32 rank)
+{
+    u32 remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
+}
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ u32 cluster_rank()
+{
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
 #endif
 
 // tma_a: A (M x K, 16-bit) in boxes of 64 (k) x 128 (m); tma_b: B (K x N) in boxes of 64 (n) x 64 (k)
@@ -1716,7 +1737,7 @@ tc_v8_tma_wgmma_bf16(const __grid_constant__ TmaDescriptor tma_a, const __grid_c
 // Boxes: 32 k (128 bytes) x BM rows of A, 32 k x BN rows of B^T (tensor maps made by the host).
 // ============================================================================================
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES>
+template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1724,6 +1745,8 @@ struct MmaTf32Tma {
     static constexpr int A_BYTES = Bt::A_BYTES, STAGE_BYTES = Bt::STAGE_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "TMA's 128-byte swizzle repeats every 1024 bytes");
     static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+    static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PERSISTENT && !LAST_ISSUES && GROUP % 2 == 0),
+                  "CLUSTER 2: blocks 2c, 2c+1 (tiles one above the other in a group) share B^T's tile");
 
     static __device__ __forceinline__ void run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_bt, float* __restrict__ C,
                                                int M, int N, int K)
@@ -1747,12 +1770,13 @@ struct MmaTf32Tma {
         if (threadIdx.x == 0) {
             for (int s = 0; s < STAGES; ++s) {
                 mbar_init(full + 8 * s, 1);                   // the issuer's arrive.expect_tx (+ the TMA's bytes)
-                mbar_init(empty + 8 * s, WARPS);              // one arrive per consumer warp
+                mbar_init(empty + 8 * s, WARPS * CLUSTER);
             }
             asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
             for (int s = 0; s < STAGES; ++s) released[s] = 0;
         }
-        __syncthreads();
+        if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+        const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
         // LAST_ISSUES: the last warp to finish with k-tile g's slot asks for k-tile g + STAGES into it at
         // once (an atomic count per slot says which warp is last): the ring runs STAGES k-tiles ahead, not
         // STAGES - 1, and nobody waits for a slot to empty
@@ -1783,7 +1807,11 @@ struct MmaTf32Tma {
             const u32 sa = base + s * STAGE_BYTES;
             mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
             tma_load_2d(sa, tma_a, ikt * 32, im0, full + 8 * s);
-            tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
+            if constexpr (CLUSTER > 1)
+                tma_load_2d_multicast(sa + A_BYTES + rank * (BN / CLUSTER) * 128, tma_bt, ikt * 32, in0 + rank * (BN / CLUSTER),
+                                      full + 8 * s, (unsigned short)((1 << CLUSTER) - 1));
+            else
+                tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
             ++ig;
             if (++ikt == ktiles) {
                 ikt = 0;
@@ -1835,7 +1863,10 @@ struct MmaTf32Tma {
                     if (lane == 0 && atomicAdd(&released[s], 1) % WARPS == WARPS - 1 && g + STAGES < total)
                         issue_at(g + STAGES);
                 } else {
-                    if (lane == 0) mbar_arrive(empty + 8 * s);
+                    if (lane == 0) {
+                        if constexpr (CLUSTER > 1) { for (u32 r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty + 8 * s, r); }
+                        else mbar_arrive(empty + 8 * s);
+                    }
                     if (threadIdx.x == 0 && ig < total) issue_next();     // k-tile g + STAGES - 1, into g - 1's slot
                 }
                 s = ns;
@@ -1845,19 +1876,23 @@ struct MmaTf32Tma {
             origin(local, m0, n0);
             Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
         }
+        if constexpr (CLUSTER > 1) cluster_sync();
     }
 };
 #endif
 
-// One v6w configuration: (name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES); kernels/tensor_cores.py
-// reads these lines. PERSISTENT: launched with one block per SM (the host's grid), each walking tiles gridDim.x
-// apart. LAST_ISSUES: the last warp done with a slot refills it (else thread 0, STAGES-1 k-tiles ahead).
-#define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES)                                \
-    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1)                                 \
+// One v6w configuration: (name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER);
+// kernels/tensor_cores.py reads these lines. PERSISTENT: launched with one block per SM (the host's grid), each
+// walking tiles gridDim.x apart. LAST_ISSUES: the last warp done with a slot refills it (else thread 0, STAGES-1
+// k-tiles ahead). CLUSTER 2: blocks 2c, 2c+1 form a cluster and share B^T's tile, each asking the TMA for half of
+// it, multicast to both; the consumers release a slot in both blocks (a remote mbarrier arrive, plain: with
+// .release.cluster it brings a MEMBAR.ALL.GPU that halved the rate, benchmarks/results/ncu_source_tf32_cluster2_h100.csv).
+#define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER)                       \
+    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1) __cluster_dims__(CLUSTER, 1, 1) \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
          float* __restrict__ C, int M, int N, int K)                                                            \
     {                                                                                                           \
-        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES>::run(&tma_a, &tma_bt, C, M, N, K));       \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define V6W_BODY(...) __VA_ARGS__
@@ -1866,7 +1901,9 @@ struct MmaTf32Tma {
 #endif
 
 // ---- v6w: TF32 mma.sync with B^T given, tiles brought by the TMA and handed over by mbarriers: no block-wide barrier and no copy instruction in the loop, so a warp waits only for the tile it reads next (sm_90a only)
-V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false, false)            // v6t's tile, 4 stages (192 KB): 3 k-tiles ahead
-V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false, false)            // tall: 8 warps of 64 x 64 over 256 x 128
-V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true, false)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
-V6W_KERNEL(tc_v6w_tf32_256x128_s4_last, 256, 128, 4, 8, false, false, true)       // the last warp done with a slot refills it: 4 k-tiles ahead, not 3 (do the tiles arrive late, or too slowly?)
+V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false, false, 1)            // v6t's tile, 4 stages (192 KB): 3 k-tiles ahead
+V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false, false, 1)            // tall: 8 warps of 64 x 64 over 256 x 128
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true, false, 1)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
+V6W_KERNEL(tc_v6w_tf32_256x128_s4_last, 256, 128, 4, 8, false, false, true, 1)       // the last warp done with a slot refills it: 4 k-tiles ahead, not 3 (do the tiles arrive late, or too slowly?)
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false, 2)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads per FLOP
+

@@ -228,8 +228,8 @@ _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+
                        r"(B_CP4|B_REGS|B_GIVEN_T), (true|false), (true|false)\)\s*(?://\s*(.*))?$", re.M)
 #: v6w (TF32 mma.sync fed by the TMA, mbarriers instead of __syncthreads; B^T given, 64 x 64
 #: warps, BK 32): name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES (the last warp done with a
-#: slot refills it)
-_V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false)\)"
+#: slot refills it), CLUSTER (blocks sharing B^T's tile by TMA multicast)
+_V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false), (\d)\)"
                        r"\s*(?://\s*(.*))?$", re.M)
 V6W_BK = 32
 #: tensor_cores.cu's BCopy names -> V6Config.b_copy
@@ -333,10 +333,13 @@ def _v6w_versions(source: str | None = None) -> tuple:
         note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
                 f"B^T given" + (", B fragments late" if late else "") + (", persistent" if persistent else "")
                 + (", last warp refills" if m.group(8) == "true" else "")
-                + (f": {m.group(9).strip()}" if m.group(9) else ""))
-        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm, bn, V6W_BK),
+                + (f", clusters of {m.group(9)} share B^T's tile" if m.group(9) != "1" else "")
+                + (f": {m.group(10).strip()}" if m.group(10) else ""))
+        cluster = int(m.group(9))
+        # a cluster's blocks hold tiles one above the other (M covers whole clusters); each copies 1/CLUSTER of B^T's
+        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
                              bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
-                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn)),
+                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
                              isolate=True, persistent=persistent, stages=stages))
     return tuple(out)
 

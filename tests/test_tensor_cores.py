@@ -61,10 +61,14 @@ def test_each_version_uses_the_instructions_it_claims():
             assert instruction in body, f"{v.kernel} has no {instruction}"
         if label in ("v8", "v6w"):                                   # the TMA does every copy
             assert "cp.async.cg" not in body and "ld.global" not in body, v.kernel
-        if label == "v6w":                                           # one barrier, after the mbarriers' init
-            assert body.count("bar.sync") + body.count("barrier.sync") == 1, v.kernel
+        if label == "v6w":          # one barrier, after the mbarriers' init (a cluster's: one at each end)
+            cluster = "share B^T's tile" in v.note
+            assert body.count("bar.sync") + body.count("barrier.sync") == (0 if cluster else 1), v.kernel
+            assert body.count("barrier.cluster.wait") == (2 if cluster else 0), v.kernel
             last = "last warp refills" in v.note                     # slots released by a count, not an mbarrier
             assert ("atom.shared.add" in body) == last and ("mbarrier.arrive.shared" in body) != last, v.kernel
+            shared_bt = "share B^T's tile" in v.note                 # a cluster: B^T's halves multicast, plain remote arrives
+            assert ("multicast::cluster" in body) == shared_bt and "mbarrier.arrive.release.cluster" not in body, v.kernel
         if label in ("v7", "v8"):
             k = {"tf32": "m64n256k8.f32.tf32.tf32", "fp16": "m64n256k16.f32.f16.f16", "bf16": "m64n256k16.f32.bf16.bf16"}
             assert k[v.precision] in body, v.kernel
@@ -330,7 +334,8 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
     assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
     for v in v6w:
-        assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1])), v
+        cluster = v.multiple[0] // v.tile[0]               # blocks sharing B^T's tile, one above the other
+        assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1] // cluster)), v
         assert v.persistent == v.kernel.endswith("_persistent") and T.stages_of(v) == 4
 
 

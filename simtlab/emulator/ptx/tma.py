@@ -28,7 +28,9 @@ naming the barrier's state (on a GPU: a hang, or v8's trap after 2 s).
 tensor the map describes is written to shared memory at ``dst`` as a dense box (innermost
 dimension contiguous), each byte address under the map's swizzle (the same XOR of bits 4.. with
 bits 7.. that ``wgmma``'s descriptors read: ``wgmma.swizzle``); elements outside the tensor are
-zeros; the copy's bytes (the whole box) complete on ``mbar``. The engine makes the copy when the
+zeros; the copy's bytes (the whole box) complete on ``mbar``. With ``.multicast::cluster`` and a
+16-bit ``ctaMask`` the box goes to the same offset in every block of the cluster the mask names,
+and completes on each one's barrier at ``mbar``'s offset. The engine makes the copy when the
 instruction runs (one legal order of an asynchronous copy: the data may not be read before the
 barrier's phase completes, which needs these bytes).
 
@@ -52,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BarrierError, EmulationError, OutOfBoundsError
-from .memory import PARAM_WINDOW, SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE
+from .memory import PARAM_WINDOW, SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE, cluster_address
 from .parser import Address, Imm, Symbol, TensorAddress
 from .wgmma import swizzle
 
@@ -331,25 +333,42 @@ def h_cp_bulk(ins, mods, entry, layout):
         if rank not in ("1d", "2d", "3d", "4d", "5d"):
             raise _unsupported()(f"cp.async.bulk.tensor of rank {rank}")
     flags = set(rest) - {"tile"}
+    multicast = tensor and "multicast::cluster" in flags
+    flags.discard("multicast::cluster")
     want = {"shared::cluster", "global", "mbarrier::complete_tx::bytes"}
     if flags != want and flags != (want - {"shared::cluster"}) | {"shared::cta"}:
         raise _unsupported()(f"cp.async.bulk with .{', .'.join(sorted(flags - want)) or 'another form'}: "
                              "the PTX engine copies global -> shared with mbarrier::complete_tx::bytes "
-                             "(no multicast, cache hints or im2col)")
+                             "(tensor copies also with .multicast::cluster; no cache hints or im2col)")
     ops = ins.operands
     dst = _address_of(ops[0], layout, ins)
     if tensor:
         src, bar_op = ops[1], ops[2]
-        if not isinstance(src, TensorAddress) or len(src.coords) != int(rank[0]) or len(ops) != 3:
-            raise _unsupported()("cp.async.bulk.tensor other than [dst], [map, {coords}], [mbar]")
+        if not isinstance(src, TensorAddress) or len(src.coords) != int(rank[0]) or len(ops) != 3 + multicast:
+            raise _unsupported()("cp.async.bulk.tensor other than [dst], [map, {coords}], [mbar] (, ctaMask "
+                                 "with .multicast::cluster)")
         coords = [reader(x, "s32", layout) for x in src.coords]
         where = _tensor_map_address(src, layout)
         bar = _address_of(bar_op, layout, ins)
+        mask = reader(ops[3], "u16", layout) if multicast else None
 
         def run(c, m):
             for lane in c._active(m).tolist():
-                tensor_copy(c, lane, _lane(dst(c), lane), _tensor_map(c, lane, where(c), ins),
-                            [int(_lane(x(c), lane)) for x in coords], _lane(bar(c), lane), ins)
+                tm = _tensor_map(c, lane, where(c), ins)
+                box = [int(_lane(x(c), lane)) for x in coords]
+                d, b = _lane(dst(c), lane), _lane(bar(c), lane)
+                if mask is None:
+                    tensor_copy(c, lane, d, tm, box, b, ins)
+                    continue
+                # multicast: the same box to the same offset in every block of the mask, each
+                # block's bytes completed on its own barrier at the mbarrier's offset
+                bits = int(_lane(mask(c), lane))
+                if bits >> c.cluster_size:
+                    raise c.error_at(lane, f"`{ins}`: ctaMask {bits:#x} names blocks beyond the cluster's "
+                                     f"{c.cluster_size}", ins, OutOfBoundsError)
+                for r in range(c.cluster_size):
+                    if bits >> r & 1:
+                        tensor_copy(c, lane, cluster_address(d, r), tm, box, cluster_address(b, r), ins)
         return _op(run, ins)
     if len(ops) != 4:
         raise _unsupported()("cp.async.bulk other than [dst], [src], size, [mbar]")
