@@ -1737,7 +1737,69 @@ tc_v8_tma_wgmma_bf16(const __grid_constant__ TmaDescriptor tma_a, const __grid_c
 // Boxes: 32 k (128 bytes) x BM rows of A, 32 k x BN rows of B^T (tensor maps made by the host).
 // ============================================================================================
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER>
+// Which k-tiles of which C tiles a block computes: a list of units (tile, k-tiles kb .. ke-1).
+// ONE_TILE: tile blockIdx.x, whole. PERSISTENT: tiles blockIdx.x, + gridDim.x, ..., whole.
+// STREAM_K (Osama et al., "Stream-K", PPoPP 2023): the persistent walk over the full waves only,
+// then an even share of the last wave's k-tiles: 4096^2 in 128 x 256 tiles is 512 tiles, 3.88
+// waves of 132 SMs, and a fourth whole wave would leave 16 SMs idle for a quarter of the time.
+// Here the 116 tiles left are 14,848 k-tiles, 112 or 113 a block; a tile whose k-tiles fall to
+// several blocks is summed by the last of them to finish (fix_up). The share must be at least
+// one k-tile a block, else the tail stays whole tiles.
+// A share is the end of one tile (k-tiles k1 ..) and the start of the next (.. k2) or a piece of
+// one. STREAM_K_TAIL_IN_ORDER walks it in that order, so the 132 blocks start the tail at 132
+// different k (k1 = 112.5 c mod 128) and read 132 different slices of A and B^T at a time.
+// STREAM_K_TAIL walks the next tile's start first: every block starts its tail at k = 0, and
+// the end of the other tile, k1 .. 127, comes at k1 - k2 = 128 - share = 15 or 16 k-tiles ahead
+// of the blocks still on their first piece: two slices at a time, as in the full waves.
+// Measured (H100, benchmarks/results/ncu_streamk_h100.txt, tensor_cores_tf32_h100.json): in order,
+// 917 MB read from DRAM against the persistent kernel's 373 and 10 points slower; second tile first,
+// 392 MB, and still 3 points slower than the persistent kernel (the fix-up's adds wait for L2 in 3 %
+// of its stall samples, ncu_source_streamk_h100.csv).
+enum Schedule { ONE_TILE, PERSISTENT_TILES, STREAM_K_TAIL, STREAM_K_TAIL_IN_ORDER };
+struct TileSchedule {
+    int ktiles, blocks, dp_units, sk_tile0, sk_begin, sk_end, sk_units, units, total;
+    bool reverse;                                              // the share's tiles last to first
+    long long sk_iters;                                        // the tail's k-tiles, all blocks together
+    __device__ TileSchedule(Schedule mode, int tiles, int ktiles_) : ktiles(ktiles_), blocks(gridDim.x)
+    {
+        const int me = blockIdx.x, waves = tiles / blocks, rest = tiles - waves * blocks;
+        sk_tile0 = tiles;
+        sk_iters = 0;
+        sk_begin = sk_end = 0;
+        reverse = mode == STREAM_K_TAIL;
+        if (mode == ONE_TILE) dp_units = 1;
+        else if ((mode == STREAM_K_TAIL || mode == STREAM_K_TAIL_IN_ORDER) && rest > 0 && (long long)rest * ktiles >= blocks) {
+            dp_units = waves;
+            sk_tile0 = waves * blocks;
+            sk_iters = (long long)rest * ktiles;
+            sk_begin = (int)(me * sk_iters / blocks);
+            sk_end = (int)((me + 1) * sk_iters / blocks);
+        } else dp_units = (tiles - me + blocks - 1) / blocks;
+        sk_units = sk_end > sk_begin ? (sk_end - 1) / ktiles - sk_begin / ktiles + 1 : 0;
+        units = dp_units + sk_units;
+        total = dp_units * ktiles + (sk_end - sk_begin);
+    }
+    __device__ void unit(int u, int& tile, int& kb, int& ke) const
+    {
+        if (u < dp_units) {
+            tile = blockIdx.x + u * blocks;
+            kb = 0;
+            ke = ktiles;
+            return;
+        }
+        const int j = reverse ? sk_units - 1 - (u - dp_units) : u - dp_units;   // the share's j-th tile
+        const int t = sk_begin / ktiles + j;                   // the tail's tile t
+        tile = sk_tile0 + t;
+        kb = j == 0 ? sk_begin - t * ktiles : 0;
+        ke = min(ktiles, sk_end - t * ktiles);
+    }
+    // the block whose share of the tail holds its k-tile x: the last c with c * sk_iters / blocks <= x
+    __device__ int block_of(long long x) const { return (int)(((x + 1) * blocks + sk_iters - 1) / sk_iters) - 1; }
+    // a block's partial sums of tail tile t wait in workspace slot 2c (its first tile) or 2c + 1 (its last)
+    __device__ int slot(int c, int t) const { return 2 * c + (t == (int)(c * sk_iters / blocks) / ktiles ? 0 : 1); }
+};
+
+template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER, int STREAM_K = 0>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1747,23 +1809,77 @@ struct MmaTf32Tma {
     static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
     static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PERSISTENT && !LAST_ISSUES && GROUP % 2 == 0),
                   "CLUSTER 2: blocks 2c, 2c+1 (tiles one above the other in a group) share B^T's tile");
+    static_assert(!(LAST_ISSUES && PERSISTENT) && (STREAM_K == 0 || PERSISTENT), "LAST_ISSUES: one tile a block; STREAM_K: persistent");
+    static constexpr int THREADS = WARPS * 32, ACC4 = Bt::MT * Bt::NT;     // float4s of accumulators a thread
+
+    // Stream-K's fix-up of tail tile `tile`: this block's partial sums go to its workspace slot (float4
+    // e of thread t at e * THREADS + t: a warp's stores and loads are whole 512-byte lines), then a
+    // counter per tile says who is last; the last block adds every block's partial sums in block
+    // order (the same sum whoever finishes last) straight into C, reading them from the workspace
+    // (its own too): the accumulators are dead once stored, so the sum needs no registers of its own
+    // (summed back into the accumulators, ptxas -v reported 488 bytes spilled).
+    static __device__ void fix_up(const typename Bt::Acc& acc, const TileSchedule& sched, int tile, float* __restrict__ ws,
+                                  int* __restrict__ counters, float* __restrict__ C, int row0, int col0, int N)
+    {
+        __shared__ int last;
+        const int t = tile - sched.sk_tile0;
+        const long long first_k = (long long)t * sched.ktiles;
+        const int c_lo = sched.block_of(first_k), c_hi = sched.block_of(first_k + sched.ktiles - 1);
+        constexpr int SLOT = ACC4 * THREADS;                  // float4s of one slot
+        float4* mine = reinterpret_cast<float4*>(ws) + (size_t)sched.slot(blockIdx.x, t) * SLOT + threadIdx.x;
+#pragma unroll
+        for (int i = 0; i < Bt::MT; ++i)
+#pragma unroll
+            for (int j = 0; j < Bt::NT; ++j)
+                mine[(i * Bt::NT + j) * THREADS] = make_float4(acc[i][j][0], acc[i][j][1], acc[i][j][2], acc[i][j][3]);
+        __threadfence();                                      // the partial sums are visible before they are counted
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            last = atomicAdd(&counters[t], 1) == c_hi - c_lo;
+            if (last) counters[t] = 0;                        // ready for the next launch
+        }
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        // tile t is the first tile of every contributor after c_lo (slot 2c), and c_lo's first or last
+        const float4* lo = reinterpret_cast<const float4*>(ws) + (size_t)sched.slot(c_lo, t) * SLOT + threadIdx.x;
+        const float4* next = reinterpret_cast<const float4*>(ws) + (size_t)(2 * c_lo + 2) * SLOT + threadIdx.x;
+        const int lane = threadIdx.x % 32;
+#pragma unroll
+        for (int i = 0; i < Bt::MT; ++i)
+#pragma unroll
+            for (int j = 0; j < Bt::NT; ++j) {
+                const int e = (i * Bt::NT + j) * THREADS;
+                float4 v = __ldcg(lo + e);                    // from L2: L1 has not seen the other blocks' writes
+                for (int c = 0; c < c_hi - c_lo; ++c) {
+                    const float4 p = __ldcg(next + (size_t)2 * c * SLOT + e);
+                    v.x += p.x; v.y += p.y; v.z += p.z; v.w += p.w;
+                }
+                const int row = row0 + i * 16 + (lane >> 2), col = col0 + j * 8 + (lane & 3) * 2;   // V6::store's places
+                *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(v.x, v.y);
+                *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(v.z, v.w);
+            }
+    }
 
     static __device__ __forceinline__ void run(const TmaDescriptor* tma_a, const TmaDescriptor* tma_bt, float* __restrict__ C,
-                                               int M, int N, int K)
+                                               int M, int N, int K, float* __restrict__ ws = nullptr,
+                                               int* __restrict__ counters = nullptr)
     {
         extern __shared__ __align__(128) unsigned char smem[];
         __shared__ __align__(8) unsigned long long bars[2 * STAGES];        // full[0..S-1], empty[0..S-1]
         __shared__ int released[STAGES];                                    // LAST_ISSUES: warps done with each slot
         const u32 base = (smem_u32(smem) + 1023) & ~1023u;
         const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[STAGES]);
-        // the block's tiles: blockIdx.x, + gridDim.x, ... (PERSISTENT: one block an SM walks them all);
-        // g counts the block's k-tiles across its tiles, so the ring runs on from one tile to the next
+        // the block's units of work (TileSchedule); g counts the block's k-tiles across them, so the ring
+        // runs on from one tile to the next
         const int tiles_m = M / BM, tiles_n = N / BN, ktiles = K / 32;
-        const int my_tiles = PERSISTENT ? (tiles_m * tiles_n - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x : 1;
-        const int total = my_tiles * ktiles;
-        auto origin = [&](int local, int& m0, int& n0) {
+        // STREAM_K: 0 none, 1 the share's tiles last to first, 2 in order
+        const TileSchedule sched(STREAM_K == 1 ? STREAM_K_TAIL : STREAM_K == 2 ? STREAM_K_TAIL_IN_ORDER
+                                 : PERSISTENT ? PERSISTENT_TILES : ONE_TILE, tiles_m * tiles_n, ktiles);
+        const int total = sched.total;
+        auto origin = [&](int tile, int& m0, int& n0) {
             int bm, bn;
-            grouped_tile<GROUP>(blockIdx.x + local * gridDim.x, tiles_m, tiles_n, bm, bn);
+            grouped_tile<GROUP>(tile, tiles_m, tiles_n, bm, bn);
             m0 = bm * BM;
             n0 = bn * BN;
         };
@@ -1781,26 +1897,25 @@ struct MmaTf32Tma {
         // once (an atomic count per slot says which warp is last): the ring runs STAGES k-tiles ahead, not
         // STAGES - 1, and nobody waits for a slot to empty
         int own_m0 = 0, own_n0 = 0;
-        if (LAST_ISSUES && !PERSISTENT) origin(0, own_m0, own_n0);
+        if (LAST_ISSUES) origin(blockIdx.x, own_m0, own_n0);
         auto issue_at = [&](int g) {
             const int s = g % STAGES;
-            int m0 = own_m0, n0 = own_n0, kt = g;
-            if (PERSISTENT) {
-                const int local = g / ktiles;
-                kt = g - local * ktiles;
-                origin(local, m0, n0);
-            }
             const u32 sa = base + s * STAGE_BYTES;
             if (g >= STAGES) fence_proxy_async();               // the warps' reads of the slot before the TMA's writes
             mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
-            tma_load_2d(sa, tma_a, kt * 32, m0, full + 8 * s);
-            tma_load_2d(sa + A_BYTES, tma_bt, kt * 32, n0, full + 8 * s);
+            tma_load_2d(sa, tma_a, g * 32, own_m0, full + 8 * s);
+            tma_load_2d(sa + A_BYTES, tma_bt, g * 32, own_n0, full + 8 * s);
         };
         // otherwise: the next k-tile thread 0 asks for: its number ig (slot ig % STAGES, once k-tile ig - STAGES has
-        // left it), its k and its tile's origin, advanced by one each time (no division in the loop: the issuing
-        // warp is a consumer too, and every instruction it spends here delays its MMAs)
-        int ig = 0, ikt = 0, ilocal = 0, im0 = 0, in0 = 0;
-        if (threadIdx.x == 0) origin(0, im0, in0);
+        // left it), its unit iu, its k and its tile's origin, advanced by one each time (no division in the loop:
+        // the issuing warp is a consumer too, and every instruction it spends here delays its MMAs)
+        int ig = 0, iu = 0, ikt = 0, ike = 0, im0 = 0, in0 = 0;
+        auto start_unit = [&](int u) {
+            int tile;
+            sched.unit(u, tile, ikt, ike);
+            origin(tile, im0, in0);
+        };
+        if (threadIdx.x == 0 && sched.units > 0) start_unit(0);
         auto issue_next = [&]() {
             const int s = ig % STAGES;
             if (ig >= STAGES) mbar_wait(empty + 8 * s, ((ig / STAGES) & 1) ^ 1);
@@ -1813,10 +1928,7 @@ struct MmaTf32Tma {
             else
                 tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
             ++ig;
-            if (++ikt == ktiles) {
-                ikt = 0;
-                if (PERSISTENT && ++ilocal < my_tiles) origin(ilocal, im0, in0);
-            }
+            if (++ikt == ike && ++iu < sched.units) start_unit(iu);
         };
         if (threadIdx.x == 0) {
             if (LAST_ISSUES)
@@ -1829,13 +1941,17 @@ struct MmaTf32Tma {
         typename Bt::Acc acc;
         typename Bt::Frags f[2];
         const typename Bt::Offsets offsets = Bt::fragment_offsets(wm, wn);
-        mbar_wait(full, 0);
-        Bt::load_a_frags(f[0], base, offsets, 0);
-        Bt::load_b_frags(f[0], base + A_BYTES, offsets, 0);
+        if (total > 0) {
+            mbar_wait(full, 0);
+            Bt::load_a_frags(f[0], base, offsets, 0);
+            Bt::load_b_frags(f[0], base + A_BYTES, offsets, 0);
+        }
         int g = 0, s = 0;
-        for (int local = 0; local < my_tiles; ++local) {
+        for (int u = 0; u < sched.units; ++u) {
+            int tile, kb, ke;
+            sched.unit(u, tile, kb, ke);
             zero_accumulators(acc);
-            for (int kt = 0; kt < ktiles; ++kt, ++g) {
+            for (int kt = kb; kt < ke; ++kt, ++g) {
                 const u32 sa = base + s * STAGE_BYTES, sb = sa + A_BYTES;
                 const int ns = s + 1 == STAGES ? 0 : s + 1;
                 const u32 na = base + ns * STAGE_BYTES, nb = na + A_BYTES;
@@ -1871,10 +1987,11 @@ struct MmaTf32Tma {
                 }
                 s = ns;
             }
-            // the next tile's first k-tiles are on their way (and its first fragments loaded) while C is stored
+            // the next unit's first k-tiles are on their way (and its first fragments loaded) while C is stored
             int m0, n0;
-            origin(local, m0, n0);
-            Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
+            origin(tile, m0, n0);
+            if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
+            else fix_up(acc, sched, tile, ws, counters, C, m0 + wm * 64, n0 + wn * 64, N);
         }
         if constexpr (CLUSTER > 1) cluster_sync();
     }
@@ -1894,6 +2011,16 @@ struct MmaTf32Tma {
     {                                                                                                           \
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
+// A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
+// (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
+// block of each tile sets it back to zero).
+#define V6W_STREAM_K_KERNEL(name, BM, BN, STAGES, GROUP, IN_ORDER)                                               \
+    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1)                                 \
+    name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
+         float* __restrict__ C, int M, int N, int K, float* __restrict__ ws, int* __restrict__ counters)         \
+    {                                                                                                           \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, true, false, 1, IN_ORDER ? 2 : 1>::run(&tma_a, &tma_bt, C, M, N, K, ws, counters)); \
+    }
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define V6W_BODY(...) __VA_ARGS__
 #else
@@ -1905,5 +2032,8 @@ V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false, false, 1)      
 V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false, false, 1)            // tall: 8 warps of 64 x 64 over 256 x 128
 V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true, false, 1)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
 V6W_KERNEL(tc_v6w_tf32_256x128_s4_last, 256, 128, 4, 8, false, false, true, 1)       // the last warp done with a slot refills it: 4 k-tiles ahead, not 3 (do the tiles arrive late, or too slowly?)
-V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false, 2)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads per FLOP
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false, 2)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads per FLOP (measured: within 2 points of the same tile without)
 
+// ---- v6w stream-K: the persistent walk over the full waves, then every block an even share of the last wave's k-tiles, partial tiles summed by the last block to finish: no SM idle in a fourth wave (sm_90a only)
+V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)           // 512 tiles = 3.88 waves: the last 116 tiles' k-tiles split over all 132 SMs, each share's second tile first
+V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // each share in order: the blocks start the tail at 132 different k

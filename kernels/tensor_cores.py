@@ -190,6 +190,7 @@ class TcVersion:
     isolate: bool = False          # checked and timed in a child process (a fault or trap there ends only it)
     persistent: bool = False       # one block per SM walks the tiles (launch_config's sms); 1-D grid of tiles otherwise
     stages: int = 0                # the shared ring's depth (v6, v6t, v6w); 0: see stages_of
+    stream_k: bool = False         # persistent, the last wave split by k-tiles: takes stream_k_buffers too
 
     @property
     def name(self) -> str:
@@ -231,6 +232,8 @@ _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+
 #: slot refills it), CLUSTER (blocks sharing B^T's tile by TMA multicast)
 _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false), (\d)\)"
                        r"\s*(?://\s*(.*))?$", re.M)
+_V6W_STREAM_K_LINE = re.compile(r"^V6W_STREAM_K_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false)\)\s*(?://\s*(.*))?$",
+                                re.M)
 V6W_BK = 32
 #: tensor_cores.cu's BCopy names -> V6Config.b_copy
 _B_COPY = {"B_CP4": "cp.async 4 B", "B_REGS": "registers", "B_GIVEN_T": "B^T given"}
@@ -341,7 +344,24 @@ def _v6w_versions(source: str | None = None) -> tuple:
                              bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
                              note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
                              isolate=True, persistent=persistent, stages=stages))
+    for m in _V6W_STREAM_K_LINE.finditer(text):
+        name, (bm, bn, stages, group) = m.group(1), (int(m.group(i)) for i in range(2, 6))
+        note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
+                f"B^T given, persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
+                + (f": {m.group(7).strip()}" if m.group(7) else ""))
+        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm, bn, V6W_BK),
+                             bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
+                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn)),
+                             isolate=True, persistent=True, stages=stages, stream_k=True))
     return tuple(out)
+
+
+def stream_k_buffers(version: "TcVersion", m: int, n: int, blocks: int) -> tuple:
+    """Sizes of a stream-K version's two extra arguments for ``blocks`` blocks: the workspace of
+    partial sums (float32: two tiles a block, its first and last tile of the tail) and the
+    counters (int32, one a tile, zero before the first launch; the kernel leaves them zero)."""
+    bm, bn = version.tile
+    return 2 * blocks * bm * bn, (m // bm) * (n // bn)
 
 
 def stages_of(version: "TcVersion") -> int:
@@ -421,7 +441,8 @@ H100_SMS = 132
 def launch_config(version: TcVersion, m: int, n: int, k: int, sms: int = H100_SMS) -> tuple:
     """``(grid, block, dynamic shared bytes)`` of ``version`` for an M x K times K x N product;
     ValueError, naming the requirement, when the sizes are not multiples of what it needs. A
-    persistent version gets ``min(tiles, sms)`` blocks (one per SM); v6w's others one per tile."""
+    persistent version gets ``min(tiles, sms)`` blocks (one per SM), a stream-K one ``sms`` (fewer only
+    when there are fewer k-tiles in all); v6w's others one per tile."""
     mm, nm, km = version.multiple
     bad = [f"{name} = {val} is not a multiple of {mult}"
            for name, val, mult in (("M", m, mm), ("N", n, nm), ("K", k, km)) if val % mult or val <= 0]
@@ -433,7 +454,10 @@ def launch_config(version: TcVersion, m: int, n: int, k: int, sms: int = H100_SM
         grid = (-(-(n // 16) // 4), m // 16)            # 4 warps a block, one 16 x 16 tile each
     elif version.kernel.startswith("tc_v6w"):           # 1-D: tile ids, grouped in the kernel
         tiles = (m // bm) * (n // bn)
-        grid = (min(tiles, sms) if version.persistent else tiles,)
+        if version.stream_k:                            # every SM, while each gets a k-tile of its own
+            grid = (min(sms, tiles * (k // version.multiple[2])),)
+        else:
+            grid = (min(tiles, sms) if version.persistent else tiles,)
     else:
         grid = (n // bn, m // bm)
     return grid, (version.threads,), version.dynamic_smem
@@ -543,7 +567,7 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL)\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL|V6W_STREAM_K_KERNEL)\((tc_\w+),", text, flags=re.M)
     return direct + macro
 
 

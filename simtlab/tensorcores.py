@@ -377,7 +377,8 @@ def tf32_power(entry: dict | None = None) -> dict:
     """The TF32 kernels run back to back for 3 s (the board at its power limit) and for 1 s (below
     it), benchmarks/tensor_cores_power.py: ``rows``, one per kernel with ``long`` and ``short``
     (TFLOP/s, SM clock in MHz, watts, the limit), and the largest relative change between the two
-    runs of any kernel's rate (``rate_change``) and clock (``clock_change``)."""
+    runs of any kernel's rate (``rate_change``) and clock (``clock_change``); ``clock_lower_long``
+    (every clock lower in the 3-s run) and ``faster_long`` (how many kernels run faster in it)."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
@@ -393,6 +394,8 @@ def tf32_power(entry: dict | None = None) -> dict:
     change = lambda key: max(abs(r["short"][key] / r["long"][key] - 1) for r in rows)  # noqa: E731
     return {"device": entry["power"]["device"], "date": entry["power"]["date"], "rows": rows,
             "rate_change": change("tflops"), "clock_change": change("clock_mhz"),
+            "clock_lower_long": all(r["long"]["clock_mhz"] < r["short"]["clock_mhz"] for r in rows),
+            "faster_long": sum(r["long"]["tflops"] > r["short"]["tflops"] for r in rows),
             "long_at_limit": all(r["long"]["watts"] >= 0.98 * r["long"]["limit_w"] for r in rows),
             "short_below_limit": all(r["short"]["watts"] < 0.95 * r["short"]["limit_w"] for r in rows)}
 
@@ -408,7 +411,8 @@ def tf32_power_summary(entry: dict | None = None) -> str:
     lines.append(f"3 s: {'every kernel at' if w['long_at_limit'] else 'not every kernel at'} the {w['rows'][0]['long']['limit_w']:.0f} W "
                  f"limit; 1 s: {'every kernel below it' if w['short_below_limit'] else 'not every kernel below it'}. "
                  f"Clocks differ by up to {100 * w['clock_change']:.0f} % between the runs, rates by at most "
-                 f"{100 * w['rate_change']:.0f} %.")
+                 f"{100 * w['rate_change']:.0f} %; {'every' if w['clock_lower_long'] else 'not every'} kernel's clock is lower "
+                 f"in the 3-s run, and {w['faster_long']} of {len(w['rows'])} run faster there.")
     return "\n".join(lines)
 
 
@@ -454,6 +458,94 @@ def tf32_gap_summary(entry: dict | None = None, goal: float = 0.70) -> str:
         f"{100 * goal:.0f} % of cuBLAS ({goal * c['tflops']:.0f} TFLOP/s) needs the pipe "
         f"{g['needed_pipe_pct']:.0f} % busy; {b['kernel']} keeps it {b['pipe_pct']:.0f} % busy.",
     ])
+
+
+def wave_quantization(m: int, n: int, bm: int, bn: int, sms: int = T.H100_SMS) -> dict:
+    """How whole BM x BN tiles of an M x N product fill ``sms`` SMs, one tile an SM at a time:
+    ``tiles``, ``waves`` (tiles / sms), ``rounds`` (the whole waves the SMs run, the last maybe part
+    full), ``last_fill`` (the share of SMs busy in the last round) and ``ideal_saving``: the share of
+    the time a perfect split of the work over the SMs would save (1 - waves / rounds)."""
+    if min(m, n, bm, bn, sms) <= 0 or m % bm or n % bn:
+        raise ValueError(f"{m} x {n} does not split into whole {bm} x {bn} tiles (or a size is not positive)")
+    tiles = (m // bm) * (n // bn)
+    rounds = -(-tiles // sms)
+    return {"tiles": tiles, "waves": tiles / sms, "rounds": rounds, "last_fill": (tiles - (rounds - 1) * sms) / sms,
+            "ideal_saving": 1 - tiles / sms / rounds}
+
+
+#: the stream-K kernels and the persistent one they extend, as the chapter names them
+STREAM_K_KERNELS = {"tc_v6w_tf32_128x256_s4_persistent": "persistent, whole tiles",
+                    "tc_v6w_tf32_128x256_s4_streamk": "stream-K, each share's second tile first",
+                    "tc_v6w_tf32_128x256_s4_streamk_in_order": "stream-K, each share in order"}
+
+
+def tf32_stream_k(entry: dict | None = None) -> dict:
+    """Stream-K against the persistent kernel: ``quantization`` (wave_quantization of the sweep's
+    shape in 128 x 256 tiles on 132 SMs) and ``rows``, one per kernel of STREAM_K_KERNELS: its
+    Nsight Compute profile (``duration_us``, ``dram_read_mb``, ``l2_hit_pct``, ``tensor_pipe_pct``,
+    clocks unlocked) and its sweep row (``tflops``, ``vs_cublas``)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    sweep = {r["kernel"]: r for r in entry["rows"] if r.get("kernel") and "transpose" not in r["name"]}
+    rows = []
+    for kernel, label in STREAM_K_KERNELS.items():
+        p = entry.get("stream_k", {}).get(kernel)
+        if p is None or kernel not in sweep:
+            raise KeyError(f"no stream-K profile or sweep row of {kernel} in the recorded entry")
+        rows.append({"kernel": kernel, "label": label, **{k: p[k] for k in ("duration_us", "dram_read_mb", "l2_hit_pct",
+                                                                         "tensor_pipe_pct", "clock_ghz")},
+                     "tflops": sweep[kernel]["tflops"], "vs_cublas": sweep[kernel]["vs_cublas"]})
+    m, n, _ = entry["shape"]
+    sampled = entry.get("stream_k_sampled", {})
+    base, sk = (sampled.get(k) for k in list(STREAM_K_KERNELS)[:2])
+    return {"device": entry["device"], "date": entry["date"], "quantization": wave_quantization(m, n, 128, 256),
+            "rows": rows,
+            # stall samples per instruction (ncu's source page): stream-K's against the persistent kernel's,
+            # and the share of stream-K's at its fix-up's additions (FADD: only the fix-up adds in FP32)
+            "samples_ratio": sk["samples"] / base["samples"] if base and sk else None,
+            "fix_up_add_share": sk["opcodes"].get("FADD", 0.0) if sk else None}
+
+
+def tf32_stream_k_summary(entry: dict | None = None) -> str:
+    """tf32_stream_k as the chapter prints it."""
+    w = tf32_stream_k(entry)
+    q = w["quantization"]
+    lines = [f"{q['tiles']} tiles of 128 x 256 on 132 SMs: {q['waves']:.2f} waves in {q['rounds']} rounds, the last "
+             f"{100 * q['last_fill']:.0f} % full; a perfect split would save {100 * q['ideal_saving']:.1f} % of the time.",
+             f"Nsight Compute, clocks unlocked, one launch each ({w['device']}, {w['date']}); the sweep's TFLOP/s:"]
+    for r in w["rows"]:
+        lines.append(f"- {r['label']:<42} {r['duration_us']:4.0f} us  DRAM read {r['dram_read_mb']:4.0f} MB  "
+                     f"L2 hits {r['l2_hit_pct']:3.0f} %  tensor pipe {r['tensor_pipe_pct']:3.0f} %  | "
+                     f"{r['tflops']:5.1f} TFLOP/s, {100 * r['vs_cublas']:.1f} % of cuBLAS")
+    if w["samples_ratio"] is not None:
+        lines.append(f"Stall samples per instruction: stream-K {w['samples_ratio']:.2f}x the persistent kernel's; "
+                     f"{100 * w['fix_up_add_share']:.1f} % of them at the fix-up's additions, waiting for partial sums from L2.")
+    return "\n".join(lines)
+
+
+def tf32_shared_memory(entry: dict | None = None) -> list:
+    """How busy shared memory is in the TF32 kernels and cuBLAS (Nsight Compute, clocks unlocked), one
+    dict a kernel: ``kernel``, ``tensor_pipe_pct``, ``bank_reads_pct`` / ``bank_writes_pct`` (the SM's
+    shared-memory banks: ldmatrix's reads; the TMA's or cp.async's writes), ``shared_lsu_pct`` (the
+    load/store unit's shared-memory wavefronts), each against its peak over the whole run."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    if not entry.get("shared_memory"):
+        raise KeyError("no shared-memory profile in the recorded entry (tools/device_tensor_cores_ncu.sh smem)")
+    keys = ("tensor_pipe_pct", "bank_reads_pct", "bank_writes_pct", "shared_lsu_pct", "duration_us")
+    return [{"kernel": k, **{x: p[x] for x in keys}} for k, p in entry["shared_memory"].items()]
+
+
+def tf32_shared_memory_summary(entry: dict | None = None) -> str:
+    """tf32_shared_memory as the chapter prints it (cuBLAS's long kernel name cut to its first words)."""
+    lines = [f"{'kernel':<42} {'tensor pipe':>11} {'bank reads':>10} {'bank writes':>11} {'LSU shared':>10}"]
+    for r in tf32_shared_memory(entry):
+        name = r["kernel"] if len(r["kernel"]) <= 42 else r["kernel"][:39] + "..."
+        lines.append(f"{name:<42} {r['tensor_pipe_pct']:9.0f} % {r['bank_reads_pct']:8.0f} % {r['bank_writes_pct']:9.0f} % "
+                     f"{r['shared_lsu_pct']:8.0f} %")
+    return "\n".join(lines)
 
 
 def stage_figures(res: dict) -> dict:

@@ -835,6 +835,8 @@ def _tensor_core_cases():
             shapes = {CPU: (bm, bn, max(2, stages + 1) * bk), GPU: (2 * bm, 2 * bn, (stages + 3) * bk)}
             if v.persistent:            # 2 tiles for 1 block on the CPU (the ring runs on into the second), 4 for 3 on the GPU
                 shapes[CPU] = (2 * bm, bn, shapes[CPU][2])
+            if v.stream_k:              # 3 blocks: CPU, 2 tiles of 3 k-tiles, 2 k-tiles a block, each tile summed from 2
+                shapes[CPU] = (2 * bm, bn, 3 * bk)     # GPU: 3 whole tiles, then the 4th's 7 k-tiles from all 3 blocks
 
         def inputs(rng, scale, v=v, shapes=shapes):
             m, n, k = shapes[scale]
@@ -846,16 +848,24 @@ def _tensor_core_cases():
             m, k = map(int, a.shape)
             n = int(b.shape[1])
             c = xp.zeros((m, n), xp.float32)
-            grid, block, smem = T.launch_config(v, m, n, k, sms=1 if m * n <= 2 * v.tile[0] * v.tile[1] else 3)
+            sms = 3 if v.stream_k or m * n > 2 * v.tile[0] * v.tile[1] else 1
+            grid, block, smem = T.launch_config(v, m, n, k, sms=sms)
             b_arg = xp.ascontiguousarray(b.T) if v.b_transposed else b          # tc_v7_wgmma_tf32_bt reads B^T
             if v.tma:       # v8, v6w take CUtensorMaps: their description (the GPU test encodes them)
                 a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE) for x, box in zip((a, b_arg), v.tma_boxes or T.V8_BOXES))
-            return [Launch(v.kernel, grid, block, (a, b_arg, c, *map(np.int32, (m, n, k))), shared=smem)], {"out": c}
+            args, outputs = (a, b_arg, c, *map(np.int32, (m, n, k))), {"out": c}
+            if v.stream_k:  # the workspace, and the counters, which the kernel must leave at zero
+                ws_floats, tiles = T.stream_k_buffers(v, m, n, grid[0])
+                outputs["counters"] = xp.zeros(tiles, xp.int32)
+                args += (xp.zeros(ws_floats, xp.float32), outputs["counters"])
+            return [Launch(v.kernel, grid, block, args, shared=smem)], outputs
 
         def check(outputs, a, b, v=v):
             k = a.shape[1]
             err = T.relative_error(outputs["out"], T.gemm_reference(a, b, v.precision), a, b, v.precision)
             assert err <= T.tolerance(v.precision, k), f"{v.name}: relative error {err:.3g} > {T.tolerance(v.precision, k):.3g}"
+            if "counters" in outputs:   # stream-K: every tail tile's counter back at zero for the next launch
+                assert not np.any(outputs["counters"]), f"{v.name}: counters left at {outputs['counters']}"
 
         cases.append(Case(f"tensor_cores/{v.kernel}", "tensor_cores", (v.kernel,), inputs, plan, check,
                           tensor_core_bound={"out": lambda a, b, p=v.precision: tensor_core_bound(a, b, p)}))

@@ -136,15 +136,21 @@ def _run_on_gpu(case, inputs) -> dict:
 
 
 def _launch_with_tensor_maps(function, grid, block, step):
-    """A TMA kernel (v8): its TensorMaps encoded by the driver (cuTensorMapEncodeTiled, 128-byte
-    swizzle, as the benchmark does), passed by value with the driver's cuLaunchKernel."""
+    """A TMA kernel (v8, v6w): its TensorMaps encoded by the driver (cuTensorMapEncodeTiled, 128-byte
+    swizzle, as the benchmark does), passed by value with the driver's cuLaunchKernel; then C, the
+    sizes and, for a stream-K version, its workspace and counters."""
+    import cupy
+
     from simtlab.gpubench.tensor_cores import launch_with_tensor_maps, tensor_map
 
     maps = [x for x in step.args if isinstance(x, TensorMap)]
     assert [m.swizzle for m in maps] == [128] * len(maps) and step.args[:len(maps)] == tuple(maps)
-    c, *sizes = step.args[len(maps):]
+    c, *rest = step.args[len(maps):]
+    sizes = [x for x in rest if not isinstance(x, cupy.ndarray)]
+    buffers = [x for x in rest if isinstance(x, cupy.ndarray)]
+    assert rest[:len(sizes)] == sizes, "the sizes come before the buffers"
     encoded = [tensor_map(m.tensor, m.box) for m in maps]
-    launch_with_tensor_maps(function, grid, block, step.shared, encoded, c, sizes)
+    launch_with_tensor_maps(function, grid, block, step.shared, encoded, c, sizes, buffers)
 
 
 def _run_on_engine(case):

@@ -60,10 +60,15 @@ def test_each_version_uses_the_instructions_it_claims():
         for instruction in want:
             assert instruction in body, f"{v.kernel} has no {instruction}"
         if label in ("v8", "v6w"):                                   # the TMA does every copy
-            assert "cp.async.cg" not in body and "ld.global" not in body, v.kernel
+            # (stream-K's last block reads the other blocks' partial sums from L2: its only global loads)
+            loads = body.count("ld.global") - (body.count("ld.global.cg.v4.f32") if v.stream_k else 0)
+            assert "cp.async.cg" not in body and loads == 0, v.kernel
         if label == "v6w":          # one barrier, after the mbarriers' init (a cluster's: one at each end)
             cluster = "share B^T's tile" in v.note
-            assert body.count("bar.sync") + body.count("barrier.sync") == (0 if cluster else 1), v.kernel
+            # stream-K: two more in the fix-up, around the count of blocks done with a tile (one atomic)
+            barriers = 0 if cluster else 3 if v.stream_k else 1
+            assert body.count("bar.sync") + body.count("barrier.sync") == barriers, v.kernel
+            assert ("atom.global.add" in body) == v.stream_k, v.kernel
             assert body.count("barrier.cluster.wait") == (2 if cluster else 0), v.kernel
             last = "last warp refills" in v.note                     # slots released by a count, not an mbarrier
             assert ("atom.shared.add" in body) == last and ("mbarrier.arrive.shared" in body) != last, v.kernel
@@ -120,6 +125,12 @@ def test_launch_config_refuses_sizes_off_the_tile_and_says_which():
     assert T.launch_config(T.find("tc_v6w_tf32_256x128_s4"), 4096, 4096, 4096)[0] == (tiles,)
     assert T.launch_config(T.find("tc_v6w_tf32_128x256_s4_persistent"), 4096, 4096, 4096, sms=132)[0] == (132,)
     assert T.launch_config(T.find("tc_v6w_tf32_128x256_s4_persistent"), 256, 256, 64, sms=132)[0] == (2,)
+    # stream-K: every SM, even with fewer tiles, while each block gets a k-tile; its buffers
+    streamk = T.find("tc_v6w_tf32_128x256_s4_streamk")
+    assert T.launch_config(streamk, 4096, 4096, 4096, sms=132)[0] == (132,)
+    assert T.launch_config(streamk, 256, 256, 4096, sms=132)[0] == (132,)     # 2 tiles of 128 k-tiles
+    assert T.launch_config(streamk, 128, 256, 64, sms=132)[0] == (2,)         # 1 tile of 2 k-tiles
+    assert T.stream_k_buffers(streamk, 4096, 4096, 132) == (2 * 132 * 128 * 256, 512)
 
 
 def test_dynamic_shared_memory_fits_an_h100_block():
@@ -330,13 +341,14 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
     # v6w: every V6W_KERNEL line a TMA version reading B^T, boxes of 32 k (128 bytes) x its tile's rows
-    v6w_lines = [l for l in text.splitlines() if l.startswith("V6W_KERNEL(")]
+    v6w_lines = [l for l in text.splitlines() if l.startswith(("V6W_KERNEL(", "V6W_STREAM_K_KERNEL("))]
     v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
     assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
     for v in v6w:
         cluster = v.multiple[0] // v.tile[0]               # blocks sharing B^T's tile, one above the other
         assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1] // cluster)), v
-        assert v.persistent == v.kernel.endswith("_persistent") and T.stages_of(v) == 4
+        assert v.stream_k == ("_streamk" in v.kernel) and T.stages_of(v) == 4, v
+        assert v.persistent == (v.kernel.endswith("_persistent") or v.stream_k), v
 
 
 # --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------

@@ -8,7 +8,10 @@ cuBLAS TF32 on A @ B and on B^T), ``benchmarks/results/ncu_tensor_cores_h100.txt
 ``ncu_mma_peak_h100.txt`` (Nsight Compute, ``--clock-control none``: time, SM clock, the busiest
 pipe's use, stall reasons), ``ncu_source_v6w_h100.csv`` (v6w's stall samples per instruction) and
 ``tensor_cores_power_h100.json`` and ``tensor_cores_power_short_h100.json`` (SM clock and board
-power while each kernel runs back to back for 3 s and for 1 s) and writes ``results["tensor_cores_tf32"]`` of
+power while each kernel runs back to back for 3 s and for 1 s) and ``ncu_streamk_h100.txt`` (stream-K
+beside the persistent kernel: time, DRAM bytes, L2 hit rate, tensor-pipe use), ``ncu_source_streamk_h100.csv``
+(their stall samples per instruction) and ``ncu_shared_memory_h100.txt`` (how busy the shared-memory banks
+are) and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -24,6 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks/results/tensor_cores_tf32_h100.json"
 NCU = (REPO / "benchmarks/results/ncu_tensor_cores_h100.txt", REPO / "benchmarks/results/ncu_mma_peak_h100.txt")
 SOURCE = REPO / "benchmarks/results/ncu_source_v6w_h100.csv"
+STREAM_K = REPO / "benchmarks/results/ncu_streamk_h100.txt"                  # stream-K beside the persistent kernel
+STREAM_K_SOURCE = REPO / "benchmarks/results/ncu_source_streamk_h100.csv"     # their stall samples per instruction
+SHARED = REPO / "benchmarks/results/ncu_shared_memory_h100.txt"               # shared-memory banks' use
 POWER = REPO / "benchmarks/results/tensor_cores_power_h100.json"              # 3 s a kernel: the board at its limit
 POWER_SHORT = REPO / "benchmarks/results/tensor_cores_power_short_h100.json"  # 1 s: below it
 STORE = REPO / "simtlab/data/h100_timings.json"
@@ -34,7 +40,15 @@ _METRIC = re.compile(r"^    (\S+)\s+(\S+)?\s+([\d,.]+)\s*$")
 _PIPE = re.compile(r"(\w+) is the highest-utilized pipeline \(([\d.]+)%\)")
 _METRICS = {"gpu__time_duration.sum": "duration_us", "sm__cycles_elapsed.avg.per_second": "clock_ghz",
             "smsp__inst_executed.sum": "instructions",
-            "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue_active_pct"}
+            "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue_active_pct",
+            "dram__bytes_read.sum": "dram_read_mb", "lts__t_sector_hit_rate.pct": "l2_hit_pct",
+            "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed": "tensor_pipe_pct",
+            "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed": "bank_reads_pct",
+            "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed": "bank_writes_pct",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed": "shared_lsu_pct",
+            "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": "l1_pct"}
+_TIME_UNITS = {"ms": 1000.0, "us": 1.0, "ns": 0.001}                          # -> us
+_BYTE_UNITS = {"Gbyte": 1000.0, "Mbyte": 1.0, "Kbyte": 0.001, "byte": 1e-6}   # -> MB
 _STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio")
 
 
@@ -65,14 +79,17 @@ def parse_ncu(text: str) -> list[dict]:
             out[-1]["stalls"][stall.group(1)] = value
         elif row.group(1) in _METRICS:
             if row.group(1) == "gpu__time_duration.sum":
-                value *= {"ms": 1000.0, "us": 1.0, "ns": 0.001}.get(row.group(2), 1.0)
+                value *= _TIME_UNITS.get(row.group(2), 1.0)
+            elif row.group(1) == "dram__bytes_read.sum":
+                value *= _BYTE_UNITS[row.group(2)]
             out[-1][_METRICS[row.group(1)]] = value
     return out
 
 
 def parse_source(text: str) -> dict:
     """kernel -> its warp-stall samples from ncu's source page (``--page source --csv``, one table
-    per kernel): ``samples`` (all), ``reasons`` (reason -> share of the samples) and ``tile_wait``:
+    per kernel): ``samples`` (all), ``reasons`` (reason -> share of the samples), ``opcodes`` (SASS
+    opcode -> share of the samples at its instructions, those of at least 0.5 %) and ``tile_wait``:
     the share of samples stalled on the branch right after an ``mbarrier.try_wait``
     (SYNCS.PHASECHK...TRYWAIT), i.e. warps waiting for a tile to land or a slot to empty."""
     import csv
@@ -94,7 +111,14 @@ def parse_source(text: str) -> dict:
                    if n.startswith("stall_") and "Not Issued" not in n}
         waits = sum(value(rows[i + 1], "Warp Stall Sampling (All Samples)") for i, r in enumerate(rows[:-1])
                     if "TRYWAIT" in r[col["Source"]])
+        opcodes = {}
+        for r in rows:
+            words = r[col["Source"]].split()
+            if words:
+                op = (words[1] if words[0].startswith("@") and len(words) > 1 else words[0]).split(".")[0]
+                opcodes[op] = opcodes.get(op, 0.0) + value(r, "Warp Stall Sampling (All Samples)") / total
         out[kernel] = {"samples": total, "reasons": {k: round(v, 4) for k, v in reasons.items() if v >= 0.001},
+                       "opcodes": {k: round(v, 4) for k, v in sorted(opcodes.items()) if v >= 0.005},
                        "tile_wait": waits / total}
 
     for row in csv.reader(text.splitlines()):
@@ -131,7 +155,8 @@ def flops_of(profile: dict, shape) -> float:
 
 
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
-          power_short: dict | None = None) -> dict:
+          power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
+          shared_text: str = "") -> dict:
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -145,11 +170,16 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
             "files": ["benchmarks/results/tensor_cores_tf32_h100.json", "benchmarks/results/ncu_tensor_cores_h100.txt",
                       "benchmarks/results/ncu_mma_peak_h100.txt", "benchmarks/results/ncu_source_v6w_h100.csv",
                       "benchmarks/results/tensor_cores_power_h100.json",
-                      "benchmarks/results/tensor_cores_power_short_h100.json"],
+                      "benchmarks/results/tensor_cores_power_short_h100.json",
+                      "benchmarks/results/ncu_streamk_h100.txt", "benchmarks/results/ncu_source_streamk_h100.csv",
+                      "benchmarks/results/ncu_shared_memory_h100.txt"],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
-            "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")}}
+            "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")},
+            "stream_k": first_per_kernel(parse_ncu(stream_k_text)) if stream_k_text else {},
+            "stream_k_sampled": parse_source(stream_k_source) if stream_k_source else {},
+            "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {}}
 
 
 def main() -> int:
@@ -158,7 +188,10 @@ def main() -> int:
     data.setdefault("results", {})[KEY] = entry(bench, [p.read_text(encoding="utf-8") for p in NCU],
                                                 SOURCE.read_text(encoding="utf-8"),
                                                 json.loads(POWER.read_text(encoding="utf-8")),
-                                                json.loads(POWER_SHORT.read_text(encoding="utf-8")))
+                                                json.loads(POWER_SHORT.read_text(encoding="utf-8")),
+                                                STREAM_K.read_text(encoding="utf-8"),
+                                                STREAM_K_SOURCE.read_text(encoding="utf-8"),
+                                                SHARED.read_text(encoding="utf-8"))
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")

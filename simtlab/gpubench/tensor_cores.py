@@ -243,11 +243,15 @@ def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
         boxes = version.tma_boxes or T.V8_BOXES               # v8: 64 k x 128 rows of A, 64 n x 64 k of B
         maps = (tensor_map(a, boxes[0]), tensor_map(b_arg, boxes[1]))
         sizes = (np.int32(m), np.int32(n), np.int32(k))
+        buffers = ()
+        if version.stream_k:                                  # partial sums, and counters zeroed once
+            ws_floats, counters = T.stream_k_buffers(version, m, n, grid[0])
+            buffers = (cupy.empty(ws_floats, cupy.float32), cupy.zeros(counters, cupy.int32))
 
         def run():
             make_b_transposed()
-            launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes)
-        run.keep = (a, b, c, b_arg, maps)
+            launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes, buffers)
+        run.keep = (a, b, c, b_arg, maps, buffers)
         return run
     args = (a, b_arg, c, np.int32(m), np.int32(n), np.int32(k))
 
@@ -317,9 +321,10 @@ def _tensor_map_ctypes(ptr, dtype, dims, strides, box) -> bytes:
     return ctypes.string_at(start, 128)
 
 
-def launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes):
+def launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes, buffers=()):
     """cuLaunchKernel (the driver's, ctypes) of a CuPy-loaded kernel whose first parameters are
-    CUtensorMaps passed by value, then C and the int sizes, on CuPy's current stream."""
+    CUtensorMaps passed by value, then C, the int sizes and any more CuPy arrays (``buffers``: a
+    stream-K version's workspace and counters), on CuPy's current stream."""
     import ctypes
 
     import cupy
@@ -327,6 +332,7 @@ def launch_with_tensor_maps(kernel, grid, block, smem, maps, c, sizes):
     values = [ctypes.create_string_buffer(m, 128) for m in maps]
     values.append(ctypes.c_uint64(c.data.ptr))
     values += [ctypes.c_int32(int(v)) for v in sizes]
+    values += [ctypes.c_uint64(x.data.ptr) for x in buffers]
     params = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
     gx, gy = (tuple(grid) + (1,))[:2]
     status = _libcuda().cuLaunchKernel(
