@@ -2036,4 +2036,4 @@ V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false,
 
 // ---- v6w stream-K: the persistent walk over the full waves, then every block an even share of the last wave's k-tiles, partial tiles summed by the last block to finish: no SM idle in a fourth wave (sm_90a only)
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)           // 512 tiles = 3.88 waves: the last 116 tiles' k-tiles split over all 132 SMs, each share's second tile first
-V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // each share in order: the blocks start the tail at 132 different k
+V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // the blocks start the tail at 132 different k
