@@ -325,34 +325,35 @@ def _v6t_configs(source: str | None = None) -> tuple:
     return tuple(out)
 
 
+def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features: str, comment: str | None, *,
+                 cluster: int = 1, persistent: bool = False, stream_k: bool = False) -> TcVersion:
+    """One v6w line as a sweep version: TF32, B^T given, 64 x 64 warps, BK 32, tensor maps of A and
+    B^T (a cluster's blocks hold tiles one above the other, M covering whole clusters, and each copies
+    1/CLUSTER of B^T's tile); ``features`` goes into its note after the common part."""
+    note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
+            f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
+    return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
+                     bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
+                     note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
+                     isolate=True, persistent=persistent, stages=stages, stream_k=stream_k)
+
+
 def _v6w_versions(source: str | None = None) -> tuple:
-    """Every V6W_KERNEL line as a sweep version (sm_90a, tensor maps of A and B^T)."""
+    """Every V6W_KERNEL and V6W_STREAM_K_KERNEL line as a sweep version (sm_90a)."""
     text = CU_PATH.read_text() if source is None else source
     out = []
     for m in _V6W_LINE.finditer(text):
-        name = m.group(1)
-        bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
-        late, persistent = m.group(6) == "true", m.group(7) == "true"
-        note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
-                f"B^T given" + (", B fragments late" if late else "") + (", persistent" if persistent else "")
-                + (", last warp refills" if m.group(8) == "true" else "")
-                + (f", clusters of {m.group(9)} share B^T's tile" if m.group(9) != "1" else "")
-                + (f": {m.group(10).strip()}" if m.group(10) else ""))
-        cluster = int(m.group(9))
-        # a cluster's blocks hold tiles one above the other (M covers whole clusters); each copies 1/CLUSTER of B^T's
-        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
-                             bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
-                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
-                             isolate=True, persistent=persistent, stages=stages))
+        bm, bn, stages, group, cluster = (int(m.group(i)) for i in (2, 3, 4, 5, 9))
+        late, persistent, last = (m.group(i) == "true" for i in (6, 7, 8))
+        features = ((", B fragments late" if late else "") + (", persistent" if persistent else "")
+                    + (", last warp refills" if last else "")
+                    + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(10), cluster=cluster,
+                                persistent=persistent))
     for m in _V6W_STREAM_K_LINE.finditer(text):
-        name, (bm, bn, stages, group) = m.group(1), (int(m.group(i)) for i in range(2, 6))
-        note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
-                f"B^T given, persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
-                + (f": {m.group(7).strip()}" if m.group(7) else ""))
-        out.append(TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm, bn, V6W_BK),
-                             bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
-                             note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn)),
-                             isolate=True, persistent=True, stages=stages, stream_k=True))
+        bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
+        features = ", persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(7), persistent=True, stream_k=True))
     return tuple(out)
 
 

@@ -469,7 +469,7 @@ def wave_quantization(m: int, n: int, bm: int, bn: int, sms: int = T.H100_SMS) -
         raise ValueError(f"{m} x {n} does not split into whole {bm} x {bn} tiles (or a size is not positive)")
     tiles = (m // bm) * (n // bn)
     rounds = -(-tiles // sms)
-    return {"tiles": tiles, "waves": tiles / sms, "rounds": rounds, "last_fill": (tiles - (rounds - 1) * sms) / sms,
+    return {"tiles": tiles, "sms": sms, "waves": tiles / sms, "rounds": rounds, "last_fill": (tiles - (rounds - 1) * sms) / sms,
             "ideal_saving": 1 - tiles / sms / rounds}
 
 
@@ -481,7 +481,8 @@ STREAM_K_KERNELS = {"tc_v6w_tf32_128x256_s4_persistent": "persistent, whole tile
 
 def tf32_stream_k(entry: dict | None = None) -> dict:
     """Stream-K against the persistent kernel: ``quantization`` (wave_quantization of the sweep's
-    shape in 128 x 256 tiles on 132 SMs) and ``rows``, one per kernel of STREAM_K_KERNELS: its
+    shape in the persistent kernel's tiles, over the blocks its profile ran: one an SM) and ``rows``,
+    one per kernel of STREAM_K_KERNELS: its
     Nsight Compute profile (``duration_us``, ``dram_read_mb``, ``l2_hit_pct``, ``tensor_pipe_pct``,
     clocks unlocked) and its sweep row (``tflops``, ``vs_cublas``)."""
     from . import backend
@@ -497,9 +498,12 @@ def tf32_stream_k(entry: dict | None = None) -> dict:
                                                                          "tensor_pipe_pct", "clock_ghz")},
                      "tflops": sweep[kernel]["tflops"], "vs_cublas": sweep[kernel]["vs_cublas"]})
     m, n, _ = entry["shape"]
+    persistent = next(iter(STREAM_K_KERNELS))
+    bm, bn = T.find(persistent).tile
+    quantization = {**wave_quantization(m, n, bm, bn, entry["stream_k"][persistent]["grid"][0]), "tile": (bm, bn)}
     sampled = entry.get("stream_k_sampled", {})
     base, sk = (sampled.get(k) for k in list(STREAM_K_KERNELS)[:2])
-    return {"device": entry["device"], "date": entry["date"], "quantization": wave_quantization(m, n, 128, 256),
+    return {"device": entry["device"], "date": entry["date"], "quantization": quantization,
             "rows": rows,
             # stall samples per instruction (ncu's source page): stream-K's against the persistent kernel's,
             # and the share of stream-K's at its fix-up's additions (FADD: only the fix-up adds in FP32)
@@ -511,7 +515,8 @@ def tf32_stream_k_summary(entry: dict | None = None) -> str:
     """tf32_stream_k as the chapter prints it."""
     w = tf32_stream_k(entry)
     q = w["quantization"]
-    lines = [f"{q['tiles']} tiles of 128 x 256 on 132 SMs: {q['waves']:.2f} waves in {q['rounds']} rounds, the last "
+    lines = [f"{q['tiles']} tiles of {q['tile'][0]} x {q['tile'][1]} on {q['sms']} SMs: {q['waves']:.2f} waves in "
+             f"{q['rounds']} rounds, the last "
              f"{100 * q['last_fill']:.0f} % full; a perfect split would save {100 * q['ideal_saving']:.1f} % of the time.",
              f"Nsight Compute, clocks unlocked, one launch each ({w['device']}, {w['date']}); the sweep's TFLOP/s:"]
     for r in w["rows"]:

@@ -161,7 +161,8 @@ def _stream_k_entry():
              "vs_cublas": 0.6 - 0.03 * i, "reference": "cuBLAS TF32, B^T given"}
             for i, (kernel, label) in enumerate(TC.STREAM_K_KERNELS.items())]
     profiles = {kernel: {"kernel": kernel, "duration_us": 500.0 + 50 * i, "dram_read_mb": 300.0 * (i + 1),
-                         "l2_hit_pct": 80.0 - 10 * i, "tensor_pipe_pct": 75.0 - 5 * i, "clock_ghz": 1.8}
+                         "l2_hit_pct": 80.0 - 10 * i, "tensor_pipe_pct": 75.0 - 5 * i, "clock_ghz": 1.8,
+                         "grid": [132, 1, 1]}
                 for i, kernel in enumerate(TC.STREAM_K_KERNELS)}
     sampled = {"tc_v6w_tf32_128x256_s4_persistent": {"samples": 1000.0, "opcodes": {"HMMA": 0.6}},
                "tc_v6w_tf32_128x256_s4_streamk": {"samples": 1100.0, "opcodes": {"HMMA": 0.5, "FADD": 0.04}}}

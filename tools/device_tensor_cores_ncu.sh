@@ -29,36 +29,48 @@ for s in not_selected barrier short_scoreboard long_scoreboard mio_throttle math
   M="$M,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"
 done
 KERNELS="tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt tc_v6w_tf32_128x256_s4 tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:tf32 cublas:tf32:bt"
-part stalls && timeout 300 ncu --clock-control none --kernel-name regex:"tc_v6|xmma|gemm|cutlass|sm90" --launch-skip 0 --launch-count 14 \
-  --metrics "$M" --section ComputeWorkloadAnalysis \
-  python3 benchmarks/ncu_tensor_cores.py $KERNELS --launches 2 > "$OUT/ncu_tensor_cores_h100.txt" 2>&1
-echo "ncu exit $?"
-part peak && timeout 120 ncu --clock-control none --kernel-name mma_peak_tf32 --launch-skip 3 --launch-count 1 --metrics "$M" \
-  --section ComputeWorkloadAnalysis python3 benchmarks/mma_peak.py --out /tmp/mma_peak.json > "$OUT/ncu_mma_peak_h100.txt" 2>&1
-echo "ncu (mma_peak) exit $?"
-part source && timeout 150 ncu --clock-control none --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
-  --kernel-name regex:"tc_v6w_tf32_256x128_s4" --launch-count 2 \
-  python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last --launches 1 \
-  > "$OUT/ncu_source_v6w_h100.csv" 2>&1
-echo "ncu (source) exit $?"
+if part stalls; then
+  timeout 300 ncu --clock-control none --kernel-name regex:"tc_v6|xmma|gemm|cutlass|sm90" --launch-skip 0 --launch-count 14 \
+    --metrics "$M" --section ComputeWorkloadAnalysis \
+    python3 benchmarks/ncu_tensor_cores.py $KERNELS --launches 2 > "$OUT/ncu_tensor_cores_h100.txt" 2>&1
+  echo "ncu exit $?"
+fi
+if part peak; then
+  timeout 120 ncu --clock-control none --kernel-name mma_peak_tf32 --launch-skip 3 --launch-count 1 --metrics "$M" \
+    --section ComputeWorkloadAnalysis python3 benchmarks/mma_peak.py --out /tmp/mma_peak.json > "$OUT/ncu_mma_peak_h100.txt" 2>&1
+  echo "ncu (mma_peak) exit $?"
+fi
+if part source; then
+  timeout 150 ncu --clock-control none --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+    --kernel-name regex:"tc_v6w_tf32_256x128_s4" --launch-count 2 \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last --launches 1 \
+    > "$OUT/ncu_source_v6w_h100.csv" 2>&1
+  echo "ncu (source) exit $?"
+fi
 # stream-K against the persistent kernel it extends: DRAM bytes and L2 hit rate (does the tail's
 # order of k-tiles decide what the tail reads from DRAM?), time and tensor-pipe use
-part streamk && timeout 150 ncu --clock-control none --kernel-name regex:"tc_v6w" --launch-skip 0 --launch-count 6 \
-  --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
-  python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_streamk \
-  tc_v6w_tf32_128x256_s4_streamk_in_order --launches 2 > "$OUT/ncu_streamk_h100.txt" 2>&1
-echo "ncu (stream-K) exit $?"
+if part streamk; then
+  timeout 150 ncu --clock-control none --kernel-name regex:"tc_v6w" --launch-skip 0 --launch-count 6 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_streamk \
+    tc_v6w_tf32_128x256_s4_streamk_in_order --launches 2 > "$OUT/ncu_streamk_h100.txt" 2>&1
+  echo "ncu (stream-K) exit $?"
+fi
 # shared memory: bank reads (ldmatrix) and writes (the TMA's tiles, cp.async's) against their peak
 SM="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
 SM="$SM,l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed"
 SM="$SM,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,l1tex__throughput.avg.pct_of_peak_sustained_elapsed"
-part smem && timeout 200 ncu --clock-control none --kernel-name regex:"tc_v6|xmma|gemm|cutlass|sm90" --launch-skip 0 --launch-count 8 \
-  --metrics "$SM" python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt \
-  tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:tf32:bt --launches 2 > "$OUT/ncu_shared_memory_h100.txt" 2>&1
-echo "ncu (shared memory) exit $?"
-part streamk_source && timeout 200 ncu --clock-control none --section WarpStateStats --section SourceCounters --page source \
-  --print-source sass --csv --kernel-name regex:"tc_v6w_tf32_128x256_s4_(persistent|streamk)" --launch-count 2 \
-  python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_streamk --launches 1 \
-  > "$OUT/ncu_source_streamk_h100.csv" 2>&1
-echo "ncu (stream-K source) exit $?"
+if part smem; then
+  timeout 200 ncu --clock-control none --kernel-name regex:"tc_v6|xmma|gemm|cutlass|sm90" --launch-skip 0 --launch-count 8 \
+    --metrics "$SM" python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt \
+    tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:tf32:bt --launches 2 > "$OUT/ncu_shared_memory_h100.txt" 2>&1
+  echo "ncu (shared memory) exit $?"
+fi
+if part streamk_source; then
+  timeout 200 ncu --clock-control none --section WarpStateStats --section SourceCounters --page source \
+    --print-source sass --csv --kernel-name regex:"tc_v6w_tf32_128x256_s4_(persistent|streamk)" --launch-count 2 \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_streamk --launches 1 \
+    > "$OUT/ncu_source_streamk_h100.csv" 2>&1
+  echo "ncu (stream-K source) exit $?"
+fi
 grep -hE "^  [a-z_0-9]+.*\(|per_second|pipeline|issue_active|duration" "$OUT"/ncu_*_h100.txt | head -80
