@@ -2032,7 +2032,7 @@ V6W_KERNEL(tc_v6w_tf32_128x256_s4, 128, 256, 4, 8, false, false, false, 1)      
 V6W_KERNEL(tc_v6w_tf32_256x128_s4, 256, 128, 4, 8, false, false, false, 1)            // tall: 8 warps of 64 x 64 over 256 x 128
 V6W_KERNEL(tc_v6w_tf32_128x256_s4_persistent, 128, 256, 4, 8, false, true, false, 1)  // one block an SM walks its tiles: the next tile's loads fly during the epilogue, no block start-up
 V6W_KERNEL(tc_v6w_tf32_256x128_s4_last, 256, 128, 4, 8, false, false, true, 1)       // the last warp done with a slot refills it: 4 k-tiles ahead, not 3 (do the tiles arrive late, or too slowly?)
-V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false, 2)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads per FLOP (measured: within 2 points of the same tile without)
+V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false, 2)  // clusters of 2 share B^T's tile (TMA multicast): by design a third fewer L2 requests per FLOP (measured: within 2 points of the same tile without)
 
 // ---- v6w stream-K: the persistent walk over the full waves, then every block an even share of the last wave's k-tiles, partial tiles summed by the last block to finish: no SM idle in a fourth wave (sm_90a only)
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)           // 512 tiles = 3.88 waves: the last 116 tiles' k-tiles split over all 132 SMs, each share's second tile first
