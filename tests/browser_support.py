@@ -396,8 +396,14 @@ class NotebookPage:
         return time.perf_counter() - start
 
     def _activate(self) -> None:
-        """Make the notebook JupyterLab's current widget, in command mode."""
-        self.page.locator(f"{_PANEL} .jp-Notebook").click(position={"x": 5, "y": 5})
+        """Make the notebook JupyterLab's current widget, in command mode; a dialog in the way fails
+        with the page's state (the dialog's text among it), not with Playwright's bare timeout."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        try:
+            self.page.locator(f"{_PANEL} .jp-Notebook").click(position={"x": 5, "y": 5})
+        except PlaywrightTimeout:
+            raise AssertionError(f"{self.name}: the notebook could not be clicked; {self.diagnosis()}") from None
         self.page.keyboard.press("Escape")
 
     def diagnosis(self) -> str:
