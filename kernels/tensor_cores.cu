@@ -1799,7 +1799,8 @@ struct TileSchedule {
     __device__ int slot(int c, int t) const { return 2 * c + (t == (int)(c * sk_iters / blocks) / ktiles ? 0 : 1); }
 };
 
-template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER, int STREAM_K = 0>
+template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER, int STREAM_K = 0,
+          bool PRODUCER = false>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1811,6 +1812,14 @@ struct MmaTf32Tma {
                   "CLUSTER 2: blocks 2c, 2c+1 (tiles one above the other in a group) share B^T's tile");
     static_assert(!(LAST_ISSUES && PERSISTENT) && (STREAM_K == 0 || PERSISTENT), "LAST_ISSUES: one tile a block; STREAM_K: persistent");
     static constexpr int THREADS = WARPS * 32, ACC4 = Bt::MT * Bt::NT;     // float4s of accumulators a thread
+    // PRODUCER: a warpgroup of its own (threads 0-127, before the consumers) asks the TMA for the tiles, so
+    // no consumer warp spends its time there and a slot is refilled the moment the last warp releases it.
+    // A 384-thread block gets 168 registers a thread (3 warps share each scheduler's 16384); setmaxnreg
+    // gives the producer's back (40) to the consumers (232: they need about 225, 168 spilled 604 bytes).
+    static constexpr int PRODUCER_THREADS = PRODUCER ? 128 : 0, BLOCK_THREADS = THREADS + PRODUCER_THREADS;
+    static_assert(!PRODUCER || (CLUSTER == 1 && STREAM_K == 0 && !LAST_ISSUES && !B_LATE),
+                  "PRODUCER: one block a cluster, whole tiles (its warpgroup leaves before the end)");
+    static_assert(!PRODUCER || (40 + 2 * 232) * 32 <= 16384, "three warps' registers on each scheduler");
 
     // Stream-K's fix-up of tail tile `tile`: this block's partial sums go to its workspace slot (float4
     // e of thread t at e * THREADS + t: a warp's stores and loads are whole 512-byte lines), then a
@@ -1870,6 +1879,35 @@ struct MmaTf32Tma {
         __shared__ int released[STAGES];                                    // LAST_ISSUES: warps done with each slot
         const u32 base = (smem_u32(smem) + 1023) & ~1023u;
         const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[STAGES]);
+        if (threadIdx.x == 0) {
+            for (int s = 0; s < STAGES; ++s) {
+                mbar_init(full + 8 * s, 1);                   // the issuer's arrive.expect_tx (+ the TMA's bytes)
+                mbar_init(empty + 8 * s, WARPS * CLUSTER);
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+            for (int s = 0; s < STAGES; ++s) released[s] = 0;
+        }
+        if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+        // PRODUCER: the producer's registers go to the consumers before anything is live (ptxas spilled
+        // what crossed setmaxnreg), and each role computes its own schedule
+        if constexpr (PRODUCER) {
+            if (threadIdx.x < PRODUCER_THREADS) {
+                asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+                if (threadIdx.x == 0) tiles<true>(tma_a, tma_bt, C, M, N, K, ws, counters, base, full, empty, released);
+                return;
+            }
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+        }
+        tiles<false>(tma_a, tma_bt, C, M, N, K, ws, counters, base, full, empty, released);
+    }
+
+    // The block's tiles after the ring's set-up: ISSUE_ONLY, the producer's part (every k-tile into its slot
+    // once free); otherwise the consumers' (and, without PRODUCER, thread 0 of warp 0 issues too)
+    template <bool ISSUE_ONLY>
+    static __device__ __forceinline__ void tiles(const TmaDescriptor* tma_a, const TmaDescriptor* tma_bt, float* __restrict__ C,
+                                                 int M, int N, int K, float* __restrict__ ws, int* __restrict__ counters,
+                                                 u32 base, u32 full, u32 empty, int* released)
+    {
         // the block's units of work (TileSchedule); g counts the block's k-tiles across them, so the ring
         // runs on from one tile to the next
         const int tiles_m = M / BM, tiles_n = N / BN, ktiles = K / 32;
@@ -1883,15 +1921,6 @@ struct MmaTf32Tma {
             m0 = bm * BM;
             n0 = bn * BN;
         };
-        if (threadIdx.x == 0) {
-            for (int s = 0; s < STAGES; ++s) {
-                mbar_init(full + 8 * s, 1);                   // the issuer's arrive.expect_tx (+ the TMA's bytes)
-                mbar_init(empty + 8 * s, WARPS * CLUSTER);
-            }
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-            for (int s = 0; s < STAGES; ++s) released[s] = 0;
-        }
-        if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
         const u32 rank = CLUSTER > 1 ? cluster_rank() : 0;
         // LAST_ISSUES: the last warp to finish with k-tile g's slot asks for k-tile g + STAGES into it at
         // once (an atomic count per slot says which warp is last): the ring runs STAGES k-tiles ahead, not
@@ -1915,7 +1944,7 @@ struct MmaTf32Tma {
             sched.unit(u, tile, ikt, ike);
             origin(tile, im0, in0);
         };
-        if (threadIdx.x == 0 && sched.units > 0) start_unit(0);
+        if (!PRODUCER && threadIdx.x == 0 && sched.units > 0) start_unit(0);
         auto issue_next = [&]() {
             const int s = ig % STAGES;
             if (ig >= STAGES) mbar_wait(empty + 8 * s, ((ig / STAGES) & 1) ^ 1);
@@ -1930,13 +1959,19 @@ struct MmaTf32Tma {
             ++ig;
             if (++ikt == ike && ++iu < sched.units) start_unit(iu);
         };
-        if (threadIdx.x == 0) {
+        if constexpr (ISSUE_ONLY) {                           // the producer: every k-tile, as soon as its slot is free
+            if (sched.units > 0) {
+                start_unit(0);
+                while (ig < total) issue_next();
+            }
+            return;
+        } else if (!PRODUCER && threadIdx.x == 0) {
             if (LAST_ISSUES)
                 for (int g = 0; g < STAGES && g < total; ++g) issue_at(g);
             else
                 for (int g = 0; g < STAGES - 1 && g < total; ++g) issue_next();
         }
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int warp = (threadIdx.x - PRODUCER_THREADS) / 32, lane = threadIdx.x % 32;
         const int wm = warp / (BN / 64), wn = warp % (BN / 64);
         typename Bt::Acc acc;
         typename Bt::Frags f[2];
@@ -1983,7 +2018,7 @@ struct MmaTf32Tma {
                         if constexpr (CLUSTER > 1) { for (u32 r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty + 8 * s, r); }
                         else mbar_arrive(empty + 8 * s);
                     }
-                    if (threadIdx.x == 0 && ig < total) issue_next();     // k-tile g + STAGES - 1, into g - 1's slot
+                    if (!PRODUCER && threadIdx.x == 0 && ig < total) issue_next();   // k-tile g + STAGES - 1, into g - 1's slot
                 }
                 s = ns;
             }
@@ -2011,6 +2046,15 @@ struct MmaTf32Tma {
     {                                                                                                           \
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
+// A v6w with a producer warpgroup: 128 more threads, one of which asks the TMA for every k-tile (name, BM, BN,
+// STAGES, GROUP, PERSISTENT); kernels/tensor_cores.py reads these lines too.
+#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT)                                             \
+    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32 + 128, 1)                           \
+    name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
+         float* __restrict__ C, int M, int N, int K)                                                            \
+    {                                                                                                           \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, 1, 0, true>::run(&tma_a, &tma_bt, C, M, N, K)); \
+    }
 // A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
 // (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
 // block of each tile sets it back to zero).
@@ -2037,3 +2081,8 @@ V6W_KERNEL(tc_v6w_tf32_128x256_s4_cluster2, 128, 256, 4, 8, false, false, false,
 // ---- v6w stream-K: the persistent walk over the full waves, then every block an even share of the last wave's k-tiles, partial tiles summed by the last block to finish: no SM idle in a fourth wave (sm_90a only)
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)           // 512 tiles = 3.88 waves: the last 116 tiles' k-tiles split over all 132 SMs, each share's second tile first
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // the blocks start the tail at 132 different k
+
+// ---- v6w with a producer warpgroup: the consumers only wait, load fragments and multiply; one more warpgroup refills each slot the moment its last reader releases it, 4 k-tiles ahead, and gives its registers to the consumers (setmaxnreg) (sm_90a only)
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true)      // tall
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true)  // groups of 4 tile rows, not 8: the 132 tiles at work read 2 x 4 x 128 rows of A and all of B^T

@@ -232,6 +232,8 @@ _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+
 #: slot refills it), CLUSTER (blocks sharing B^T's tile by TMA multicast)
 _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false), (\d)\)"
                        r"\s*(?://\s*(.*))?$", re.M)
+_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false)\)\s*(?://\s*(.*))?$",
+                                re.M)
 _V6W_STREAM_K_LINE = re.compile(r"^V6W_STREAM_K_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false)\)\s*(?://\s*(.*))?$",
                                 re.M)
 V6W_BK = 32
@@ -326,20 +328,21 @@ def _v6t_configs(source: str | None = None) -> tuple:
 
 
 def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features: str, comment: str | None, *,
-                 cluster: int = 1, persistent: bool = False, stream_k: bool = False) -> TcVersion:
+                 cluster: int = 1, persistent: bool = False, stream_k: bool = False, producer: bool = False) -> TcVersion:
     """One v6w line as a sweep version: TF32, B^T given, 64 x 64 warps, BK 32, tensor maps of A and
     B^T (a cluster's blocks hold tiles one above the other, M covering whole clusters, and each copies
-    1/CLUSTER of B^T's tile); ``features`` goes into its note after the common part."""
+    1/CLUSTER of B^T's tile; ``producer``: a warpgroup of 128 more threads asks the TMA for them);
+    ``features`` goes into its note after the common part."""
     note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
             f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
     return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
-                     bm * bn // 4096 * 32, _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
+                     bm * bn // 4096 * 32 + (128 if producer else 0), _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
                      note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
                      isolate=True, persistent=persistent, stages=stages, stream_k=stream_k)
 
 
 def _v6w_versions(source: str | None = None) -> tuple:
-    """Every V6W_KERNEL and V6W_STREAM_K_KERNEL line as a sweep version (sm_90a)."""
+    """Every V6W_KERNEL, V6W_PRODUCER_KERNEL and V6W_STREAM_K_KERNEL line as a sweep version (sm_90a)."""
     text = CU_PATH.read_text() if source is None else source
     out = []
     for m in _V6W_LINE.finditer(text):
@@ -350,6 +353,12 @@ def _v6w_versions(source: str | None = None) -> tuple:
                     + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
         out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(10), cluster=cluster,
                                 persistent=persistent))
+    for m in _V6W_PRODUCER_LINE.finditer(text):
+        bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
+        persistent = m.group(6) == "true"
+        features = ", a producer warpgroup" + (", persistent" if persistent else "")
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(7), persistent=persistent,
+                                producer=True))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
         features = ", persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
@@ -568,7 +577,7 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL|V6W_STREAM_K_KERNEL)\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL|V6W_PRODUCER_KERNEL|V6W_STREAM_K_KERNEL)\((tc_\w+),", text, flags=re.M)
     return direct + macro
 
 

@@ -354,6 +354,9 @@ def tf32_gap(entry: dict | None = None, goal: float = 0.70) -> dict:
         out[key] = {"kernel": p["kernel"], "duration_us": p["duration_us"], "clock_ghz": p["clock_ghz"],
                     "pipe_pct": p["pipe_pct"], "tflops": p["flops"] / (p["duration_us"] * 1e-6) / 1e12,
                     "stalls": p["stalls"]}
+    # warps of nothing but MMAs, two a scheduler as in the GEMMs, with a 64 x 64 warp's fragments (mma_operands.py)
+    two = entry.get("operands", {}).get("a4b8")
+    out["two_warps"] = None if two is None else {"clock_ghz": two["clock_ghz"], "pipe_pct": two["tensor_pipe_pct"]}
     out["mma_full_per_ghz"] = _full_pipe_per_ghz(_profile(entry, best_kernel))
     out["ceiling_full_per_ghz"] = _full_pipe_per_ghz(_profile(entry, "mma_peak_tf32"))
     out["needed_pipe_pct"] = 100 * goal * out["cublas"]["tflops"] / (out["mma_full_per_ghz"] * out["best"]["clock_ghz"])
@@ -453,11 +456,69 @@ def tf32_gap_summary(entry: dict | None = None, goal: float = 0.70) -> str:
         f"{b['tflops']:.0f} TFLOP/s, {100 * g['best_of_cublas']:.0f} % of cuBLAS",
         f"- mma_peak_tf32 (one warp per scheduler, nothing but mma.sync): {top['clock_ghz']:.2f} GHz, "
         f"tensor pipe {top['pipe_pct']:.0f} % busy",
+        *([f"- two warps per scheduler, nothing but mma.sync on a 64 x 64 warp's 4 A and 8 B fragments "
+           f"(benchmarks/mma_operands.py): {g['two_warps']['clock_ghz']:.2f} GHz, tensor pipe "
+           f"{g['two_warps']['pipe_pct']:.0f} % busy"] if g["two_warps"] else []),
         f"mma.sync TF32 with the pipe always busy: {g['mma_full_per_ghz']:.0f} TFLOP/s per GHz "
         f"({g['ceiling_full_per_ghz']:.0f} from mma_peak's profile). At {b['clock_ghz']:.2f} GHz, "
         f"{100 * goal:.0f} % of cuBLAS ({goal * c['tflops']:.0f} TFLOP/s) needs the pipe "
         f"{g['needed_pipe_pct']:.0f} % busy; {b['kernel']} keeps it {b['pipe_pct']:.0f} % busy.",
     ])
+
+
+#: benchmarks/tensor_cores_tf32_feed.py's two designs of the persistent 128 x 256 kernel, as the chapter names them
+FEED_DESIGNS = {"thread0": "thread 0 of warp 0 asks", "feed": "a producer warpgroup asks"}
+#: its variants, the parts of the work each keeps, in the order they add up
+FEED_PARTS = {"no_data_ldsm": "MMAs alone (no tiles, no ldmatrix)", "no_data": "+ ldmatrix (no tiles)",
+              "no_store": "+ the tiles (TMA, waits), no store", "all": "+ the store: the kernel",
+              "full_waves": "the kernel on {rows} rows (4 whole waves)", "data_only": "the tiles alone"}
+
+
+def tf32_feed(entry: dict | None = None) -> dict:
+    """What each part of feeding the MMAs costs the persistent kernels, from one Nsight Compute launch
+    of each variant (benchmarks/tensor_cores_tf32_feed.py; the median of its launches): per design of
+    :data:`FEED_DESIGNS`, ``rows`` (variant -> cycles, tensor-pipe %) and ``costs``, each part's extra
+    cycles as a share of those before it: ``ldmatrix`` (no_data over no_data_ldsm), ``tiles`` (no_store
+    over no_data), ``store`` (all over no_store) and ``last_wave`` (all over the whole-waves run scaled to
+    the same work: the SMs idle in 4096^3's fourth round, and what else differs between the two shapes)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    feed, shapes = entry.get("feed") or {}, entry.get("feed_shapes") or {}
+    out = {}
+    for design, label in FEED_DESIGNS.items():
+        rows = {}
+        for part in FEED_PARTS:
+            p = feed.get(f"{design}_{part}")
+            if p is None:
+                raise KeyError(f"no profile of {design}_{part}: run bash tools/device_tensor_cores_ncu.sh feed")
+            rows[part] = {"cycles": p["cycles"], "pipe_pct": p["tensor_pipe_pct"], "clock_ghz": p["clock_ghz"]}
+        work = np.prod(shapes["full_waves"]) / np.prod(shapes["all"])
+        c = {k: r["cycles"] for k, r in rows.items()}
+        out[design] = {"label": label, "rows": rows,
+                       "costs": {"ldmatrix": c["no_data"] / c["no_data_ldsm"] - 1, "tiles": c["no_store"] / c["no_data"] - 1,
+                                 "store": c["all"] / c["no_store"] - 1, "last_wave": c["all"] * work / c["full_waves"] - 1}}
+    return {"device": entry["device"], "date": entry["date"], "designs": out,
+            "full_waves_shape": shapes["full_waves"]}
+
+
+def tf32_feed_summary(entry: dict | None = None) -> str:
+    """tf32_feed as the chapter prints it: cycles and pipe use of each variant in both designs, then each
+    part's cost."""
+    w = tf32_feed(entry)
+    d = w["designs"]
+    lines = [f"Nsight Compute, one launch each, 4096^3 ({w['device']}, {w['date']}); "
+             f"thousands of cycles and tensor-pipe use:",
+             f"{'':<42}" + "".join(f"{x['label']:>28}" for x in d.values())]
+    for part, label in FEED_PARTS.items():
+        label = label.format(rows=w["full_waves_shape"][0])
+        cells = "".join(f"{x['rows'][part]['cycles'] / 1e3:>19,.0f}k" + (f" {x['rows'][part]['pipe_pct']:5.1f} %"
+                        if part != "data_only" else " " * 8) for x in d.values())
+        lines.append(f"{label:<42}{cells}")
+    names = {"ldmatrix": "ldmatrix", "tiles": "the tiles", "store": "the store", "last_wave": "the last wave"}
+    for key, name in names.items():
+        lines.append(f"{'cost of ' + name:<42}" + "".join(f"{100 * x['costs'][key]:>26.1f} %" for x in d.values()))
+    return "\n".join(lines)
 
 
 def wave_quantization(m: int, n: int, bm: int, bn: int, sms: int = T.H100_SMS) -> dict:

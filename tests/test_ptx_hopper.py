@@ -335,3 +335,33 @@ def test_tensor_map_parameters_take_a_tensor_map_and_nothing_else():
         TensorMap(np.zeros((8, 64), np.float32), (48, 8), 128)
     with pytest.raises(ValueError, match="multiple of 16"):
         TensorMap(np.zeros((8, 64), np.float32), (2, 8), 0)
+
+
+# --- setmaxnreg: a producer warpgroup gives its registers to the consumers --------------------------
+_SETMAXNREG = r'''
+extern "C" __global__ void __launch_bounds__(256, 1) roles(float* out)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if (threadIdx.x < 128) {                       // the producer warpgroup: fewer registers, then leaves
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 DEC;\n" ::: "memory");
+        out[threadIdx.x] = 1.0f;
+        return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 INC;\n" ::: "memory");
+    out[threadIdx.x] = 2.0f + threadIdx.x;
+#endif
+}
+'''
+
+
+def test_setmaxnreg_runs_and_each_warpgroup_goes_on():
+    out = np.zeros(256, np.float32)
+    simtlab.emulate(simtlab.cuda_c(_SETMAXNREG.replace("DEC", "40").replace("INC", "232"), "roles"), 1, 256, out)
+    assert np.array_equal(out, np.r_[np.ones(128), 2.0 + np.arange(128, 256)].astype(np.float32))
+
+
+@pytest.mark.parametrize("dec, inc", [("20", "232"), ("40", "236"), ("40", "264")])
+def test_setmaxnreg_refuses_a_count_the_isa_does_not_allow(dec, inc):
+    src = _SETMAXNREG.replace("DEC", dec).replace("INC", inc)
+    with pytest.raises(EmulationError, match="24 to 256, a multiple of 8"):
+        simtlab.emulate(simtlab.cuda_c(src, "roles"), 1, 256, np.zeros(256, np.float32))

@@ -74,6 +74,10 @@ def test_each_version_uses_the_instructions_it_claims():
             assert ("atom.shared.add" in body) == last and ("mbarrier.arrive.shared" in body) != last, v.kernel
             shared_bt = "share B^T's tile" in v.note                 # a cluster: B^T's halves multicast, plain remote arrives
             assert ("multicast::cluster" in body) == shared_bt and "mbarrier.arrive.release.cluster" not in body, v.kernel
+            # a producer warpgroup hands its registers to the consumers: 40 for it, 232 for each consumer thread
+            producer = "a producer warpgroup" in v.note
+            assert ("setmaxnreg.dec.sync.aligned.u32 40" in body) == producer, v.kernel
+            assert ("setmaxnreg.inc.sync.aligned.u32 232" in body) == producer, v.kernel
         if label in ("v7", "v8"):
             k = {"tf32": "m64n256k8.f32.tf32.tf32", "fp16": "m64n256k16.f32.f16.f16", "bf16": "m64n256k16.f32.bf16.bf16"}
             assert k[v.precision] in body, v.kernel
@@ -341,7 +345,7 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
     # v6w: every V6W_KERNEL line a TMA version reading B^T, boxes of 32 k (128 bytes) x its tile's rows
-    v6w_lines = [l for l in text.splitlines() if l.startswith(("V6W_KERNEL(", "V6W_STREAM_K_KERNEL("))]
+    v6w_lines = [l for l in text.splitlines() if l.startswith(("V6W_KERNEL(", "V6W_STREAM_K_KERNEL(", "V6W_PRODUCER_KERNEL("))]
     v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
     assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
     for v in v6w:
@@ -349,6 +353,10 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
         assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1] // cluster)), v
         assert v.stream_k == ("_streamk" in v.kernel) and T.stages_of(v) == 4, v
         assert v.persistent == (v.kernel.endswith("_persistent") or v.stream_k), v
+        # a producer warpgroup: 128 threads more than the 64 x 64 warps of the tile
+        producer = "_producer" in v.kernel
+        assert v.threads == v.tile[0] * v.tile[1] // 4096 * 32 + (128 if producer else 0), v
+        assert ("a producer warpgroup" in v.note) == producer, v
 
 
 # --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------
@@ -395,3 +403,26 @@ def test_tensor_map_boxes_must_be_128_bytes_wide_for_the_swizzle():
 
     with pytest.raises(ValueError, match="128 bytes wide"):
         bench.tensor_map(np.zeros((128, 256), np.uint16), (32, 64))
+
+
+def test_the_feed_benchmark_switches_off_what_each_variant_names():
+    """benchmarks/tensor_cores_tf32_feed.py edits the persistent kernel's source: each edit must still find
+    its line, and each variant's PTX must lack what it switches off (and keep the rest)."""
+    from script_support import load_script
+
+    CC = _nvrtc_or_skip()
+    feed = load_script("benchmarks/tensor_cores_tf32_feed.py")
+    ptx = CC.compile_ptx(feed.edited_source(T.CU_PATH.read_text()), "feed.cu", ("--gpu-architecture=sm_90a", "-std=c++17"))
+    for design, producer in feed.DESIGNS.items():
+        body = {name: _entry(ptx, f"{design}_{name}") for name in feed.VARIANTS}
+        assert ("setmaxnreg" in body["all"]) == producer
+        tma, wait, mma, ldsm = "cp.async.bulk.tensor", "mbarrier.try_wait", "mma.sync", "ldmatrix"
+        count = {name: {w: b.count(w) for w in (tma, wait, mma, ldsm, "st.global")} for name, b in body.items()}
+        assert all(count["all"][w] > 0 for w in (tma, wait, mma, ldsm, "st.global")) and count["full_waves"] == count["all"]
+        assert count["no_data"][tma] == count["no_data"][wait] == 0 and count["no_data"][mma] == count["all"][mma]
+        # without data and ldmatrix, only the first k-step's fragments are loaded (once, before the loop)
+        assert 0 < count["no_data_ldsm"][ldsm] < count["no_data"][ldsm] and count["no_data_ldsm"][mma] == count["all"][mma]
+        assert count["data_only"][mma] == 0 and count["data_only"][tma] == count["all"][tma]
+        assert count["data_only"][ldsm] == count["no_data_ldsm"][ldsm]        # only the first fragments, before the loop
+        # no store: the stores stay in the code (behind a condition that is never true), so nothing else is dropped
+        assert count["no_store"] == count["all"] and "setp.lt.s32" in body["no_store"]

@@ -69,7 +69,8 @@ def test_the_recorded_entry_is_the_tool_s_copy_of_the_result_files():
     bench = json.loads(tool.BENCH.read_text())
     expected = tool.entry(bench, [p.read_text() for p in tool.NCU], tool.SOURCE.read_text(),
                           json.loads(tool.POWER.read_text()), json.loads(tool.POWER_SHORT.read_text()),
-                          tool.STREAM_K.read_text(), tool.STREAM_K_SOURCE.read_text(), tool.SHARED.read_text())
+                          tool.STREAM_K.read_text(), tool.STREAM_K_SOURCE.read_text(), tool.SHARED.read_text(),
+                          tool.PRODUCER.read_text(), tool.FEED.read_text(), tool.OPERANDS.read_text())
     assert backend.recorded("tensor_cores_tf32") == json.loads(json.dumps(expected))
 
 
@@ -90,10 +91,14 @@ def test_the_recorded_gap_is_the_one_the_chapter_states():
                 and "transpose" not in r["name"]]
     assert g["best"]["kernel"] == max(profiled, key=lambda r: r["tflops"])["kernel"]      # the fastest profiled one
     # what the chapter's prose says of the recorded run: the goal needs more pipe use than the best
-    # kernel has, about as much as mma_peak reaches; mma.sync's full-pipe rate agrees between the two
-    assert g["best"]["pipe_pct"] < g["needed_pipe_pct"] <= g["ceiling"]["pipe_pct"]
+    # kernel has (85 against 91 %), more than mma_peak's one warp per scheduler reaches, less than two
+    # warps per scheduler do; mma.sync's full-pipe rate agrees between the best kernel and mma_peak
+    assert g["best"]["pipe_pct"] < 86 and 90 < g["needed_pipe_pct"] < 92
+    assert g["best"]["pipe_pct"] < g["ceiling"]["pipe_pct"] < g["needed_pipe_pct"] < g["two_warps"]["pipe_pct"]
+    assert g["two_warps"]["pipe_pct"] > 99.5
     assert g["mma_full_per_ghz"] == pytest.approx(g["ceiling_full_per_ghz"], rel=0.02)
     assert g["cublas"]["clock_ghz"] < g["best"]["clock_ghz"] < g["ceiling"]["clock_ghz"]
+    assert g["best"]["kernel"] == TC.tf32_best()["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent"
 
 
 def test_the_goal_check_takes_the_tf32_sweep_s_best():
@@ -198,8 +203,10 @@ def test_the_recorded_stream_k_runs_are_what_the_chapter_says():
     # and neither beats the persistent kernel, under the profiler or in the sweep
     assert persistent["duration_us"] < second_first["duration_us"] < in_order["duration_us"]
     assert persistent["tflops"] > second_first["tflops"] > in_order["tflops"]
-    # even a perfect split of the last wave would leave the goal out of reach
+    # even a perfect split of the last wave would leave this kernel short of the goal; the producer kernel's
+    # rate (the same tiles' count on the same SMs) would pass it, if splitting cost nothing
     assert persistent["vs_cublas"] / (1 - w["quantization"]["ideal_saving"]) < 0.70
+    assert TC.tf32_best()["vs_cublas"] / (1 - w["quantization"]["ideal_saving"]) > 0.70
     # sampled per instruction: stream-K spends more, a few % of it at the fix-up's adds
     assert w["samples_ratio"] > 1.05 and 0.02 < w["fix_up_add_share"] < 0.05
 
@@ -235,10 +242,66 @@ def test_the_recorded_sweep_rows_are_what_the_chapter_says():
             if r.get("kernel") and "transpose" not in r["name"]}
     v6t = {shape: rows[f"tc_v6t_tf32_{shape}x32_w64x64_s3_b1_bt"] for shape in ("128x256", "256x128")}
     v6w = {shape: rows[f"tc_v6w_tf32_{shape}_s4"] for shape in ("128x256", "256x128")}
-    # v6w no faster than v6t on the same tile; the persistent one ahead of one block a tile by a point or more;
+    # v6w no faster than v6t on the same tile; the persistent one ahead of one block a tile by less than a point;
     # clusters of 2 within 2 points of the same tile without
     assert all(v6w[shape] <= v6t[shape] + 0.005 for shape in v6t)
-    assert rows["tc_v6w_tf32_128x256_s4_persistent"] >= v6w["128x256"] + 0.01
+    assert 0 < rows["tc_v6w_tf32_128x256_s4_persistent"] - v6w["128x256"] < 0.01
     assert abs(rows["tc_v6w_tf32_128x256_s4_cluster2"] - v6w["128x256"]) < 0.02
     earlier = (ROOT / "benchmarks/results/tensor_cores_tf32_cluster_h100.txt").read_text()
     assert "v6w sweep 128x256_s4_cluster2 TF32" in earlier and "64.7%" in earlier and "64.8%" in earlier
+    # a producer warpgroup: 4 points or more above the same persistent kernel whose thread 0 asks, the best at
+    # 256 x 128 (69.1 %, short of 70); groups of 4 tile rows behind groups of 8
+    producer = {shape: rows[f"tc_v6w_tf32_{shape}_s4_producer_persistent"] for shape in ("128x256", "256x128")}
+    assert min(producer.values()) >= rows["tc_v6w_tf32_128x256_s4_persistent"] + 0.035
+    assert max(rows.values()) == producer["256x128"] and 0.685 < producer["256x128"] < 0.70
+    assert rows["tc_v6w_tf32_128x256_s4_group4_producer_persistent"] < producer["128x256"]
+
+
+def _feed_entry():
+    """A synthetic feed profile: both designs, cycles chosen so each part's cost is a round number."""
+    cycles = {"no_data_ldsm": 1000.0, "no_data": 1050.0, "no_store": 1260.0, "all": 1323.0, "full_waves": 1050.0,
+              "data_only": 600.0}
+    feed = {}
+    for design, tiles in (("thread0", 1.2), ("feed", 1.0)):
+        for part, c in cycles.items():
+            c = c * tiles if part in ("no_store", "all", "full_waves") else c
+            feed[f"{design}_{part}"] = {"cycles": c, "tensor_pipe_pct": 0.0 if part == "data_only" else 90.0,
+                                        "clock_ghz": 1.8}
+    return {"device": "a GPU", "date": "2026-01-01", "feed": feed,
+            "feed_shapes": {p: [4200 if p == "full_waves" else 4000, 10, 10] for p in cycles}}
+
+
+def test_the_feed_costs_are_each_part_s_extra_cycles():
+    w = TC.tf32_feed(_feed_entry())
+    thread0, producer = w["designs"]["thread0"]["costs"], w["designs"]["feed"]["costs"]
+    assert producer["ldmatrix"] == pytest.approx(0.05) and thread0["ldmatrix"] == pytest.approx(0.05)
+    assert thread0["tiles"] == pytest.approx(1260 * 1.2 / 1050 - 1) and producer["tiles"] == pytest.approx(0.2)
+    assert producer["store"] == pytest.approx(1323 / 1260 - 1)
+    # the whole-waves run did 5 % more work (4200 rows against 4000) in 1050 cycles: 1000 for the same work
+    assert producer["last_wave"] == pytest.approx(1323 / 1000 - 1)
+    text = TC.tf32_feed_summary(_feed_entry()).splitlines()
+    assert "thread 0 of warp 0 asks" in text[1] and "a producer warpgroup asks" in text[1]
+    assert text[2].startswith("MMAs alone (no tiles, no ldmatrix)") and text[2].split()[-6:] == ["1k", "90.0", "%"] * 2
+    assert any(line.startswith("the kernel on 4200 rows (4 whole waves)") for line in text)
+    assert text[-4].startswith("cost of ldmatrix") and text[-4].split()[-4:] == ["5.0", "%", "5.0", "%"]
+    with pytest.raises(KeyError, match="thread0_no_data_ldsm"):
+        TC.tf32_feed({**_feed_entry(), "feed": {}})
+
+
+def test_the_recorded_feed_is_what_the_chapter_says():
+    w = TC.tf32_feed()
+    thread0, producer = w["designs"]["thread0"], w["designs"]["feed"]
+    for d in (thread0, producer):
+        # the MMAs alone keep the pipe about 93 % busy; ldmatrix costs 4-5 %, the store about 3 %, the last wave about 4 %
+        assert 92 < d["rows"]["no_data_ldsm"]["pipe_pct"] < 94
+        assert 0.04 < d["costs"]["ldmatrix"] < 0.05 and 0.025 < d["costs"]["store"] < 0.035
+        assert 0.04 < d["costs"]["last_wave"] < 0.055
+        # the tiles alone arrive in fewer cycles than the kernel takes without them
+        assert d["rows"]["data_only"]["cycles"] < d["rows"]["no_data"]["cycles"]
+    # the tiles cost 15 % when a consumer warp asks, 1 % with a producer warpgroup; the kernel's pipe 75 against 85 %
+    assert 0.14 < thread0["costs"]["tiles"] < 0.16 and producer["costs"]["tiles"] < 0.02
+    assert round(thread0["rows"]["all"]["pipe_pct"]) == 75 and round(producer["rows"]["all"]["pipe_pct"]) == 85
+    assert round(thread0["rows"]["data_only"]["cycles"] / 1e3) == 636
+    # _last (a consumer warp asks one k-tile earlier) moved the pipe 2 points: 77 to 79 %
+    ncu = backend.recorded("tensor_cores_tf32")["ncu"]
+    assert round(ncu["tc_v6w_tf32_256x128_s4"]["pipe_pct"]) == 77 and round(ncu["tc_v6w_tf32_256x128_s4_last"]["pipe_pct"]) == 79

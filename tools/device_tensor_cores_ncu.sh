@@ -14,10 +14,17 @@
 #   ncu_shared_memory_h100.txt  how busy the SM's shared-memory banks are (reads: ldmatrix; writes: the
 #                               TMA's tiles) in the persistent v6w, v6t, FP16's v6s and cuBLAS TF32
 #   ncu_source_streamk_h100.csv stream-K's and the persistent v6w's stall samples per SASS instruction
+#   ncu_producer_h100.txt       the v6w kernels with a producer warpgroup beside the persistent v6w: time,
+#                               tensor-pipe use, stall reasons, L2 hit rate, DRAM bytes
+#   ncu_feed_h100.txt           benchmarks/tensor_cores_tf32_feed.py's variants of the persistent kernels with
+#                               and without a producer warpgroup (parts of their work switched off), one
+#                               launch each: cycles and tensor-pipe use
+#   ncu_mma_operands_h100.txt   benchmarks/mma_operands.py's warps of nothing but MMAs, 2 per scheduler, with a
+#                               GEMM warp's fragments (a4b8) and with mma_peak's one pair (same8)
 #   bash tools/device_tensor_cores_ncu.sh [PART ...]   (from the repository root, .whl beside it)
-# PART: stalls peak source streamk smem streamk_source (default: all)
+# PART: stalls peak source streamk smem streamk_source producer feed operands (default: all)
 set -uo pipefail
-PARTS=" ${*:-stalls peak source streamk smem streamk_source} "
+PARTS=" ${*:-stalls peak source streamk smem streamk_source producer feed operands} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source tools/device_env.sh || exit 1
@@ -72,5 +79,34 @@ if part streamk_source; then
     python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_streamk --launches 1 \
     > "$OUT/ncu_source_streamk_h100.csv" 2>&1
   echo "ncu (stream-K source) exit $?"
+fi
+PM="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
+PM="$PM,smsp__issue_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
+for s in long_scoreboard math_pipe_throttle wait branch_resolving not_selected short_scoreboard; do
+  PM="$PM,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"
+done
+if part producer; then
+  timeout 200 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 8 --metrics "$PM" \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_producer_persistent \
+    tc_v6w_tf32_256x128_s4_producer_persistent tc_v6w_tf32_128x256_s4_group4_producer_persistent --launches 2 \
+    > "$OUT/ncu_producer_h100.txt" 2>&1
+  echo "ncu (producer) exit $?"
+fi
+FM="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.max"
+FM="$FM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active"
+if part feed; then
+  timeout 280 ncu --clock-control none --kernel-name regex:"(feed|thread0)_" --launch-count 26 --metrics "$FM" \
+    python3 benchmarks/tensor_cores_tf32_feed.py --rounds 1 --launches 1 --repeats 1 > "$OUT/ncu_feed_h100.txt" 2>&1
+  echo "ncu (feed) exit $?"
+fi
+if part operands; then
+  OM="$FM,sm__cycles_active.avg,smsp__inst_executed.sum"
+  for s in not_selected barrier short_scoreboard long_scoreboard mio_throttle math_pipe_throttle dispatch_stall wait lg_throttle \
+           branch_resolving no_instruction; do
+    OM="$OM,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"
+  done
+  NAMES=a4b8,same8 ROUNDS=1 REPS=1 timeout 120 ncu --clock-control none --metrics "$OM" python3 benchmarks/mma_operands.py \
+    > "$OUT/ncu_mma_operands_h100.txt" 2>&1
+  echo "ncu (operands) exit $?"
 fi
 grep -hE "^  [a-z_0-9]+.*\(|per_second|pipeline|issue_active|duration" "$OUT"/ncu_*_h100.txt | head -80

@@ -10,8 +10,11 @@ pipe's use, stall reasons), ``ncu_source_v6w_h100.csv`` (v6w's stall samples per
 ``tensor_cores_power_h100.json`` and ``tensor_cores_power_short_h100.json`` (SM clock and board
 power while each kernel runs back to back for 3 s and for 1 s) and ``ncu_streamk_h100.txt`` (stream-K
 beside the persistent kernel: time, DRAM bytes, L2 hit rate, tensor-pipe use), ``ncu_source_streamk_h100.csv``
-(their stall samples per instruction) and ``ncu_shared_memory_h100.txt`` (how busy the shared-memory banks
-are) and writes ``results["tensor_cores_tf32"]`` of
+(their stall samples per instruction), ``ncu_shared_memory_h100.txt`` (how busy the shared-memory banks
+are), ``ncu_producer_h100.txt`` (the kernels with a producer warpgroup: time, tensor-pipe use, stall reasons),
+``ncu_feed_h100.txt`` (benchmarks/tensor_cores_tf32_feed.py: the persistent kernels with parts of their work
+switched off, cycles and pipe use, the median of each variant's launches) and ``ncu_mma_operands_h100.txt``
+(benchmarks/mma_operands.py: warps of nothing but MMAs, two a scheduler) and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -30,6 +33,9 @@ SOURCE = REPO / "benchmarks/results/ncu_source_v6w_h100.csv"
 STREAM_K = REPO / "benchmarks/results/ncu_streamk_h100.txt"                  # stream-K beside the persistent kernel
 STREAM_K_SOURCE = REPO / "benchmarks/results/ncu_source_streamk_h100.csv"     # their stall samples per instruction
 SHARED = REPO / "benchmarks/results/ncu_shared_memory_h100.txt"               # shared-memory banks' use
+PRODUCER = REPO / "benchmarks/results/ncu_producer_h100.txt"                  # the producer-warpgroup kernels
+FEED = REPO / "benchmarks/results/ncu_feed_h100.txt"                          # their parts switched off, and thread 0's
+OPERANDS = REPO / "benchmarks/results/ncu_mma_operands_h100.txt"              # MMAs alone, 2 warps a scheduler
 POWER = REPO / "benchmarks/results/tensor_cores_power_h100.json"              # 3 s a kernel: the board at its limit
 POWER_SHORT = REPO / "benchmarks/results/tensor_cores_power_short_h100.json"  # 1 s: below it
 STORE = REPO / "simtlab/data/h100_timings.json"
@@ -39,7 +45,7 @@ _HEADER = re.compile(r"^  (\S+?) \((\d+), (\d+), (\d+)\)x\((\d+), (\d+), (\d+)\)
 _METRIC = re.compile(r"^    (\S+)\s+(\S+)?\s+([\d,.]+)\s*$")
 _PIPE = re.compile(r"(\w+) is the highest-utilized pipeline \(([\d.]+)%\)")
 _METRICS = {"gpu__time_duration.sum": "duration_us", "sm__cycles_elapsed.avg.per_second": "clock_ghz",
-            "smsp__inst_executed.sum": "instructions",
+            "smsp__inst_executed.sum": "instructions", "sm__cycles_elapsed.max": "cycles",
             "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue_active_pct",
             "dram__bytes_read.sum": "dram_read_mb", "lts__t_sector_hit_rate.pct": "l2_hit_pct",
             "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed": "tensor_pipe_pct",
@@ -133,6 +139,22 @@ def parse_source(text: str) -> dict:
     return out
 
 
+def median_per_kernel(launches: list[dict]) -> dict:
+    """kernel -> its launches' median of every number (each variant of benchmarks/tensor_cores_tf32_feed.py
+    is launched 2 or 3 times), with ``launches`` (how many)."""
+    import statistics
+
+    by_kernel: dict = {}
+    for launch in launches:
+        by_kernel.setdefault(launch["kernel"], []).append(launch)
+    out = {}
+    for kernel, group in by_kernel.items():
+        keys = [k for k, v in group[0].items() if isinstance(v, float)]
+        out[kernel] = {"kernel": kernel, "grid": group[0]["grid"], "block": group[0]["block"], "launches": len(group),
+                       **{k: statistics.median(g[k] for g in group if k in g) for k in keys}}
+    return out
+
+
 def first_per_kernel(launches: list[dict]) -> dict:
     """kernel -> its first profiled launch (the script launches each twice; the two agree within 1 %)."""
     out = {}
@@ -154,14 +176,25 @@ def flops_of(profile: dict, shape) -> float:
     return 2.0 * m * n * k
 
 
+def feed_shapes() -> dict:
+    """The shape of each variant of benchmarks/tensor_cores_tf32_feed.py: 4096^3, full_waves more rows."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from tensor_cores_tf32_feed import FULL_WAVES_M, VARIANTS
+
+    return {name: [FULL_WAVES_M if name == "full_waves" else 4096, 4096, 4096] for name in VARIANTS}
+
+
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
-          shared_text: str = "") -> dict:
+          shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "") -> dict:
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
     for text in ncu_texts:
         profiles.update(first_per_kernel(parse_ncu(text)))
+    for kernel, p in first_per_kernel(parse_ncu(producer_text)).items() if producer_text else ():
+        if kernel.startswith("tc_"):                       # the producer-warpgroup kernels' stall profile
+            profiles[kernel] = {**p, "pipe": "Tensor", "pipe_pct": p["tensor_pipe_pct"]}
     for profile in profiles.values():
         profile["flops"] = flops_of(profile, bench["shape"])
     for kernel, sampled in parse_source(source_text).items() if source_text else ():
@@ -172,14 +205,19 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/tensor_cores_power_h100.json",
                       "benchmarks/results/tensor_cores_power_short_h100.json",
                       "benchmarks/results/ncu_streamk_h100.txt", "benchmarks/results/ncu_source_streamk_h100.csv",
-                      "benchmarks/results/ncu_shared_memory_h100.txt"],
+                      "benchmarks/results/ncu_shared_memory_h100.txt", "benchmarks/results/ncu_producer_h100.txt",
+                      "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt"],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
             "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")},
             "stream_k": first_per_kernel(parse_ncu(stream_k_text)) if stream_k_text else {},
             "stream_k_sampled": parse_source(stream_k_source) if stream_k_source else {},
-            "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {}}
+            "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {},
+            "feed": median_per_kernel(parse_ncu(feed_text)) if feed_text else {},
+            "feed_shapes": feed_shapes(),
+            # the timed launch of each (the first is a 10-iteration warm-up)
+            "operands": {p["kernel"]: p for p in parse_ncu(operands_text)[1::2]} if operands_text else {}}
 
 
 def main() -> int:
@@ -191,7 +229,9 @@ def main() -> int:
                                                 json.loads(POWER_SHORT.read_text(encoding="utf-8")),
                                                 STREAM_K.read_text(encoding="utf-8"),
                                                 STREAM_K_SOURCE.read_text(encoding="utf-8"),
-                                                SHARED.read_text(encoding="utf-8"))
+                                                SHARED.read_text(encoding="utf-8"),
+                                                PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
+                                                OPERANDS.read_text(encoding="utf-8"))
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")

@@ -819,6 +819,19 @@ def h_trap(ins, mods, entry, layout):
     return _op(run)
 
 
+def h_setmaxnreg(ins, mods, entry, layout):
+    """``setmaxnreg.{inc,dec}.sync.aligned.u32 n``: a warpgroup's registers per thread change to n (a
+    producer warpgroup gives its registers to the consumers). The engine has no register file to
+    share, so it checks n as the ISA requires (24 to 256, a multiple of 8) and does nothing else."""
+    _check_mods(mods, ("inc", "dec", "sync", "aligned", "u32"), ins)
+    if not {"sync", "aligned", "u32"} <= set(mods) or len({"inc", "dec"} & set(mods)) != 1:
+        raise UnsupportedInstruction(f"`{ins}`: setmaxnreg needs .inc or .dec, .sync.aligned.u32")
+    (n,) = ins.operands
+    if not isinstance(n, Imm) or not 24 <= int(n.value) <= 256 or int(n.value) % 8:
+        raise UnsupportedInstruction(f"`{ins}`: the register count must be a constant from 24 to 256, a multiple of 8")
+    return _op(lambda c, m: None)
+
+
 def h_nothing(ins, mods, entry, layout):
     """membar/fence: every access is visible at once here (blocks that talk run in order)."""
     return Step("op", lambda c, m: None, ins, talks=True)
@@ -1385,7 +1398,7 @@ _HANDLERS = {
     "ex2": h_approx("ex2"), "lg2": h_approx("lg2"), "rsqrt": h_approx("rsqrt"),
     "sin": h_approx("sin"), "cos": h_approx("cos"), "rcp": h_approx("rcp"),
     "sqrt": h_approx("sqrt"), "tanh": h_approx("tanh"), "mapa": h_mapa, "cp": h_cp,
-    "trap": h_trap,
+    "trap": h_trap, "setmaxnreg": h_setmaxnreg,
 }
 # opcodes refused with a message of their own (the error names why and what to change)
 _REFUSED = {"call": h_call}
