@@ -1815,8 +1815,9 @@ struct MmaTf32Tma {
     // PRODUCER: a warpgroup of its own (threads 0-127, before the consumers) asks the TMA for the tiles, so
     // no consumer warp spends its time there and a slot is refilled the moment the last warp releases it.
     // A 384-thread block gets 168 registers a thread (3 warps share each scheduler's 16384); setmaxnreg
-    // gives the producer's back (40) to the consumers (232: they need about 225, 168 spilled 604 bytes).
-    static constexpr int PRODUCER_THREADS = PRODUCER ? 128 : 0, BLOCK_THREADS = THREADS + PRODUCER_THREADS;
+    // gives the producer's back (40) to the consumers (232: they need about 225; a single producer warp,
+    // 288 threads, would leave them 168 too, and ptxas spilled 604 bytes there).
+    static constexpr int PRODUCER_THREADS = PRODUCER ? 128 : 0;
     static_assert(!PRODUCER || (CLUSTER == 1 && STREAM_K == 0 && !LAST_ISSUES && !B_LATE),
                   "PRODUCER: one block a cluster, whole tiles (its warpgroup leaves before the end)");
     static_assert(!PRODUCER || (40 + 2 * 232) * 32 <= 16384, "three warps' registers on each scheduler");
@@ -2085,4 +2086,4 @@ V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, tru
 // ---- v6w with a producer warpgroup: the consumers only wait, load fragments and multiply; one more warpgroup refills each slot the moment its last reader releases it, 4 k-tiles ahead, and gives its registers to the consumers (setmaxnreg) (sm_90a only)
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true)      // tall
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true)  // groups of 4 tile rows, not 8: the 132 tiles at work read 2 x 4 x 128 rows of A and all of B^T
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
