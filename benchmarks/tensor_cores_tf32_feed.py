@@ -92,13 +92,15 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path)
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (the best of each variant's is kept)")
-    ap.add_argument("--launches", type=int, default=10, help="launches a timed batch")
-    ap.add_argument("--repeats", type=int, default=7, help="batches a round (their median is the round's time)")
+    ap.add_argument("--warmup", type=int, default=1, help="launches before each variant's timing")
+    ap.add_argument("--repeats", type=int, default=7, help="timed batches a round (their median is the round's time)")
+    ap.add_argument("--batch-ms", type=float, default=10.0, help="GPU time a batch (0: one launch)")
     args = ap.parse_args(argv)
 
     import cupy
 
     from simtlab.gpubench import tensor_cores as G
+    from simtlab.gpubench.harness import time_launches
     from simtlab.kernels import tensor_cores as T
 
     t0 = time.time()
@@ -142,24 +144,11 @@ def main(argv=None) -> dict:
     shapes["cublas_bt"] = (4096, 4096, 4096)
     keep.append(c_ref)
 
-    def per_launch_ms(run, launches=args.launches, repeats=args.repeats):
-        run()
-        cupy.cuda.Device().synchronize()
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        out = []
-        for _ in range(repeats):                              # batches: the host enqueues ahead of the GPU
-            start.record()
-            for _ in range(launches):
-                run()
-            stop.record()
-            stop.synchronize()
-            out.append(cupy.cuda.get_elapsed_time(start, stop) / launches)
-        return float(np.median(out))
-
     times = {name: [] for name in runs}
     for _ in range(args.rounds):                              # interleaved: clock drift falls on every variant alike
         for name, run in runs.items():
-            times[name].append(per_launch_ms(run))
+            times[name].append(time_launches(run, warmup=args.warmup, repeat=args.repeats,
+                                             batch_ms=args.batch_ms)["median_ms"])
     rows = {}
     for name, ts in times.items():
         m, n, k = shapes[name]

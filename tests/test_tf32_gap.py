@@ -292,16 +292,16 @@ def test_the_recorded_feed_is_what_the_chapter_says():
     w = TC.tf32_feed()
     thread0, producer = w["designs"]["thread0"], w["designs"]["feed"]
     for d in (thread0, producer):
-        # the MMAs alone keep the pipe about 93 % busy; ldmatrix costs 4-5 %, the store about 3 %, the last wave about 4 %
-        assert 92 < d["rows"]["no_data_ldsm"]["pipe_pct"] < 94
-        assert 0.04 < d["costs"]["ldmatrix"] < 0.05 and 0.025 < d["costs"]["store"] < 0.035
-        assert 0.04 < d["costs"]["last_wave"] < 0.055
+        # the MMAs alone keep the pipe about 93 % busy; ldmatrix costs 4-5 %, the store and the last wave about 3 %
+        assert 92.5 < d["rows"]["no_data_ldsm"]["pipe_pct"] < 93.5
+        assert 0.04 < d["costs"]["ldmatrix"] < 0.0505 and 0.03 < d["costs"]["store"] < 0.036
+        assert 0.03 < d["costs"]["last_wave"] < 0.036
         # the tiles alone arrive in fewer cycles than the kernel takes without them
         assert d["rows"]["data_only"]["cycles"] < d["rows"]["no_data"]["cycles"]
-    # the tiles cost 15 % when a consumer warp asks, 1 % with a producer warpgroup; the kernel's pipe 75 against 85 %
-    assert 0.14 < thread0["costs"]["tiles"] < 0.16 and producer["costs"]["tiles"] < 0.02
+    # the tiles cost 15 % when a consumer warp asks, 2 % with a producer warpgroup; the kernel's pipe 75 against 85 %
+    assert 0.145 < thread0["costs"]["tiles"] < 0.155 and 0.015 < producer["costs"]["tiles"] < 0.025
     assert round(thread0["rows"]["all"]["pipe_pct"]) == 75 and round(producer["rows"]["all"]["pipe_pct"]) == 85
-    assert round(thread0["rows"]["data_only"]["cycles"] / 1e3) == 636
+    assert round(thread0["rows"]["data_only"]["cycles"] / 1e3) == 644
     # _last (a consumer warp asks one k-tile earlier) moved the pipe 2 points: 77 to 79 %
     ncu = backend.recorded("tensor_cores_tf32")["ncu"]
     assert round(ncu["tc_v6w_tf32_256x128_s4"]["pipe_pct"]) == 77 and round(ncu["tc_v6w_tf32_256x128_s4_last"]["pipe_pct"]) == 79

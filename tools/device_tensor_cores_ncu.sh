@@ -96,7 +96,7 @@ FM="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.
 FM="$FM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,smsp__issue_active.avg.pct_of_peak_sustained_active"
 if part feed; then
   timeout 280 ncu --clock-control none --kernel-name regex:"(feed|thread0)_" --launch-count 26 --metrics "$FM" \
-    python3 benchmarks/tensor_cores_tf32_feed.py --rounds 1 --launches 1 --repeats 1 > "$OUT/ncu_feed_h100.txt" 2>&1
+    python3 benchmarks/tensor_cores_tf32_feed.py --rounds 1 --warmup 0 --repeats 1 --batch-ms 0 > "$OUT/ncu_feed_h100.txt" 2>&1
   echo "ncu (feed) exit $?"
 fi
 if part operands; then

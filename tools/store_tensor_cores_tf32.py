@@ -216,8 +216,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
             "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {},
             "feed": median_per_kernel(parse_ncu(feed_text)) if feed_text else {},
             "feed_shapes": feed_shapes(),
-            # the timed launch of each (the first is a 10-iteration warm-up)
-            "operands": {p["kernel"]: p for p in parse_ncu(operands_text)[1::2]} if operands_text else {}}
+            # the last launch of each (the first, a warm-up, may be shorter)
+            "operands": {p["kernel"]: p for p in parse_ncu(operands_text)} if operands_text else {}}
 
 
 def main() -> int:
