@@ -52,7 +52,8 @@ def edited_source(text: str) -> str:
         if text.count(old) != 1:
             raise SystemExit(f"tensor_cores.cu changed: expected this once, found it {text.count(old)} times:\n{old}")
         text = text.replace(old, new)
-    sub("          bool PRODUCER = false>\nstruct MmaTf32Tma {", "          bool PRODUCER = false, int PARTS = 0>\nstruct MmaTf32Tma {")
+    sub("          bool PRODUCER = false, bool STAGED_C = false>\nstruct MmaTf32Tma {",
+        "          bool PRODUCER = false, bool STAGED_C = false, int PARTS = 0>\nstruct MmaTf32Tma {")
     sub("        if constexpr (ISSUE_ONLY) {                           // the producer: every k-tile, as soon as its slot is free\n"
         "            if (sched.units > 0) {",
         "        if constexpr (ISSUE_ONLY) {\n            if (!(PARTS & 1) && sched.units > 0) {")
@@ -76,14 +77,14 @@ def edited_source(text: str) -> str:
         "                        acc[0][0][0] += __uint_as_float(x & 1);\n"
         "                    }\n")
     # no store: C written only when M < 0 (never), so the compiler keeps the work that feeds it
-    sub("            if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(",
-        "            if ((PARTS & 8) && M >= 0) {} else if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(")
+    sub("            if constexpr (STAGED_C) store_staged(",
+        "            if ((PARTS & 8) && M >= 0) {} else if constexpr (STAGED_C) store_staged(")
     for prefix, producer in DESIGNS.items():
         for name, parts in VARIANTS.items():                  # full_waves: the kernel as it is, named for its shape
             text += (f'\nextern "C" __global__ void __launch_bounds__({384 if producer else 256}, 1) {prefix}_{name}('
                      f'const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt, '
                      f'float* __restrict__ C, int M, int N, int K)\n'
-                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, {parts}>'
+                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, false, {parts}>'
                      f'::run(&tma_a, &tma_bt, C, M, N, K))); }}\n')
     return text
 

@@ -1800,7 +1800,7 @@ struct TileSchedule {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER, int STREAM_K = 0,
-          bool PRODUCER = false>
+          bool PRODUCER = false, bool STAGED_C = false>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1821,6 +1821,15 @@ struct MmaTf32Tma {
     static_assert(!PRODUCER || (CLUSTER == 1 && STREAM_K == 0 && !LAST_ISSUES && !B_LATE),
                   "PRODUCER: one block a cluster, whole tiles (its warpgroup leaves before the end)");
     static_assert(!PRODUCER || (40 + 2 * 232) * 32 <= 16384, "three warps' registers on each scheduler");
+    // STAGED_C: C leaves through an 8-row strip of shared memory a consumer warp, past the ring (which already
+    // holds the next tile's k-tiles: 34 KB is all that is left), written as the fragments hold it and read back
+    // as float4 rows. A fragment's float2 store touches 8 rows, 8 L1 tag requests an instruction, and those
+    // stores stalled on the LSU queue (stall_lg, benchmarks/results/ncu_source_streamk_h100.csv); a strip's
+    // float4 store touches 2 whole 256-byte rows: 4 tags for twice the bytes.
+    static constexpr int STRIP_LD = 64 + 8;                              // floats a strip row: +8 keeps float2 writes conflict-free
+    static constexpr int STRIP_BYTES = 8 * STRIP_LD * 4;
+    static constexpr int STAGED_BYTES = STAGED_C ? WARPS * STRIP_BYTES : 0;   // shared memory past the ring
+    static_assert(!STAGED_C || (PRODUCER && STREAM_K == 0), "STAGED_C: whole tiles, with a producer");
 
     // Stream-K's fix-up of tail tile `tile`: this block's partial sums go to its workspace slot (float4
     // e of thread t at e * THREADS + t: a warp's stores and loads are whole 512-byte lines), then a
@@ -1868,6 +1877,31 @@ struct MmaTf32Tma {
                 const int row = row0 + i * 16 + (lane >> 2), col = col0 + j * 8 + (lane & 3) * 2;   // V6::store's places
                 *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(v.x, v.y);
                 *reinterpret_cast<float2*>(&C[(size_t)(row + 8) * N + col]) = make_float2(v.z, v.w);
+            }
+    }
+
+    // STAGED_C's epilogue: each 8-row half of a 16-row fragment block (a fragment's floats 0, 1 are row lane / 4,
+    // its 2, 3 that row + 8) goes to the warp's strip as the fragments hold it, then out as float4 rows (a warp
+    // instruction: 2 rows of 64 floats)
+    static __device__ __forceinline__ void store_staged(const typename Bt::Acc& acc, float* __restrict__ C, u32 strip,
+                                                        int row0, int col0, int N)
+    {
+        const int lane = threadIdx.x % 32;
+#pragma unroll
+        for (int i = 0; i < Bt::MT; ++i)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int j = 0; j < Bt::NT; ++j)
+                    st_shared_f2(strip + ((lane >> 2) * STRIP_LD + j * 8 + (lane & 3) * 2) * 4, acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                __syncwarp();
+#pragma unroll
+                for (int p = 0; p < 4; ++p) {
+                    const int e = lane + 32 * p, r = e / 16, c4 = e % 16;
+                    const float4 v = ld_shared_f4(strip + (r * STRIP_LD + c4 * 4) * 4);
+                    *reinterpret_cast<float4*>(&C[(size_t)(row0 + i * 16 + h * 8 + r) * N + col0 + c4 * 4]) = v;
+                }
+                __syncwarp();                                 // the strip is rewritten by the next half
             }
     }
 
@@ -2026,7 +2060,8 @@ struct MmaTf32Tma {
             // the next unit's first k-tiles are on their way (and its first fragments loaded) while C is stored
             int m0, n0;
             origin(tile, m0, n0);
-            if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
+            if constexpr (STAGED_C) store_staged(acc, C, base + STAGES * STAGE_BYTES + warp * STRIP_BYTES, m0 + wm * 64, n0 + wn * 64, N);
+            else if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
             else fix_up(acc, sched, tile, ws, counters, C, m0 + wm * 64, n0 + wn * 64, N);
         }
         if constexpr (CLUSTER > 1) cluster_sync();
@@ -2048,13 +2083,13 @@ struct MmaTf32Tma {
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
 // A v6w with a producer warpgroup: 128 more threads, one of which asks the TMA for every k-tile (name, BM, BN,
-// STAGES, GROUP, PERSISTENT); kernels/tensor_cores.py reads these lines too.
-#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT)                                             \
+// STAGES, GROUP, PERSISTENT, STAGED_C); kernels/tensor_cores.py reads these lines too.
+#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C)                                   \
     extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32 + 128, 1)                           \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
          float* __restrict__ C, int M, int N, int K)                                                            \
     {                                                                                                           \
-        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, 1, 0, true>::run(&tma_a, &tma_bt, C, M, N, K)); \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, 1, 0, true, STAGED_C>::run(&tma_a, &tma_bt, C, M, N, K)); \
     }
 // A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
 // (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
@@ -2084,6 +2119,8 @@ V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)      
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // the blocks start the tail at 132 different k
 
 // ---- v6w with a producer warpgroup: the consumers only wait, load fragments and multiply; one more warpgroup refills each slot the moment its last reader releases it, 4 k-tiles ahead, and gives its registers to the consumers (setmaxnreg) (sm_90a only)
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true)      // tall
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true, false)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true, false)      // tall
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true, false)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged, 128, 256, 4, 8, true, true)  // C through 8-row strips of shared memory: float4 stores of whole rows, a quarter of the L1 tag requests a byte
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged, 256, 128, 4, 8, true, true)  // tall, C through 8-row strips

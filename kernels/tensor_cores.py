@@ -232,8 +232,12 @@ _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+
 #: slot refills it), CLUSTER (blocks sharing B^T's tile by TMA multicast)
 _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false), (\d)\)"
                        r"\s*(?://\s*(.*))?$", re.M)
-_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false)\)\s*(?://\s*(.*))?$",
-                                re.M)
+#: v6w with a producer warpgroup: name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C (C through 8-row strips of
+#: shared memory past the ring, one a consumer warp)
+_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false)\)"
+                                r"\s*(?://\s*(.*))?$", re.M)
+#: STAGED_C's strips: 8 rows of 64 + 8 floats a consumer warp
+V6W_STRIP_BYTES = 8 * (64 + 8) * 4
 _V6W_STREAM_K_LINE = re.compile(r"^V6W_STREAM_K_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false)\)\s*(?://\s*(.*))?$",
                                 re.M)
 V6W_BK = 32
@@ -328,15 +332,18 @@ def _v6t_configs(source: str | None = None) -> tuple:
 
 
 def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features: str, comment: str | None, *,
-                 cluster: int = 1, persistent: bool = False, stream_k: bool = False, producer: bool = False) -> TcVersion:
+                 cluster: int = 1, persistent: bool = False, stream_k: bool = False, producer: bool = False,
+                 staged_c: bool = False) -> TcVersion:
     """One v6w line as a sweep version: TF32, B^T given, 64 x 64 warps, BK 32, tensor maps of A and
     B^T (a cluster's blocks hold tiles one above the other, M covering whole clusters, and each copies
-    1/CLUSTER of B^T's tile; ``producer``: a warpgroup of 128 more threads asks the TMA for them);
-    ``features`` goes into its note after the common part."""
+    1/CLUSTER of B^T's tile; ``producer``: a warpgroup of 128 more threads asks the TMA for them;
+    ``staged_c``: C's strips past the ring); ``features`` goes into its note after the common part."""
+    warps = bm * bn // 4096
     note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
             f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
     return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
-                     bm * bn // 4096 * 32 + (128 if producer else 0), _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + 1024, sm90a=True,
+                     warps * 32 + (128 if producer else 0),
+                     _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + (warps * V6W_STRIP_BYTES if staged_c else 0) + 1024, sm90a=True,
                      note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
                      isolate=True, persistent=persistent, stages=stages, stream_k=stream_k)
 
@@ -355,10 +362,11 @@ def _v6w_versions(source: str | None = None) -> tuple:
                                 persistent=persistent))
     for m in _V6W_PRODUCER_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
-        persistent = m.group(6) == "true"
-        features = ", a producer warpgroup" + (", persistent" if persistent else "")
-        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(7), persistent=persistent,
-                                producer=True))
+        persistent, staged_c = m.group(6) == "true", m.group(7) == "true"
+        features = (", a producer warpgroup" + (", persistent" if persistent else "")
+                    + (", C through shared memory" if staged_c else ""))
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(8), persistent=persistent,
+                                producer=True, staged_c=staged_c))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
         features = ", persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")

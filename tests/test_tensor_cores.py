@@ -352,11 +352,15 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
         cluster = v.multiple[0] // v.tile[0]               # blocks sharing B^T's tile, one above the other
         assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1] // cluster)), v
         assert v.stream_k == ("_streamk" in v.kernel) and T.stages_of(v) == 4, v
-        assert v.persistent == (v.kernel.endswith("_persistent") or v.stream_k), v
+        assert v.persistent == ("_persistent" in v.kernel or v.stream_k), v
         # a producer warpgroup: 128 threads more than the 64 x 64 warps of the tile
         producer = "_producer" in v.kernel
         assert v.threads == v.tile[0] * v.tile[1] // 4096 * 32 + (128 if producer else 0), v
         assert ("a producer warpgroup" in v.note) == producer, v
+        # the ring (A's and B^T's k-tiles, 4 bytes an element), C's 8-row strips of 72 floats a warp when staged, 1 KB to align
+        staged = v.kernel.endswith("_staged")
+        warps = v.tile[0] * v.tile[1] // 4096
+        assert v.dynamic_smem == 4 * (v.tile[0] + v.tile[1]) * 32 * 4 + (warps * 8 * 72 * 4 if staged else 0) + 1024, v
 
 
 # --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------

@@ -52,7 +52,8 @@ _METRICS = {"gpu__time_duration.sum": "duration_us", "sm__cycles_elapsed.avg.per
             "l1tex__data_bank_reads.avg.pct_of_peak_sustained_elapsed": "bank_reads_pct",
             "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed": "bank_writes_pct",
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed": "shared_lsu_pct",
-            "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": "l1_pct"}
+            "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": "l1_pct",
+            "smsp__inst_executed_op_global_st.sum": "global_stores"}
 _TIME_UNITS = {"ms": 1000.0, "us": 1.0, "ns": 0.001}                          # -> us
 _BYTE_UNITS = {"Gbyte": 1000.0, "Mbyte": 1.0, "Kbyte": 0.001, "byte": 1e-6}   # -> MB
 _STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio")
@@ -140,8 +141,9 @@ def parse_source(text: str) -> dict:
 
 
 def median_per_kernel(launches: list[dict]) -> dict:
-    """kernel -> its launches' median of every number (each variant of benchmarks/tensor_cores_tf32_feed.py
-    is launched 2 or 3 times), with ``launches`` (how many)."""
+    """kernel -> its launches' median of every number and stall reason (each variant of
+    benchmarks/tensor_cores_tf32_feed.py is launched 2 or 3 times, each producer kernel 4), with ``launches``
+    (how many)."""
     import statistics
 
     by_kernel: dict = {}
@@ -152,6 +154,9 @@ def median_per_kernel(launches: list[dict]) -> dict:
         keys = [k for k, v in group[0].items() if isinstance(v, float)]
         out[kernel] = {"kernel": kernel, "grid": group[0]["grid"], "block": group[0]["block"], "launches": len(group),
                        **{k: statistics.median(g[k] for g in group if k in g) for k in keys}}
+        if group[0].get("stalls"):
+            out[kernel]["stalls"] = {r: statistics.median(g["stalls"][r] for g in group if r in g.get("stalls", {}))
+                                     for r in group[0]["stalls"]}
     return out
 
 
@@ -192,7 +197,7 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
     profiles = {}
     for text in ncu_texts:
         profiles.update(first_per_kernel(parse_ncu(text)))
-    for kernel, p in first_per_kernel(parse_ncu(producer_text)).items() if producer_text else ():
+    for kernel, p in median_per_kernel(parse_ncu(producer_text)).items() if producer_text else ():
         if kernel.startswith("tc_"):                       # the producer-warpgroup kernels' stall profile
             profiles[kernel] = {**p, "pipe": "Tensor", "pipe_pct": p["tensor_pipe_pct"]}
     for profile in profiles.values():
