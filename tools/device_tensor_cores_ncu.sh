@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute profile of chapter 9's TF32 mma.sync kernels against FP16's, cuBLAS TF32 (A @ B and
-# B^T given) and mma.sync's own ceiling (benchmarks/mma_peak.cu), on the lent GPU machine, in about
-# 4 minutes: where the TF32 kernels lose against the ceiling (stall reasons, tensor-pipe use) and at
+# B^T given) and mma.sync's own ceiling (benchmarks/mma_peak.cu), on the lent GPU machine, 1-4 minutes
+# a part: where the TF32 kernels lose against the ceiling (stall reasons, tensor-pipe use) and at
 # what SM clock each ran (--clock-control none: the clock the kernel's own power draw allows).
 # Installs the carried wheels (.whl) as tools/device_gpu_tests.sh does. Results in $OUT:
 #   ncu_tensor_cores_h100.txt   per kernel: pipe use, issue-active, stall reasons per issued instruction,
@@ -23,9 +23,13 @@
 #   ncu_mma_operands_h100.txt   benchmarks/mma_operands.py's warps of nothing but MMAs, 2 per scheduler, with a
 #                               GEMM warp's fragments (a4b8) and with mma_peak's one pair (same8)
 #   bash tools/device_tensor_cores_ncu.sh [PART ...]   (from the repository root, .whl beside it)
-# PART: stalls peak source streamk smem streamk_source producer feed operands (default: all)
+#   ncu_l2_h100.txt             L2 throughput, L2 read sectors and hit rate of the best TF32 mma.sync kernel (C staged),
+#                               cuBLAS TF32 on B^T and the v6w whose clusters of 2 share B^T's tile, 2 launches each
+#   ncu_source_staged_h100.csv  the staged kernel's stall samples per SASS instruction: how often the consumers'
+#                               first try_wait on a k-tile fails (the data late), how often the producer waits
+# PART: stalls peak source streamk smem streamk_source producer feed operands l2 staged_source (default: all)
 set -uo pipefail
-PARTS=" ${*:-stalls peak source streamk smem streamk_source producer feed operands} "
+PARTS=" ${*:-stalls peak source streamk smem streamk_source producer feed operands l2 staged_source} "
 part() { [[ "$PARTS" == *" $1 "* ]]; }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 source tools/device_env.sh || exit 1
@@ -111,5 +115,20 @@ if part operands; then
   NAMES=a4b8,same8 ROUNDS=1 REPS=1 timeout 120 ncu --clock-control none --metrics "$OM" python3 benchmarks/mma_operands.py \
     > "$OUT/ncu_mma_operands_h100.txt" 2>&1
   echo "ncu (operands) exit $?"
+fi
+if part l2; then
+  LM="gpu__time_duration.sum,sm__cycles_elapsed.max,lts__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_bytes.sum.per_second"
+  LM="$LM,lts__t_sectors_op_read.sum,lts__t_sector_hit_rate.pct,dram__throughput.avg.pct_of_peak_sustained_elapsed"
+  timeout 150 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 6 --metrics "$LM" \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_256x128_s4_producer_persistent_staged cublas:tf32:bt \
+    tc_v6w_tf32_128x256_s4_cluster2 --launches 2 > "$OUT/ncu_l2_h100.txt" 2>&1
+  echo "ncu (l2) exit $?"
+fi
+if part staged_source; then
+  timeout 150 ncu --clock-control none --section WarpStateStats --section SourceCounters --page source --print-source sass --csv \
+    --kernel-name regex:"tc_v6w" --launch-count 1 \
+    python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_256x128_s4_producer_persistent_staged --launches 1 \
+    > "$OUT/ncu_source_staged_h100.csv" 2>&1
+  echo "ncu (staged source) exit $?"
 fi
 grep -hE "^  [a-z_0-9]+.*\(|per_second|pipeline|issue_active|duration" "$OUT"/ncu_*_h100.txt | head -80
