@@ -1808,8 +1808,9 @@ struct MmaTf32Tma {
     static constexpr int A_BYTES = Bt::A_BYTES, STAGE_BYTES = Bt::STAGE_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "TMA's 128-byte swizzle repeats every 1024 bytes");
     static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
-    static_assert(CLUSTER == 1 || (CLUSTER == 2 && !PERSISTENT && !LAST_ISSUES && GROUP % 2 == 0),
-                  "CLUSTER 2: blocks 2c, 2c+1 (tiles one above the other in a group) share B^T's tile");
+    static_assert(CLUSTER == 1 || (CLUSTER == 2 && (!PERSISTENT || PRODUCER) && !LAST_ISSUES && GROUP % 2 == 0),
+                  "CLUSTER 2: blocks 2c, 2c+1 (tiles one above the other in a group) share B^T's tile; persistent, "
+                  "they walk tile pairs 2c + p gridDim.x, 2c + 1 + p gridDim.x (gridDim.x even)");
     static_assert(!(LAST_ISSUES && PERSISTENT) && (STREAM_K == 0 || PERSISTENT), "LAST_ISSUES: one tile a block; STREAM_K: persistent");
     static constexpr int THREADS = WARPS * 32, ACC4 = Bt::MT * Bt::NT;     // float4s of accumulators a thread
     // PRODUCER: a warpgroup of its own (threads 0-127, before the consumers) asks the TMA for the tiles, so
@@ -1818,8 +1819,8 @@ struct MmaTf32Tma {
     // gives the producer's back (40) to the consumers (232: they need about 225; a single producer warp,
     // 288 threads, would leave them 168 too, and ptxas spilled 604 bytes there).
     static constexpr int PRODUCER_THREADS = PRODUCER ? 128 : 0;
-    static_assert(!PRODUCER || (CLUSTER == 1 && STREAM_K == 0 && !LAST_ISSUES && !B_LATE),
-                  "PRODUCER: one block a cluster, whole tiles (its warpgroup leaves before the end)");
+    static_assert(!PRODUCER || (STREAM_K == 0 && !LAST_ISSUES && !B_LATE),
+                  "PRODUCER: whole tiles (its warpgroup leaves before the end)");
     static_assert(!PRODUCER || (40 + 2 * 232) * 32 <= 16384, "three warps' registers on each scheduler");
     // STAGED_C: C leaves through an 8-row strip of shared memory a consumer warp, past the ring (which already
     // holds the next tile's k-tiles: 34 KB is all that is left), written as the fragments hold it and read back
@@ -1999,6 +2000,14 @@ struct MmaTf32Tma {
                 start_unit(0);
                 while (ig < total) issue_next();
             }
+            // CLUSTER: no block leaves while the other may still arrive on its barriers or receive its copies. This
+            // thread keeps the block alive until the consumers of both blocks have released every slot once more
+            // (after that, neither arrives here again, and every copy has landed and been read). Any warp-wide
+            // instruction after the consumers' loop (a cluster barrier, even a __syncwarp) made ptxas spill 400
+            // bytes inside it.
+            if constexpr (CLUSTER > 1)
+                for (int g = total > STAGES ? total : STAGES; g < total + STAGES; ++g)
+                    mbar_wait(empty + 8 * (g % STAGES), ((g / STAGES) & 1) ^ 1);
             return;
         } else if (!PRODUCER && threadIdx.x == 0) {
             if (LAST_ISSUES)
@@ -2064,7 +2073,7 @@ struct MmaTf32Tma {
             else if (STREAM_K == 0 || (kb == 0 && ke == ktiles)) Bt::V6::store(acc, C, base, m0 + wm * 64, n0 + wn * 64, N);
             else fix_up(acc, sched, tile, ws, counters, C, m0 + wm * 64, n0 + wn * 64, N);
         }
-        if constexpr (CLUSTER > 1) cluster_sync();
+        if constexpr (CLUSTER > 1 && !PRODUCER) cluster_sync();   // with a producer, its issuing thread waits instead
     }
 };
 #endif
@@ -2083,13 +2092,13 @@ struct MmaTf32Tma {
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
 // A v6w with a producer warpgroup: 128 more threads, one of which asks the TMA for every k-tile (name, BM, BN,
-// STAGES, GROUP, PERSISTENT, STAGED_C); kernels/tensor_cores.py reads these lines too.
-#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C)                                   \
-    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32 + 128, 1)                           \
+// STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER); kernels/tensor_cores.py reads these lines too.
+#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER)                          \
+    extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32 + 128, 1) __cluster_dims__(CLUSTER, 1, 1) \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
          float* __restrict__ C, int M, int N, int K)                                                            \
     {                                                                                                           \
-        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, 1, 0, true, STAGED_C>::run(&tma_a, &tma_bt, C, M, N, K)); \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, CLUSTER, 0, true, STAGED_C>::run(&tma_a, &tma_bt, C, M, N, K)); \
     }
 // A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
 // (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
@@ -2119,8 +2128,9 @@ V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)      
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // the blocks start the tail at 132 different k
 
 // ---- v6w with a producer warpgroup: the consumers only wait, load fragments and multiply; one more warpgroup refills each slot the moment its last reader releases it, 4 k-tiles ahead, and gives its registers to the consumers (setmaxnreg) (sm_90a only)
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true, false)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true, false)      // tall
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true, false)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged, 128, 256, 4, 8, true, true)  // C through 8-row strips of shared memory: float4 stores of whole rows, a quarter of the L1 tag requests a byte
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged, 256, 128, 4, 8, true, true)  // tall, C through 8-row strips
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true, false, 1)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true, false, 1)      // tall
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true, false, 1)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged, 128, 256, 4, 8, true, true, 1)  // C through 8-row strips of shared memory: float4 stores of whole rows, a quarter of the L1 tag requests a byte
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged, 256, 128, 4, 8, true, true, 1)  // tall, C through 8-row strips
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged, 128, 256, 4, 8, true, true, 2)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads a k-tile

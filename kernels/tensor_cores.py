@@ -233,8 +233,9 @@ _V6T_LINE = re.compile(r"^V6T_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (\d+
 _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), (true|false), (\d)\)"
                        r"\s*(?://\s*(.*))?$", re.M)
 #: v6w with a producer warpgroup: name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C (C through 8-row strips of
-#: shared memory past the ring, one a consumer warp)
-_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false)\)"
+#: shared memory past the ring, one a consumer warp), CLUSTER (blocks sharing B^T's tile by TMA multicast)
+_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), "
+                                r"(\d)\)"
                                 r"\s*(?://\s*(.*))?$", re.M)
 #: STAGED_C's strips: 8 rows of 64 + 8 floats a consumer warp
 V6W_STRIP_BYTES = 8 * (64 + 8) * 4
@@ -362,11 +363,12 @@ def _v6w_versions(source: str | None = None) -> tuple:
                                 persistent=persistent))
     for m in _V6W_PRODUCER_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
-        persistent, staged_c = m.group(6) == "true", m.group(7) == "true"
+        persistent, staged_c, cluster = m.group(6) == "true", m.group(7) == "true", int(m.group(8))
         features = (", a producer warpgroup" + (", persistent" if persistent else "")
-                    + (", C through shared memory" if staged_c else ""))
-        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(8), persistent=persistent,
-                                producer=True, staged_c=staged_c))
+                    + (", C through shared memory" if staged_c else "")
+                    + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(9), persistent=persistent,
+                                producer=True, staged_c=staged_c, cluster=cluster))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
         features = ", persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
@@ -475,7 +477,9 @@ def launch_config(version: TcVersion, m: int, n: int, k: int, sms: int = H100_SM
         if version.stream_k:                            # every SM, while each gets a k-tile of its own
             grid = (min(sms, tiles * (k // version.multiple[2])),)
         else:
-            grid = (min(tiles, sms) if version.persistent else tiles,)
+            # persistent: one block an SM, whole clusters of them (a cluster's blocks walk tile pairs together)
+            cluster = version.multiple[0] // bm
+            grid = (max(cluster, min(tiles, sms) // cluster * cluster) if version.persistent else tiles,)
     else:
         grid = (n // bn, m // bm)
     return grid, (version.threads,), version.dynamic_smem

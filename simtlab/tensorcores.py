@@ -353,7 +353,7 @@ def tf32_gap(entry: dict | None = None, goal: float = 0.70) -> dict:
             raise KeyError(f"no Nsight Compute profile of {prefix} in the recorded entry")
         out[key] = {"kernel": p["kernel"], "duration_us": p["duration_us"], "clock_ghz": p["clock_ghz"],
                     "pipe_pct": p["pipe_pct"], "tflops": p["flops"] / (p["duration_us"] * 1e-6) / 1e12,
-                    "stalls": p["stalls"]}
+                    "stalls": p["stalls"], "launches": p.get("launches", 1)}
     # warps of nothing but MMAs, two a scheduler as in the GEMMs, with a 64 x 64 warp's fragments (mma_operands.py)
     two = entry.get("operands", {}).get("a4b8")
     out["two_warps"] = None if two is None else {"clock_ghz": two["clock_ghz"], "pipe_pct": two["tensor_pipe_pct"]}
@@ -448,8 +448,10 @@ def tf32_gap_summary(entry: dict | None = None, goal: float = 0.70) -> str:
     entry = entry or backend.recorded("tensor_cores_tf32")
     g = tf32_gap(entry, goal)
     c, b, top = g["cublas"], g["best"], g["ceiling"]
+    launches = b.get("launches", 1)
     return "\n".join([
-        f"Nsight Compute, clocks unlocked, one launch each ({entry['device']}, {entry['date']}):",
+        f"Nsight Compute, clocks unlocked, one launch each" + (f" (the best kernel: the median of {launches})" if launches > 1 else "")
+        + f" ({entry['device']}, {entry['date']}):",
         f"- cuBLAS TF32 on B^T: {c['duration_us']:.0f} us at {c['clock_ghz']:.2f} GHz, tensor pipe {c['pipe_pct']:.0f} % "
         f"busy: {c['tflops']:.0f} TFLOP/s",
         f"- {b['kernel']}: {b['duration_us']:.0f} us at {b['clock_ghz']:.2f} GHz, tensor pipe {b['pipe_pct']:.0f} % busy: "
@@ -585,6 +587,45 @@ def tf32_staged_c_summary(entry: dict | None = None) -> str:
         lines.append(f"{'':<4}staged: {100 * w['saving'][shape]:.1f} % fewer cycles")
     lines.append("(LSU queue stall: cycles per issued instruction a warp waits for the load/store unit's queue, "
                  "stall_lg_throttle; sweep: % of cuBLAS TF32 on B^T in the benchmark run)")
+    return "\n".join(lines)
+
+
+#: the best producer kernel at 128 x 256 and the same kernel in clusters of 2 that share B^T's tile (TMA multicast)
+L2_KERNELS = {"alone": "tc_v6w_tf32_128x256_s4_producer_persistent_staged",
+              "clusters of 2": "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged"}
+
+
+def tf32_l2(entry: dict | None = None) -> dict:
+    """Is L2 what is left? The kernels of L2_KERNELS under Nsight Compute (``bash
+    tools/device_tensor_cores_ncu.sh producer``, the median of their launches): ``rows`` (label -> ``kernel``,
+    ``cycles``, ``l2_read_sectors``, ``l2_throughput_pct``, ``tensor_pipe_pct``), ``fewer_reads`` (1 - the
+    cluster's L2 read sectors / the lone kernel's) and ``more_cycles`` (the cluster's cycles / the lone kernel's - 1)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    rows = {}
+    for label, kernel in L2_KERNELS.items():
+        p = entry["ncu"].get(kernel)
+        if p is None or "l2_read_sectors" not in p:
+            raise KeyError(f"no profile of {kernel} with its L2 reads in the recorded entry: "
+                           "bash tools/device_tensor_cores_ncu.sh producer")
+        rows[label] = {"kernel": kernel, **{k: p[k] for k in ("cycles", "l2_read_sectors", "l2_throughput_pct",
+                                                             "tensor_pipe_pct")}}
+    alone, cluster = rows["alone"], rows["clusters of 2"]
+    return {"device": entry["device"], "date": entry["date"], "rows": rows,
+            "fewer_reads": 1 - cluster["l2_read_sectors"] / alone["l2_read_sectors"],
+            "more_cycles": cluster["cycles"] / alone["cycles"] - 1}
+
+
+def tf32_l2_summary(entry: dict | None = None) -> str:
+    """tf32_l2 as the chapter prints it."""
+    w = tf32_l2(entry)
+    lines = [f"Nsight Compute, clocks unlocked, median of 4 launches ({w['device']}, {w['date']}), 128 x 256 tiles:",
+             f"{'':<16}{'cycles':>10}{'L2 reads (32-B sectors)':>26}{'L2 busy':>10}{'tensor pipe':>13}"]
+    for label, r in w["rows"].items():
+        lines.append(f"{label:<16}{r['cycles'] / 1e3:>9.0f}k{r['l2_read_sectors'] / 1e6:>25.1f}M"
+                     f"{r['l2_throughput_pct']:>8.1f} %{r['tensor_pipe_pct']:>11.1f} %")
+    lines.append(f"clusters of 2: {100 * w['fewer_reads']:.0f} % fewer L2 reads, {100 * w['more_cycles']:+.1f} % cycles")
     return "\n".join(lines)
 
 

@@ -91,10 +91,10 @@ def test_the_recorded_gap_is_the_one_the_chapter_states():
                 and "transpose" not in r["name"]]
     assert g["best"]["kernel"] == max(profiled, key=lambda r: r["tflops"])["kernel"]      # the fastest profiled one
     # what the chapter's prose says of the recorded run: the goal needs more pipe use than the best
-    # kernel has (87 against 88 %), less than mma_peak's one warp per scheduler reaches (89 %) and two
+    # kernel has (87 against 91 %), more than mma_peak's one warp per scheduler reaches, less than two
     # warps per scheduler do; mma.sync's full-pipe rate agrees between the best kernel and mma_peak
-    assert 86 < g["best"]["pipe_pct"] < 87 and 88 < g["needed_pipe_pct"] < 89
-    assert g["best"]["pipe_pct"] < g["needed_pipe_pct"] < g["ceiling"]["pipe_pct"] < g["two_warps"]["pipe_pct"]
+    assert 86 < g["best"]["pipe_pct"] < 87 and 90 < g["needed_pipe_pct"] < 92 and g["best"]["launches"] == 4
+    assert g["best"]["pipe_pct"] < g["ceiling"]["pipe_pct"] < g["needed_pipe_pct"] < g["two_warps"]["pipe_pct"]
     assert g["two_warps"]["pipe_pct"] > 99.5
     assert g["mma_full_per_ghz"] == pytest.approx(g["ceiling_full_per_ghz"], rel=0.02)
     assert g["cublas"]["clock_ghz"] < g["best"]["clock_ghz"] < g["ceiling"]["clock_ghz"]
@@ -343,3 +343,57 @@ def test_the_recorded_staged_epilogue_is_what_the_chapter_says():
         assert staged["global_stores"] * 2 == direct["global_stores"]
         assert staged["lg_throttle"] < 0.01 < 0.1 < direct["lg_throttle"]
         assert staged["tensor_pipe_pct"] > direct["tensor_pipe_pct"] + 0.8
+
+
+def _l2_entry(alone, cluster):
+    """A synthetic entry: the two kernels of L2_KERNELS with (cycles, L2 read sectors, L2 busy %)."""
+    ncu = {kernel: {"cycles": c, "l2_read_sectors": r, "l2_throughput_pct": t, "tensor_pipe_pct": 85.0}
+           for kernel, (c, r, t) in zip(TC.L2_KERNELS.values(), (alone, cluster))}
+    return {"device": "a GPU", "date": "2026-01-01", "ncu": ncu}
+
+
+def test_the_l2_comparison_is_reads_saved_against_cycles_spent():
+    w = TC.tf32_l2(_l2_entry((1000.0, 400.0, 60.0), (1010.0, 300.0, 45.0)))
+    assert w["fewer_reads"] == pytest.approx(0.25) and w["more_cycles"] == pytest.approx(0.01)
+    assert TC.tf32_l2_summary(_l2_entry((1000.0, 400.0, 60.0), (1010.0, 300.0, 45.0))).endswith(
+        "25 % fewer L2 reads, +1.0 % cycles")
+    entry = _l2_entry((1000.0, 400.0, 60.0), (1010.0, 300.0, 45.0))
+    del entry["ncu"][TC.L2_KERNELS["clusters of 2"]]["l2_read_sectors"]
+    with pytest.raises(KeyError, match="ncu.sh producer"):
+        TC.tf32_l2(entry)
+
+
+def test_the_recorded_l2_comparison_is_what_the_chapter_says():
+    # clusters of 2 read 28 % less from L2, keep it far less busy, and take 1.2 % more cycles
+    w = TC.tf32_l2()
+    alone, cluster = w["rows"]["alone"], w["rows"]["clusters of 2"]
+    assert 0.25 < w["fewer_reads"] < 0.31 and 0.008 < w["more_cycles"] < 0.016
+    assert cluster["l2_throughput_pct"] < alone["l2_throughput_pct"] - 15
+
+
+def _first_tries(csv_path):
+    """Each mbarrier wait site of an ncu source page (--page source --csv): (times its first try_wait ran,
+    times the retry after a failed first try ran), in SASS order."""
+    import csv
+
+    rows = [r for r in csv.reader(csv_path.open()) if len(r) > 5]
+    header = next(r for r in rows if r[0] == "Address")
+    source, executed = header.index("Source"), header.index("Instructions Executed")
+    body = [r for r in rows if r[0].startswith("0x")]
+    sites = []
+    for i, r in enumerate(body[:-3]):
+        # a wait: try_wait, branch out when it succeeded, (a timer read), the same try_wait again
+        if "TRYWAIT" in r[source] and "BRA" in body[i + 1][source] and "TRYWAIT" in body[i + 3][source] \
+                and r[source].split()[-2:] == body[i + 3][source].split()[-2:]:
+            sites.append((int(r[executed]), int(body[i + 3][executed])))
+    return sites
+
+
+def test_the_recorded_waits_are_what_the_chapter_says():
+    sites = _first_tries(ROOT / "benchmarks/results/ncu_source_staged_h100.csv")
+    consumers = max(sites, key=lambda s: s[0])       # each consumer warp, each k-tile: 8 x 132 x 3.88 x 128
+    producer = [s for s in sites if s != consumers and s[0] > 10000]
+    # a consumer finds its k-tile not there at the first look in 19 % of the k-tiles ...
+    assert consumers[0] > 500000 and 0.17 < consumers[1] / consumers[0] < 0.21
+    # ... while the producer's every wait for a free slot (all but the first 4 of each block) fails its first look
+    assert len(producer) == 1 and producer[0][0] == producer[0][1] == 512 * 128 - 4 * 132

@@ -15,8 +15,9 @@
 #                               TMA's tiles) in the persistent v6w, v6t, FP16's v6s and cuBLAS TF32
 #   ncu_source_streamk_h100.csv stream-K's and the persistent v6w's stall samples per SASS instruction
 #   ncu_producer_h100.txt       the v6w kernels with a producer warpgroup (C stored from the fragments, or
-#                               staged through shared memory) beside the persistent v6w, 4 launches each: time,
-#                               cycles, tensor-pipe use, stall reasons, L2 hit rate, DRAM bytes, store instructions
+#                               staged through shared memory; clusters of 2 sharing B^T's tile) beside the persistent
+#                               v6w, 4 launches each: time, cycles, tensor-pipe use, stall reasons, L2 hit rate, L2 reads
+#                               and throughput, DRAM bytes, store instructions
 #   ncu_feed_h100.txt           benchmarks/tensor_cores_tf32_feed.py's variants of the persistent kernels with
 #                               and without a producer warpgroup (parts of their work switched off), one
 #                               launch each: cycles and tensor-pipe use
@@ -87,15 +88,16 @@ if part streamk_source; then
 fi
 PM="gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed"
 PM="$PM,smsp__issue_active.avg.pct_of_peak_sustained_active,lts__t_sector_hit_rate.pct,dram__bytes_read.sum"
-PM="$PM,sm__cycles_elapsed.max,smsp__inst_executed_op_global_st.sum"
+PM="$PM,sm__cycles_elapsed.max,smsp__inst_executed_op_global_st.sum,lts__t_sectors_op_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed"
 for s in long_scoreboard math_pipe_throttle wait branch_resolving not_selected short_scoreboard lg_throttle; do
   PM="$PM,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"
 done
 if part producer; then
-  timeout 240 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 24 --metrics "$PM" \
+  timeout 240 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 28 --metrics "$PM" \
     python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_producer_persistent \
     tc_v6w_tf32_256x128_s4_producer_persistent tc_v6w_tf32_128x256_s4_group4_producer_persistent \
-    tc_v6w_tf32_128x256_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged --launches 4 \
+    tc_v6w_tf32_128x256_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged \
+    tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged --launches 4 \
     > "$OUT/ncu_producer_h100.txt" 2>&1
   echo "ncu (producer) exit $?"
 fi

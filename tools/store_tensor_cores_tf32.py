@@ -53,7 +53,8 @@ _METRICS = {"gpu__time_duration.sum": "duration_us", "sm__cycles_elapsed.avg.per
             "l1tex__data_bank_writes.avg.pct_of_peak_sustained_elapsed": "bank_writes_pct",
             "l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed": "shared_lsu_pct",
             "l1tex__throughput.avg.pct_of_peak_sustained_elapsed": "l1_pct",
-            "smsp__inst_executed_op_global_st.sum": "global_stores"}
+            "smsp__inst_executed_op_global_st.sum": "global_stores", "lts__t_sectors_op_read.sum": "l2_read_sectors",
+            "lts__throughput.avg.pct_of_peak_sustained_elapsed": "l2_throughput_pct"}
 _TIME_UNITS = {"ms": 1000.0, "us": 1.0, "ns": 0.001}                          # -> us
 _BYTE_UNITS = {"Gbyte": 1000.0, "Mbyte": 1.0, "Kbyte": 0.001, "byte": 1e-6}   # -> MB
 _STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio")
