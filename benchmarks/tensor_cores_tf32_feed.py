@@ -52,8 +52,8 @@ def edited_source(text: str) -> str:
         if text.count(old) != 1:
             raise SystemExit(f"tensor_cores.cu changed: expected this once, found it {text.count(old)} times:\n{old}")
         text = text.replace(old, new)
-    sub("          bool PRODUCER = false, bool STAGED_C = false>\nstruct MmaTf32Tma {",
-        "          bool PRODUCER = false, bool STAGED_C = false, int PARTS = 0>\nstruct MmaTf32Tma {")
+    sub("          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false>\nstruct MmaTf32Tma {",
+        "          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, int PARTS = 0>\nstruct MmaTf32Tma {")
     sub("        if constexpr (ISSUE_ONLY) {                           // the producer: every k-tile, as soon as its slot is free\n"
         "            if (sched.units > 0) {",
         "        if constexpr (ISSUE_ONLY) {\n            if (!(PARTS & 1) && sched.units > 0) {")
@@ -84,7 +84,7 @@ def edited_source(text: str) -> str:
             text += (f'\nextern "C" __global__ void __launch_bounds__({384 if producer else 256}, 1) {prefix}_{name}('
                      f'const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt, '
                      f'float* __restrict__ C, int M, int N, int K)\n'
-                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, false, {parts}>'
+                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, false, false, {parts}>'
                      f'::run(&tma_a, &tma_bt, C, M, N, K))); }}\n')
     return text
 

@@ -235,7 +235,7 @@ _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (tru
 #: v6w with a producer warpgroup: name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C (C through 8-row strips of
 #: shared memory past the ring, one a consumer warp), CLUSTER (blocks sharing B^T's tile by TMA multicast)
 _V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), "
-                                r"(\d)\)"
+                                r"(\d), (true|false)\)"
                                 r"\s*(?://\s*(.*))?$", re.M)
 #: STAGED_C's strips: 8 rows of 64 + 8 floats a consumer warp
 V6W_STRIP_BYTES = 8 * (64 + 8) * 4
@@ -367,7 +367,8 @@ def _v6w_versions(source: str | None = None) -> tuple:
         features = (", a producer warpgroup" + (", persistent" if persistent else "")
                     + (", C through shared memory" if staged_c else "")
                     + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
-        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(9), persistent=persistent,
+        features += ", each slot released once its last fragments are loaded" if m.group(9) == "true" else ""
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(10), persistent=persistent,
                                 producer=True, staged_c=staged_c, cluster=cluster))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))

@@ -542,51 +542,59 @@ STREAM_K_KERNELS = {"tc_v6w_tf32_128x256_s4_persistent": "persistent, whole tile
                     "tc_v6w_tf32_128x256_s4_streamk_in_order": "stream-K, each share in order"}
 
 
-#: the producer kernels with C stored from the fragments, each with its twin that stages C through shared memory
-STAGED_C_KERNELS = {shape: (f"tc_v6w_tf32_{shape}_s4_producer_persistent", f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged")
-                    for shape in ("128x256", "256x128")}
+#: per tile shape, the producer kernel storing C from the fragments, the same staging C through shared memory,
+#: and that one releasing each slot as soon as its last fragments are loaded: each changes one thing
+PRODUCER_STEPS = {shape: {"direct": f"tc_v6w_tf32_{shape}_s4_producer_persistent",
+                          "staged": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged",
+                          "early": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged_early"}
+                  for shape in ("128x256", "256x128")}
+_STEP_LABELS = {"direct": "C from the fragments (float2)", "staged": "C through shared memory (float4)",
+                "early": "+ slots released early"}
 
 
-def tf32_staged_c(entry: dict | None = None) -> dict:
-    """C stored from the fragments against C staged through shared memory, per tile shape of STAGED_C_KERNELS:
-    ``rows`` (shape -> ``direct`` and ``staged``, each the kernel's Nsight Compute profile, the median of its
-    launches: ``cycles``, ``tensor_pipe_pct``, ``global_stores`` (warp-level store instructions), ``lg_throttle``
-    (cycles per issued instruction stalled on the load/store unit's queue), and its sweep row's ``vs_cublas``)
-    and ``saving`` (shape -> 1 - staged cycles / direct cycles)."""
+def tf32_producer_steps(entry: dict | None = None) -> dict:
+    """The producer kernel's steps of PRODUCER_STEPS under Nsight Compute (``bash tools/device_tensor_cores_ncu.sh
+    producer``, the median of each kernel's launches): ``rows`` (shape -> step -> ``kernel``, ``cycles``,
+    ``tensor_pipe_pct``, ``global_stores`` (warp-level store instructions), ``lg_throttle`` (cycles per issued
+    instruction stalled on the load/store unit's queue), ``launches`` and the sweep row's ``vs_cublas``) and
+    ``saving`` (shape -> step -> 1 - its cycles / the previous step's; none for the first)."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
     sweep = {r["kernel"]: r for r in entry["rows"] if r.get("kernel") and "transpose" not in r["name"]}
     rows, saving = {}, {}
-    for shape, kernels in STAGED_C_KERNELS.items():
-        pair = {}
-        for role, kernel in zip(("direct", "staged"), kernels):
+    for shape, steps in PRODUCER_STEPS.items():
+        rows[shape], saving[shape] = {}, {}
+        previous = None
+        for step, kernel in steps.items():
             p = entry["ncu"].get(kernel)
             if p is None or kernel not in sweep or "global_stores" not in p:
                 raise KeyError(f"no producer profile (with its store instructions) or sweep row of {kernel} in the "
                                "recorded entry: bash tools/device_tensor_cores_ncu.sh producer")
-            pair[role] = {"kernel": kernel, "cycles": p["cycles"], "tensor_pipe_pct": p["tensor_pipe_pct"],
-                          "global_stores": p["global_stores"], "lg_throttle": p["stalls"].get("lg_throttle", 0.0),
-                          "launches": p.get("launches", 1), "vs_cublas": sweep[kernel]["vs_cublas"]}
-        rows[shape] = pair
-        saving[shape] = 1 - pair["staged"]["cycles"] / pair["direct"]["cycles"]
+            rows[shape][step] = {"kernel": kernel, "cycles": p["cycles"], "tensor_pipe_pct": p["tensor_pipe_pct"],
+                                 "global_stores": p["global_stores"], "lg_throttle": p["stalls"].get("lg_throttle", 0.0),
+                                 "launches": p.get("launches", 1), "vs_cublas": sweep[kernel]["vs_cublas"]}
+            if previous:
+                saving[shape][step] = 1 - p["cycles"] / previous["cycles"]
+            previous = rows[shape][step]
     return {"device": entry["device"], "date": entry["date"], "rows": rows, "saving": saving}
 
 
-def tf32_staged_c_summary(entry: dict | None = None) -> str:
-    """tf32_staged_c as the chapter prints it."""
-    w = tf32_staged_c(entry)
-    launches = next(iter(w["rows"].values()))["direct"]["launches"]
+def tf32_producer_steps_summary(entry: dict | None = None) -> str:
+    """tf32_producer_steps as the chapter prints it."""
+    w = tf32_producer_steps(entry)
+    launches = next(iter(next(iter(w["rows"].values())).values()))["launches"]
     lines = [f"Nsight Compute, clocks unlocked, median of {launches} launches ({w['device']}, {w['date']}):",
-             f"{'C stored':<40}{'cycles':>10}{'tensor pipe':>13}{'store instr.':>14}{'LSU queue stall':>17}{'sweep':>8}"]
-    for shape, pair in w["rows"].items():
-        for role, label in (("direct", "from the fragments (float2)"), ("staged", "through shared memory (float4)")):
-            r = pair[role]
-            lines.append(f"{shape + ' ' + label:<40}{r['cycles'] / 1e3:>9.0f}k{r['tensor_pipe_pct']:>11.1f} %"
-                         f"{r['global_stores'] / 1e3:>13.0f}k{r['lg_throttle']:>17.2f}{100 * r['vs_cublas']:>7.1f}%")
-        lines.append(f"{'':<4}staged: {100 * w['saving'][shape]:.1f} % fewer cycles")
-    lines.append("(LSU queue stall: cycles per issued instruction a warp waits for the load/store unit's queue, "
-                 "stall_lg_throttle; sweep: % of cuBLAS TF32 on B^T in the benchmark run)")
+             f"{'':<42}{'cycles':>8}{'saved':>8}{'tensor pipe':>13}{'store instr.':>14}{'LSU queue stall':>17}{'sweep':>8}"]
+    for shape, steps in w["rows"].items():
+        for step, r in steps.items():
+            saved = w["saving"][shape].get(step)
+            lines.append(f"{shape + ' ' + _STEP_LABELS[step]:<42}{r['cycles'] / 1e3:>7.0f}k"
+                         + (f"{100 * saved:>7.1f}%" if saved is not None else f"{'':>8}")
+                         + f"{r['tensor_pipe_pct']:>11.1f} %{r['global_stores'] / 1e3:>13.0f}k{r['lg_throttle']:>17.2f}"
+                         f"{100 * r['vs_cublas']:>7.1f}%")
+    lines.append("(saved: fewer cycles than the row above; LSU queue stall: cycles per issued instruction a warp waits "
+                 "for the load/store unit's queue, stall_lg_throttle; sweep: % of cuBLAS TF32 on B^T in the benchmark run)")
     return "\n".join(lines)
 
 

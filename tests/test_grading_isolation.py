@@ -180,34 +180,39 @@ SHARE = CAP * 2 // 5      # 2 fit in the cap with room for the interpreters; 3 a
 report_r, report_w = os.pipe()
 release_r, release_w = os.pipe()
 children = []
-for _ in range(4):
+for i in range(4):
     pid = os.fork()
     if pid == 0:
         os.close(report_r); os.close(release_w)
         try:
             hoard = bytearray(SHARE)
             hoard[::4096] = b'x' * len(hoard[::4096])   # touch every page: resident, charged
-            os.write(report_w, b'1')
+            os.write(report_w, bytes([i]))              # which child holds its share
             os.read(release_r, 1)                       # hold it until the parent has counted
         finally:
             os._exit(0)
     children.append(pid)
 os.close(report_w); os.close(release_r)
-reported, ended = 0, set()
+reported, ended = set(), set()
 deadline = time.monotonic() + 60
-while reported + len(ended) < 4 and time.monotonic() < deadline:
+# every child either reports (its share resident) or ends (the OOM killer) first; one that reported may end later
+while len(reported | {children.index(pid) for pid in ended}) < 4 and time.monotonic() < deadline:
     import select
     if select.select([report_r], [], [], 0.1)[0]:
-        reported += len(os.read(report_r, 16))
+        reported |= set(os.read(report_r, 16))
     for pid in children:
         if pid not in ended and os.waitpid(pid, os.WNOHANG)[0]:
             ended.add(pid)
-holding = [pid for pid in children if pid not in ended]
+time.sleep(0.5)                                         # an OOM kill in flight lands before the count
+for pid in children:
+    if pid not in ended and os.waitpid(pid, os.WNOHANG)[0]:
+        ended.add(pid)
+# children holding their share now: reported and not ended (a child still allocating holds nothing yet)
+held_together = len([i for i in reported if children[i] not in ended])
 os.close(release_w)
 for pid in children:
     if pid not in ended:
         os.waitpid(pid, 0)
-held_together = min(reported, len(holding))
 """
 
 

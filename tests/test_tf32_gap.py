@@ -91,14 +91,14 @@ def test_the_recorded_gap_is_the_one_the_chapter_states():
                 and "transpose" not in r["name"]]
     assert g["best"]["kernel"] == max(profiled, key=lambda r: r["tflops"])["kernel"]      # the fastest profiled one
     # what the chapter's prose says of the recorded run: the goal needs more pipe use than the best
-    # kernel has (87 against 91 %), more than mma_peak's one warp per scheduler reaches, less than two
+    # kernel has (87 against 90 %), more than mma_peak's one warp per scheduler reaches, less than two
     # warps per scheduler do; mma.sync's full-pipe rate agrees between the best kernel and mma_peak
-    assert 86 < g["best"]["pipe_pct"] < 87 and 90 < g["needed_pipe_pct"] < 92 and g["best"]["launches"] == 4
+    assert 86.5 < g["best"]["pipe_pct"] < 87.5 and 89.5 < g["needed_pipe_pct"] < 90.5 and g["best"]["launches"] == 4
     assert g["best"]["pipe_pct"] < g["ceiling"]["pipe_pct"] < g["needed_pipe_pct"] < g["two_warps"]["pipe_pct"]
     assert g["two_warps"]["pipe_pct"] > 99.5
     assert g["mma_full_per_ghz"] == pytest.approx(g["ceiling_full_per_ghz"], rel=0.02)
     assert g["cublas"]["clock_ghz"] < g["best"]["clock_ghz"] < g["ceiling"]["clock_ghz"]
-    assert g["best"]["kernel"] == TC.tf32_best()["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent_staged"
+    assert g["best"]["kernel"] == TC.tf32_best()["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"
 
 
 def test_the_goal_check_takes_the_tf32_sweep_s_best():
@@ -242,22 +242,20 @@ def test_the_recorded_sweep_rows_are_what_the_chapter_says():
             if r.get("kernel") and "transpose" not in r["name"]}
     v6t = {shape: rows[f"tc_v6t_tf32_{shape}x32_w64x64_s3_b1_bt"] for shape in ("128x256", "256x128")}
     v6w = {shape: rows[f"tc_v6w_tf32_{shape}_s4"] for shape in ("128x256", "256x128")}
-    # v6w no faster than v6t on the same tile; the persistent one ahead of one block a tile by less than a point;
-    # clusters of 2 within 2 points of the same tile without
+    # what the chapter claims of a single run stays within a run's spread (1-3 points): v6w no faster than v6t;
+    # the persistent kernel no faster than one block a tile; clusters of 2 within 2 points of the same tile without
     assert all(v6w[shape] <= v6t[shape] + 0.005 for shape in v6t)
-    assert 0 < rows["tc_v6w_tf32_128x256_s4_persistent"] - v6w["128x256"] < 0.01
+    assert rows["tc_v6w_tf32_128x256_s4_persistent"] < v6w["128x256"] + 0.01
     assert abs(rows["tc_v6w_tf32_128x256_s4_cluster2"] - v6w["128x256"]) < 0.02
     earlier = (ROOT / "benchmarks/results/tensor_cores_tf32_cluster_h100.txt").read_text()
     assert "v6w sweep 128x256_s4_cluster2 TF32" in earlier and "64.7%" in earlier and "64.8%" in earlier
     # a producer warpgroup: 4 points or more above the same persistent kernel whose thread 0 asks; groups of 4
-    # tile rows behind groups of 8; C staged through shared memory a point ahead of the same kernel storing from
-    # the fragments, the best at 256 x 128 (68.9 %, short of 70)
+    # tile rows no better than groups of 8; the best: C staged and slots released early, at 256 x 128 (69.2 %)
     producer = {shape: rows[f"tc_v6w_tf32_{shape}_s4_producer_persistent"] for shape in ("128x256", "256x128")}
-    staged = {shape: rows[f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged"] for shape in producer}
     assert min(producer.values()) >= rows["tc_v6w_tf32_128x256_s4_persistent"] + 0.035
-    assert rows["tc_v6w_tf32_128x256_s4_group4_producer_persistent"] < producer["128x256"]
-    assert all(0.008 < staged[shape] - producer[shape] < 0.02 for shape in producer)
-    assert max(rows.values()) == staged["256x128"] and 0.685 < staged["256x128"] < 0.70
+    assert rows["tc_v6w_tf32_128x256_s4_group4_producer_persistent"] < producer["128x256"] + 0.01
+    best = rows["tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"]
+    assert max(rows.values()) == best and 0.685 < best < 0.70
 
 
 def _feed_entry():
@@ -310,39 +308,45 @@ def test_the_recorded_feed_is_what_the_chapter_says():
     assert round(ncu["tc_v6w_tf32_256x128_s4"]["pipe_pct"]) == 77 and round(ncu["tc_v6w_tf32_256x128_s4_last"]["pipe_pct"]) == 79
 
 
-def _staged_entry(direct_cycles, staged_cycles):
-    """A synthetic entry: both producer shapes, C from the fragments and staged, with their sweep rows."""
+def _steps_entry(cycles):
+    """A synthetic entry: both producer shapes, each step of PRODUCER_STEPS with the given cycles, store
+    instructions halved once C is staged, and sweep rows."""
     ncu, rows = {}, []
-    for direct, staged in TC.STAGED_C_KERNELS.values():
-        for kernel, cycles, stores, lg in ((direct, direct_cycles, 262144.0, 0.15), (staged, staged_cycles, 131072.0, 0.0)):
-            ncu[kernel] = {"cycles": cycles, "tensor_pipe_pct": 85.0, "global_stores": stores, "launches": 4,
-                           "stalls": {"lg_throttle": lg, "wait": 1.0}}
+    for steps in TC.PRODUCER_STEPS.values():
+        for step, kernel in steps.items():
+            staged = step != "direct"
+            ncu[kernel] = {"cycles": cycles[step], "tensor_pipe_pct": 85.0, "launches": 4,
+                           "global_stores": 131072.0 if staged else 262144.0,
+                           "stalls": {"lg_throttle": 0.0 if staged else 0.15, "wait": 1.0}}
             rows.append({"name": kernel, "kernel": kernel, "vs_cublas": 0.6, "tflops": 200.0})
     return {"device": "a GPU", "date": "2026-01-01", "ncu": ncu, "rows": rows}
 
 
-def test_the_staged_epilogue_saving_is_the_cycles_it_saves():
-    w = TC.tf32_staged_c(_staged_entry(1000.0, 980.0))
-    assert set(w["saving"]) == {"128x256", "256x128"}
-    assert all(s == pytest.approx(0.02) for s in w["saving"].values())
-    text = TC.tf32_staged_c_summary(_staged_entry(1000.0, 980.0))
-    assert "median of 4 launches" in text and text.count("staged: 2.0 % fewer cycles") == 2
+def test_each_producer_step_saves_against_the_one_before():
+    entry = _steps_entry({"direct": 1000.0, "staged": 980.0, "early": 970.2})
+    w = TC.tf32_producer_steps(entry)
+    for shape in ("128x256", "256x128"):
+        assert set(w["saving"][shape]) == {"staged", "early"}
+        assert w["saving"][shape]["staged"] == pytest.approx(0.02) and w["saving"][shape]["early"] == pytest.approx(0.01)
+    text = TC.tf32_producer_steps_summary(entry)
+    assert "median of 4 launches" in text and text.count("   2.0%") == 2 and text.count("   1.0%") == 2
     # a profile without the store instructions (an older run of the script) is named, with the command
-    entry = _staged_entry(1000.0, 980.0)
-    del entry["ncu"]["tc_v6w_tf32_256x128_s4_producer_persistent_staged"]["global_stores"]
+    del entry["ncu"]["tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"]["global_stores"]
     with pytest.raises(KeyError, match="ncu.sh producer"):
-        TC.tf32_staged_c(entry)
+        TC.tf32_producer_steps(entry)
 
 
-def test_the_recorded_staged_epilogue_is_what_the_chapter_says():
-    w = TC.tf32_staged_c()
-    for shape, pair in w["rows"].items():
-        direct, staged = pair["direct"], pair["staged"]
-        # 1.3-1.4 % fewer cycles, half the store instructions, no LSU-queue stalls left (0.15 before)
-        assert 0.0125 < w["saving"][shape] < 0.0145 and direct["launches"] == staged["launches"] == 4
-        assert staged["global_stores"] * 2 == direct["global_stores"]
-        assert staged["lg_throttle"] < 0.01 < 0.1 < direct["lg_throttle"]
-        assert staged["tensor_pipe_pct"] > direct["tensor_pipe_pct"] + 0.8
+def test_the_recorded_producer_steps_are_what_the_chapter_says():
+    w = TC.tf32_producer_steps()
+    for shape, steps in w["rows"].items():
+        direct, staged, early = steps["direct"], steps["staged"], steps["early"]
+        # staging C: 1.2-1.3 % fewer cycles, half the store instructions, no LSU-queue stalls left (0.15 before);
+        # releasing each slot early: 0.8 % fewer again
+        assert 0.011 < w["saving"][shape]["staged"] < 0.014 and 0.006 < w["saving"][shape]["early"] < 0.01
+        assert all(r["launches"] == 4 for r in steps.values())
+        assert staged["global_stores"] * 2 == direct["global_stores"] == early["global_stores"] * 2
+        assert early["lg_throttle"] < 0.01 and staged["lg_throttle"] < 0.01 < 0.1 < direct["lg_throttle"]
+        assert direct["tensor_pipe_pct"] < staged["tensor_pipe_pct"] < early["tensor_pipe_pct"]
 
 
 def _l2_entry(alone, cluster):

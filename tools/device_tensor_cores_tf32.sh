@@ -34,11 +34,13 @@ tail -15 "$OUT/tensor_cores_tf32_gpu_tests.log"
 # 3. clock and power under sustained load (about a minute)
 timeout 150 python3 benchmarks/tensor_cores_power.py cublas:tf32:bt tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last \
     tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_256x128_s4_producer_persistent \
-    tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged_early \
+    tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
     tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:fp16 --seconds 3 --out "$OUT/tensor_cores_power_h100.json"
 # the same for 1 s each: the board below its power limit, the clocks higher
 timeout 100 python3 benchmarks/tensor_cores_power.py cublas:tf32:bt tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last \
     tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_256x128_s4_producer_persistent \
-    tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged_early \
+    tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
     tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:fp16 --seconds 1 --out "$OUT/tensor_cores_power_short_h100.json"
 echo "power rc=$? after $((SECONDS - START)) s"
