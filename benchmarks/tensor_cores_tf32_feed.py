@@ -52,8 +52,10 @@ def edited_source(text: str) -> str:
         if text.count(old) != 1:
             raise SystemExit(f"tensor_cores.cu changed: expected this once, found it {text.count(old)} times:\n{old}")
         text = text.replace(old, new)
-    sub("          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false>\nstruct MmaTf32Tma {",
-        "          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, int PARTS = 0>\nstruct MmaTf32Tma {")
+    sub("          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, bool MMA_FIRST = false>\n"
+        "struct MmaTf32Tma {",
+        "          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, bool MMA_FIRST = false,\n"
+        "          int PARTS = 0>\nstruct MmaTf32Tma {")
     sub("        if constexpr (ISSUE_ONLY) {                           // the producer: every k-tile, as soon as its slot is free\n"
         "            if (sched.units > 0) {",
         "        if constexpr (ISSUE_ONLY) {\n            if (!(PARTS & 1) && sched.units > 0) {")
@@ -62,11 +64,12 @@ def edited_source(text: str) -> str:
         "if (!PRODUCER && !(PARTS & 1) && threadIdx.x == 0 && ig < total) issue_next();")
     sub("            mbar_wait(full, 0);\n            Bt::load_a_frags(f[0], base, offsets, 0);",
         "            if (!(PARTS & 1)) mbar_wait(full, 0);\n            Bt::load_a_frags(f[0], base, offsets, 0);")
-    sub("                        mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);",
-        "                        if (!(PARTS & 1)) mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);")
+    sub("                        if (!MMA_FIRST) mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);",
+        "                        if (!MMA_FIRST && !(PARTS & 1)) mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);")
     for call in ("Bt::load_a_frags(next, sa, offsets, kk + 1);", "if (!B_LATE) Bt::load_b_frags(next, sb, offsets, kk + 1);",
                  "Bt::load_a_frags(next, na, offsets, 0);", "if (!B_LATE) Bt::load_b_frags(next, nb, offsets, 0);"):
-        sub("                        " + call + "\n", "                        if (!(PARTS & 2)) { " + call + " }\n")
+        # (the newline pins the indentation: MMA_FIRST's branch, deeper, loads the same fragments)
+        sub("\n                        " + call + "\n", "\n                        if (!(PARTS & 2)) { " + call + " }\n")
     # without MMAs the fragments still feed something (an xor), or the compiler drops the ldmatrix too
     sub("                    Bt::mma_all(acc, f[kk & 1]);\n",
         "                    if (!(PARTS & 4)) Bt::mma_all(acc, f[(PARTS & 2) ? 0 : (kk & 1)]);\n"
@@ -84,7 +87,7 @@ def edited_source(text: str) -> str:
             text += (f'\nextern "C" __global__ void __launch_bounds__({384 if producer else 256}, 1) {prefix}_{name}('
                      f'const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt, '
                      f'float* __restrict__ C, int M, int N, int K)\n'
-                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, false, false, {parts}>'
+                     f'{{ V6W_BODY((MmaTf32Tma<128, 256, 4, 8, false, true, false, 1, 0, {str(producer).lower()}, false, false, false, {parts}>'
                      f'::run(&tma_a, &tma_bt, C, M, N, K))); }}\n')
     return text
 

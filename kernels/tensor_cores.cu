@@ -1591,6 +1591,14 @@ __device__ __forceinline__ bool mbar_try_wait(u32 bar, u32 parity)
                  : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     return done != 0;
 }
+// the same question without waiting at all (try_wait may suspend the thread for a while before it says no)
+__device__ __forceinline__ bool mbar_test_wait(u32 bar, u32 parity)
+{
+    u32 done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.b32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    return done != 0;
+}
 __device__ __forceinline__ unsigned long long global_timer_ns()
 {
     unsigned long long t;
@@ -1800,7 +1808,7 @@ struct TileSchedule {
 };
 
 template <int BM, int BN, int STAGES, int GROUP, bool B_LATE, bool PERSISTENT, bool LAST_ISSUES, int CLUSTER, int STREAM_K = 0,
-          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false>
+          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, bool MMA_FIRST = false>
 struct MmaTf32Tma {
     // v6t's fragments, offsets and MMA shapes (B^T given, not rounded): its layout is the TMA's
     typedef MmaTf32Bt<BM, BN, 32, 64, 64, STAGES, GROUP, B_GIVEN_T, false, B_LATE> Bt;
@@ -1835,6 +1843,10 @@ struct MmaTf32Tma {
     // loaded during k-step KSTEPS - 2), not after the MMAs of its last two k-steps: the producer refills it sooner.
     // (The arrive orders the warp's ldmatrix reads of the slot before the TMA's writes, as it does after the MMAs.)
     static_assert(!EARLY_RELEASE || (PRODUCER && CLUSTER == 1 && !B_LATE), "EARLY_RELEASE: a producer, one block, B with A");
+    // MMA_FIRST: at a k-tile's last k-step the warp first tests (without waiting) whether the next k-tile has landed;
+    // if not, it issues the k-step's MMAs and only then waits and loads the next fragments (a consumer warp found
+    // the next k-tile missing at the first look in 19 % of the k-tiles: benchmarks/results/ncu_source_staged_h100.csv)
+    static_assert(!MMA_FIRST || (PRODUCER && !B_LATE), "MMA_FIRST: a producer, B with A");
 
     // Stream-K's fix-up of tail tile `tile`: this block's partial sums go to its workspace slot (float4
     // e of thread t at e * THREADS + t: a warp's stores and loads are whole 512-byte lines), then a
@@ -2050,7 +2062,14 @@ struct MmaTf32Tma {
                             if (lane == 0) mbar_arrive(empty + 8 * s);
                         }
                     } else if (g + 1 < total) {               // the next k-tile, of this tile or the next
-                        mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);
+                        if (MMA_FIRST && !mbar_test_wait(full + 8 * ns, ((g + 1) / STAGES) & 1)) {
+                            Bt::mma_all(acc, f[kk & 1]);      // not there yet: multiply first, then wait
+                            mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);
+                            Bt::load_a_frags(next, na, offsets, 0);
+                            Bt::load_b_frags(next, nb, offsets, 0);
+                            continue;
+                        }
+                        if (!MMA_FIRST) mbar_wait(full + 8 * ns, ((g + 1) / STAGES) & 1);
                         Bt::load_a_frags(next, na, offsets, 0);
                         if (!B_LATE) Bt::load_b_frags(next, nb, offsets, 0);
                     }
@@ -2100,13 +2119,13 @@ struct MmaTf32Tma {
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER>::run(&tma_a, &tma_bt, C, M, N, K));       \
     }
 // A v6w with a producer warpgroup: 128 more threads, one of which asks the TMA for every k-tile (name, BM, BN,
-// STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY_RELEASE); kernels/tensor_cores.py reads these lines too.
-#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY)                   \
+// STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY_RELEASE, MMA_FIRST); kernels/tensor_cores.py reads these lines too.
+#define V6W_PRODUCER_KERNEL(name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY, MMA_FIRST)        \
     extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32 + 128, 1) __cluster_dims__(CLUSTER, 1, 1) \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
          float* __restrict__ C, int M, int N, int K)                                                            \
     {                                                                                                           \
-        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, CLUSTER, 0, true, STAGED_C, EARLY>::run(&tma_a, &tma_bt, C, M, N, K)); \
+        V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, CLUSTER, 0, true, STAGED_C, EARLY, MMA_FIRST>::run(&tma_a, &tma_bt, C, M, N, K)); \
     }
 // A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
 // (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
@@ -2136,11 +2155,13 @@ V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk, 128, 256, 4, 8, false)      
 V6W_STREAM_K_KERNEL(tc_v6w_tf32_128x256_s4_streamk_in_order, 128, 256, 4, 8, true)   // the blocks start the tail at 132 different k
 
 // ---- v6w with a producer warpgroup: the consumers only wait, load fragments and multiply; one more warpgroup refills each slot the moment its last reader releases it, 4 k-tiles ahead, and gives its registers to the consumers (setmaxnreg) (sm_90a only)
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true, false, 1, false)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true, false, 1, false)      // tall
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true, false, 1, false)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged, 128, 256, 4, 8, true, true, 1, false)  // C through 8-row strips of shared memory: float4 stores of whole rows, a quarter of the L1 tag requests a byte
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged, 256, 128, 4, 8, true, true, 1, false)  // tall, C through 8-row strips
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged, 128, 256, 4, 8, true, true, 2, false)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads a k-tile
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged_early, 128, 256, 4, 8, true, true, 1, true)  // each slot released once the warp has loaded its last fragments, not after its last MMAs: refilled half a k-tile sooner
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early, 256, 128, 4, 8, true, true, 1, true)  // tall, slots released early
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent, 128, 256, 4, 8, true, false, 1, false, false)      // the persistent v6w, the TMA asked by a warpgroup of its own instead of thread 0 of consumer warp 0
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent, 256, 128, 4, 8, true, false, 1, false, false)      // tall
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_group4_producer_persistent, 128, 256, 4, 4, true, false, 1, false, false)  // groups of 4 tile rows, not 8: another order of the same tiles through L2
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged, 128, 256, 4, 8, true, true, 1, false, false)  // C through 8-row strips of shared memory: float4 stores of whole rows, a quarter of the L1 tag requests a byte
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged, 256, 128, 4, 8, true, true, 1, false, false)  // tall, C through 8-row strips
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged, 128, 256, 4, 8, true, true, 2, false, false)  // clusters of 2 share B^T's tile (TMA multicast): a third fewer L2 reads a k-tile
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged_early, 128, 256, 4, 8, true, true, 1, true, false)  // each slot released once the warp has loaded its last fragments, not after its last MMAs: refilled half a k-tile sooner
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early, 256, 128, 4, 8, true, true, 1, true, false)  // tall, slots released early
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged_early_mmafirst, 128, 256, 4, 8, true, true, 1, true, true)  // when the next k-tile has not landed, the k-tile's last MMAs go first and the wait after them: the warp multiplies while it waits
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst, 256, 128, 4, 8, true, true, 1, true, true)  // tall, last MMAs first

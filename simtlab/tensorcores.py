@@ -331,20 +331,21 @@ def _full_pipe_per_ghz(p: dict) -> float:
 
 def tf32_gap(entry: dict | None = None, goal: float = 0.70) -> dict:
     """What the TF32 goal asks of an mma.sync GEMM, from one Nsight Compute run (clock unlocked):
-    ``cublas`` (cuBLAS TF32 on B^T: TFLOP/s, clock, pipe %), ``best`` (the fastest kernel of the
-    sweep among those profiled), ``ceiling`` (mma_peak_tf32: warps doing nothing but MMAs, one per
+    ``cublas`` (cuBLAS TF32 on B^T: TFLOP/s, clock, pipe %), ``best`` (the fastest under the profiler of the
+    sweep's kernels that were profiled: the profile's median of 4 launches ranks kernels a point apart, which the
+    sweep's one row each cannot), ``ceiling`` (mma_peak_tf32: warps doing nothing but MMAs, one per
     scheduler), ``mma_full_per_ghz`` (mma.sync TF32's rate with its pipe always busy, from the best
     kernel's profile) and ``needed_pipe_pct``: the pipe use at the best kernel's clock that ``goal``
     of cuBLAS's rate takes."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
-    # the fastest kernel of the sweep that was profiled too (the profile takes a few, not all)
-    profiled = [r for r in entry["rows"] if r.get("impl") == "cuda-c" and r.get("kernel") in entry["ncu"]
+    # of the sweep's kernels that were profiled too (the profile takes a few, not all), the fastest under the profiler
+    profiled = [r["kernel"] for r in entry["rows"] if r.get("impl") == "cuda-c" and r.get("kernel") in entry["ncu"]
                 and "transpose" not in r["name"]]
     if not profiled:
         raise KeyError("no kernel of the recorded sweep has a Nsight Compute profile")
-    best_kernel = max(profiled, key=lambda r: r["tflops"])["kernel"]
+    best_kernel = max(profiled, key=lambda k: entry["ncu"][k]["flops"] / entry["ncu"][k]["duration_us"])
     out = {}
     for key, prefix in (("cublas", "sm90_xmma_gemm_f32f32_tf32f32_f32_tn"), ("best", best_kernel),
                         ("ceiling", "mma_peak_tf32")):
@@ -543,13 +544,15 @@ STREAM_K_KERNELS = {"tc_v6w_tf32_128x256_s4_persistent": "persistent, whole tile
 
 
 #: per tile shape, the producer kernel storing C from the fragments, the same staging C through shared memory,
-#: and that one releasing each slot as soon as its last fragments are loaded: each changes one thing
+#: that one releasing each slot as soon as its last fragments are loaded, and that one issuing a k-tile's last
+#: MMAs before it waits for a next k-tile that has not landed: each changes one thing
 PRODUCER_STEPS = {shape: {"direct": f"tc_v6w_tf32_{shape}_s4_producer_persistent",
                           "staged": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged",
-                          "early": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged_early"}
+                          "early": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged_early",
+                          "mma_first": f"tc_v6w_tf32_{shape}_s4_producer_persistent_staged_early_mmafirst"}
                   for shape in ("128x256", "256x128")}
 _STEP_LABELS = {"direct": "C from the fragments (float2)", "staged": "C through shared memory (float4)",
-                "early": "+ slots released early"}
+                "early": "+ slots released early", "mma_first": "+ last MMAs before a late wait"}
 
 
 def tf32_producer_steps(entry: dict | None = None) -> dict:
@@ -595,6 +598,36 @@ def tf32_producer_steps_summary(entry: dict | None = None) -> str:
                          f"{100 * r['vs_cublas']:>7.1f}%")
     lines.append("(saved: fewer cycles than the row above; LSU queue stall: cycles per issued instruction a warp waits "
                  "for the load/store unit's queue, stall_lg_throttle; sweep: % of cuBLAS TF32 on B^T in the benchmark run)")
+    return "\n".join(lines)
+
+
+def tf32_head_to_head(entry: dict | None = None) -> dict:
+    """The best kernels and cuBLAS on B^T timed in turns (benchmarks/tensor_cores_head_to_head.py, kept in the
+    entry's ``head_to_head``): ``reference``, ``rounds`` (how many) and ``rows``, one per kernel in the order run
+    (the reference first): ``name``, ``tflops`` (its median over the rounds), ``ratio`` (the median of its
+    per-round rate over the reference's), ``ratio_min``, ``ratio_max``; ``best``: the row of the highest ratio."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    h = entry.get("head_to_head")
+    if not h:
+        raise KeyError("no head-to-head run in the recorded entry: bash tools/device_tensor_cores_tf32.sh")
+    rows = [{"name": name, **h["per_kernel"][name]} for name in h["rounds"][0]]
+    return {"device": h["device"], "date": h["date"], "reference": h["reference"], "rounds": len(h["rounds"]),
+            "rows": rows, "best": max(rows[1:], key=lambda r: r["ratio"])}
+
+
+def tf32_head_to_head_summary(entry: dict | None = None) -> str:
+    """tf32_head_to_head as the chapter prints it."""
+    w = tf32_head_to_head(entry)
+    lines = [f"In turns, {w['rounds']} rounds, 4096^3 ({w['device']}, {w['date']}); each kernel's median rate and its "
+             f"rate over {w['reference']}'s in the same round:",
+             f"{'':<64}{'TFLOP/s':>8}{'median':>8}{'rounds':>16}"]
+    for r in w["rows"][1:]:
+        lines.append(f"{r['name']:<64}{r['tflops']:>8.1f}{100 * r['ratio']:>7.1f}%"
+                     f"{100 * r['ratio_min']:>9.1f}-{100 * r['ratio_max']:.1f}%")
+    ref = w["rows"][0]
+    lines.append(f"{w['reference']:<64}{ref['tflops']:>8.1f}")
     return "\n".join(lines)
 
 

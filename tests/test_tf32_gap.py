@@ -70,7 +70,8 @@ def test_the_recorded_entry_is_the_tool_s_copy_of_the_result_files():
     expected = tool.entry(bench, [p.read_text() for p in tool.NCU], tool.SOURCE.read_text(),
                           json.loads(tool.POWER.read_text()), json.loads(tool.POWER_SHORT.read_text()),
                           tool.STREAM_K.read_text(), tool.STREAM_K_SOURCE.read_text(), tool.SHARED.read_text(),
-                          tool.PRODUCER.read_text(), tool.FEED.read_text(), tool.OPERANDS.read_text())
+                          tool.PRODUCER.read_text(), tool.FEED.read_text(), tool.OPERANDS.read_text(),
+                          json.loads(tool.HEAD_TO_HEAD.read_text()))
     assert backend.recorded("tensor_cores_tf32") == json.loads(json.dumps(expected))
 
 
@@ -87,18 +88,20 @@ def test_the_ncu_reader_finds_every_profiled_kernel_with_its_clock_and_pipe():
 def test_the_recorded_gap_is_the_one_the_chapter_states():
     g = TC.tf32_gap()
     entry = backend.recorded("tensor_cores_tf32")
-    profiled = [r for r in entry["rows"] if r.get("kernel") in entry["ncu"] and r["impl"] == "cuda-c"
+    profiled = [r["kernel"] for r in entry["rows"] if r.get("kernel") in entry["ncu"] and r["impl"] == "cuda-c"
                 and "transpose" not in r["name"]]
-    assert g["best"]["kernel"] == max(profiled, key=lambda r: r["tflops"])["kernel"]      # the fastest profiled one
+    # the fastest under the profiler (its median of 4 launches), not the sweep's fastest row
+    assert g["best"]["kernel"] == min(profiled, key=lambda k: entry["ncu"][k]["duration_us"])
     # what the chapter's prose says of the recorded run: the goal needs more pipe use than the best
-    # kernel has (87 against 90 %), more than mma_peak's one warp per scheduler reaches, less than two
+    # kernel has (88 against 90 %), more than mma_peak's one warp per scheduler reaches, less than two
     # warps per scheduler do; mma.sync's full-pipe rate agrees between the best kernel and mma_peak
-    assert 86.5 < g["best"]["pipe_pct"] < 87.5 and 89.5 < g["needed_pipe_pct"] < 90.5 and g["best"]["launches"] == 4
+    assert 87.5 < g["best"]["pipe_pct"] < 88.5 and 89.5 < g["needed_pipe_pct"] < 90.5 and g["best"]["launches"] == 4
     assert g["best"]["pipe_pct"] < g["ceiling"]["pipe_pct"] < g["needed_pipe_pct"] < g["two_warps"]["pipe_pct"]
     assert g["two_warps"]["pipe_pct"] > 99.5
     assert g["mma_full_per_ghz"] == pytest.approx(g["ceiling_full_per_ghz"], rel=0.02)
     assert g["cublas"]["clock_ghz"] < g["best"]["clock_ghz"] < g["ceiling"]["clock_ghz"]
-    assert g["best"]["kernel"] == TC.tf32_best()["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"
+    assert g["best"]["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst"
+    assert TC.tf32_best()["kernel"] == "tc_v6w_tf32_256x128_s4_producer_persistent"          # the sweep's best row
 
 
 def test_the_goal_check_takes_the_tf32_sweep_s_best():
@@ -145,7 +148,10 @@ def test_the_recorded_power_runs_are_what_the_chapter_says():
     # and yet most kernels faster: the clock does not set the rate; the course's kernels at a higher
     # clock than cuBLAS
     assert w["long_at_limit"] and w["short_below_limit"] and w["rate_change"] < w["clock_change"]
-    assert w["clock_lower_long"] and w["faster_long"] > len(w["rows"]) / 2
+    # (in the recorded run one kernel's clock was 15 MHz higher in the 3-s run, two the same; every rate higher)
+    clocks = [(r["long"]["clock_mhz"], r["short"]["clock_mhz"]) for r in w["rows"]]
+    assert sum(long > short for long, short in clocks) == 1 and sum(long == short for long, short in clocks) == 2
+    assert not w["clock_lower_long"] and w["faster_long"] == len(w["rows"])
     rows = {r["name"]: r["long"] for r in w["rows"]}
     assert rows["tc_v6w_tf32_256x128_s4"]["clock_mhz"] > rows["cublas:tf32:bt"]["clock_mhz"]
 
@@ -242,19 +248,21 @@ def test_the_recorded_sweep_rows_are_what_the_chapter_says():
             if r.get("kernel") and "transpose" not in r["name"]}
     v6t = {shape: rows[f"tc_v6t_tf32_{shape}x32_w64x64_s3_b1_bt"] for shape in ("128x256", "256x128")}
     v6w = {shape: rows[f"tc_v6w_tf32_{shape}_s4"] for shape in ("128x256", "256x128")}
-    # what the chapter claims of a single run stays within a run's spread (1-3 points): v6w no faster than v6t;
+    # what the chapter claims of a single run stays within a run's spread (1-3 points): v6w within 2 points of v6t;
     # the persistent kernel no faster than one block a tile; clusters of 2 within 2 points of the same tile without
-    assert all(v6w[shape] <= v6t[shape] + 0.005 for shape in v6t)
+    assert all(abs(v6w[shape] - v6t[shape]) < 0.02 for shape in v6t)
     assert rows["tc_v6w_tf32_128x256_s4_persistent"] < v6w["128x256"] + 0.01
     assert abs(rows["tc_v6w_tf32_128x256_s4_cluster2"] - v6w["128x256"]) < 0.02
     earlier = (ROOT / "benchmarks/results/tensor_cores_tf32_cluster_h100.txt").read_text()
     assert "v6w sweep 128x256_s4_cluster2 TF32" in earlier and "64.7%" in earlier and "64.8%" in earlier
-    # a producer warpgroup: 4 points or more above the same persistent kernel whose thread 0 asks; groups of 4
-    # tile rows no better than groups of 8; the best: C staged and slots released early, at 256 x 128 (69.2 %)
-    producer = {shape: rows[f"tc_v6w_tf32_{shape}_s4_producer_persistent"] for shape in ("128x256", "256x128")}
-    assert min(producer.values()) >= rows["tc_v6w_tf32_128x256_s4_persistent"] + 0.035
-    assert rows["tc_v6w_tf32_128x256_s4_group4_producer_persistent"] < producer["128x256"] + 0.01
-    best = rows["tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"]
+    # a producer warpgroup: 11 % fewer cycles under the profiler than the same persistent kernel whose thread 0
+    # asks; groups of 4 tile rows no fewer than groups of 8; the sweep's best row the producer at 256 x 128 (69.9 %)
+    ncu = backend.recorded("tensor_cores_tf32")["ncu"]
+    cycles = {k: ncu[k]["cycles"] for k in ("tc_v6w_tf32_128x256_s4_persistent", "tc_v6w_tf32_128x256_s4_producer_persistent",
+                                            "tc_v6w_tf32_128x256_s4_group4_producer_persistent")}
+    assert 0.10 < 1 - cycles["tc_v6w_tf32_128x256_s4_producer_persistent"] / cycles["tc_v6w_tf32_128x256_s4_persistent"] < 0.12
+    assert abs(cycles["tc_v6w_tf32_128x256_s4_group4_producer_persistent"] / cycles["tc_v6w_tf32_128x256_s4_producer_persistent"] - 1) < 0.005
+    best = rows["tc_v6w_tf32_256x128_s4_producer_persistent"]
     assert max(rows.values()) == best and 0.685 < best < 0.70
 
 
@@ -323,13 +331,15 @@ def _steps_entry(cycles):
 
 
 def test_each_producer_step_saves_against_the_one_before():
-    entry = _steps_entry({"direct": 1000.0, "staged": 980.0, "early": 970.2})
+    entry = _steps_entry({"direct": 1000.0, "staged": 980.0, "early": 970.2, "mma_first": 965.349})
     w = TC.tf32_producer_steps(entry)
     for shape in ("128x256", "256x128"):
-        assert set(w["saving"][shape]) == {"staged", "early"}
+        assert set(w["saving"][shape]) == {"staged", "early", "mma_first"}
         assert w["saving"][shape]["staged"] == pytest.approx(0.02) and w["saving"][shape]["early"] == pytest.approx(0.01)
+        assert w["saving"][shape]["mma_first"] == pytest.approx(0.005)
     text = TC.tf32_producer_steps_summary(entry)
     assert "median of 4 launches" in text and text.count("   2.0%") == 2 and text.count("   1.0%") == 2
+    assert text.count("   0.5%") == 2
     # a profile without the store instructions (an older run of the script) is named, with the command
     del entry["ncu"]["tc_v6w_tf32_256x128_s4_producer_persistent_staged_early"]["global_stores"]
     with pytest.raises(KeyError, match="ncu.sh producer"):
@@ -340,13 +350,15 @@ def test_the_recorded_producer_steps_are_what_the_chapter_says():
     w = TC.tf32_producer_steps()
     for shape, steps in w["rows"].items():
         direct, staged, early = steps["direct"], steps["staged"], steps["early"]
-        # staging C: 1.2-1.3 % fewer cycles, half the store instructions, no LSU-queue stalls left (0.15 before);
-        # releasing each slot early: 0.8 % fewer again
+        # staging C: 1.3 % fewer cycles, half the store instructions, no LSU-queue stalls left (0.15 before);
+        # releasing each slot early: 0.9 % fewer again; the last MMAs first: 0.5 % fewer again; 2.7 % in all
         assert 0.011 < w["saving"][shape]["staged"] < 0.014 and 0.006 < w["saving"][shape]["early"] < 0.01
+        assert 0.003 < w["saving"][shape]["mma_first"] < 0.008
+        assert 0.025 < 1 - steps["mma_first"]["cycles"] / direct["cycles"] < 0.029
         assert all(r["launches"] == 4 for r in steps.values())
         assert staged["global_stores"] * 2 == direct["global_stores"] == early["global_stores"] * 2
         assert early["lg_throttle"] < 0.01 and staged["lg_throttle"] < 0.01 < 0.1 < direct["lg_throttle"]
-        assert direct["tensor_pipe_pct"] < staged["tensor_pipe_pct"] < early["tensor_pipe_pct"]
+        assert direct["tensor_pipe_pct"] < staged["tensor_pipe_pct"] < early["tensor_pipe_pct"] < steps["mma_first"]["tensor_pipe_pct"]
 
 
 def _l2_entry(alone, cluster):
@@ -401,3 +413,38 @@ def test_the_recorded_waits_are_what_the_chapter_says():
     assert consumers[0] > 500000 and 0.17 < consumers[1] / consumers[0] < 0.21
     # ... while the producer's every wait for a free slot (all but the first 4 of each block) fails its first look
     assert len(producer) == 1 and producer[0][0] == producer[0][1] == 512 * 128 - 4 * 132
+
+
+def _turns_entry(rates):
+    """A synthetic head-to-head: rounds of name -> TFLOP/s, the reference first."""
+    rounds = [dict(r) for r in rates]
+    names = list(rounds[0])
+    per_kernel = {}
+    for name in names:
+        ratios = [r[name] / r[names[0]] for r in rounds]
+        per_kernel[name] = {"tflops": sorted(r[name] for r in rounds)[len(rounds) // 2], "ratio": sorted(ratios)[len(ratios) // 2],
+                            "ratio_min": min(ratios), "ratio_max": max(ratios)}
+    return {"head_to_head": {"device": "a GPU", "date": "2026-01-01", "reference": names[0], "rounds": rounds,
+                             "per_kernel": per_kernel, "command": "..."}}
+
+
+def test_the_head_to_head_reads_each_kernel_against_the_reference_of_its_round():
+    entry = _turns_entry([{"ref": 400.0, "a": 200.0, "b": 300.0}, {"ref": 300.0, "a": 180.0, "b": 210.0},
+                          {"ref": 350.0, "a": 175.0, "b": 280.0}])
+    w = TC.tf32_head_to_head(entry)
+    assert w["rounds"] == 3 and [r["name"] for r in w["rows"]] == ["ref", "a", "b"] and w["best"]["name"] == "b"
+    assert w["rows"][1]["ratio_min"] == pytest.approx(0.5) and w["rows"][1]["ratio_max"] == pytest.approx(0.6)
+    text = TC.tf32_head_to_head_summary(entry)
+    assert text.startswith("In turns, 3 rounds") and text.splitlines()[-1].startswith("ref")
+    with pytest.raises(KeyError, match="device_tensor_cores_tf32.sh"):
+        TC.tf32_head_to_head({"head_to_head": None})
+
+
+def test_the_recorded_head_to_head_is_what_the_chapter_says():
+    # in turns the steps rank as the profiler ranks them; the best (all three steps at 256 x 128) at 68.6 %
+    w = TC.tf32_head_to_head()
+    ratio = {r["name"]: r["ratio"] for r in w["rows"]}
+    steps = [ratio[k] for k in TC.PRODUCER_STEPS["256x128"].values()]
+    assert w["rounds"] == 20 and w["reference"] == "cublas:tf32:bt" and steps == sorted(steps)
+    assert w["best"]["name"] == TC.PRODUCER_STEPS["256x128"]["mma_first"] and 0.68 < w["best"]["ratio"] < 0.69
+    assert 0.54 < w["best"]["ratio_min"] < 0.56 and 0.73 < w["best"]["ratio_max"] < 0.75

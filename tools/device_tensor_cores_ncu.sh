@@ -15,7 +15,7 @@
 #                               TMA's tiles) in the persistent v6w, v6t, FP16's v6s and cuBLAS TF32
 #   ncu_source_streamk_h100.csv stream-K's and the persistent v6w's stall samples per SASS instruction
 #   ncu_producer_h100.txt       the v6w kernels with a producer warpgroup (C stored from the fragments, or
-#                               staged through shared memory; slots released early; clusters of 2 sharing B^T's tile) beside the persistent
+#                               staged through shared memory; slots released early; the last MMAs first; clusters of 2 sharing B^T's tile) beside the persistent
 #                               v6w, 4 launches each: time, cycles, tensor-pipe use, stall reasons, L2 hit rate, L2 reads
 #                               and throughput, DRAM bytes, store instructions
 #   ncu_feed_h100.txt           benchmarks/tensor_cores_tf32_feed.py's variants of the persistent kernels with
@@ -93,12 +93,13 @@ for s in long_scoreboard math_pipe_throttle wait branch_resolving not_selected s
   PM="$PM,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"
 done
 if part producer; then
-  timeout 240 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 36 --metrics "$PM" \
+  timeout 240 ncu --clock-control none --kernel-name regex:"tc_v6w|sm90" --launch-count 44 --metrics "$PM" \
     python3 benchmarks/ncu_tensor_cores.py tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_128x256_s4_producer_persistent \
     tc_v6w_tf32_256x128_s4_producer_persistent tc_v6w_tf32_128x256_s4_group4_producer_persistent \
     tc_v6w_tf32_128x256_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged \
     tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged tc_v6w_tf32_128x256_s4_producer_persistent_staged_early \
-    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early --launches 4 \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early tc_v6w_tf32_128x256_s4_producer_persistent_staged_early_mmafirst \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst --launches 4 \
     > "$OUT/ncu_producer_h100.txt" 2>&1
   echo "ncu (producer) exit $?"
 fi

@@ -10,6 +10,8 @@
 #   tensor_cores_tf32_gpu_tests.log/.xml the GPU tests of these versions
 #   tensor_cores_power_h100.json        SM clock and board power while the best of them and cuBLAS
 #   tensor_cores_power_short_h100.json  run back to back for 3 s and for 1 s (benchmarks/tensor_cores_power.py)
+#   tensor_cores_head_to_head_h100.json the best kernels and cuBLAS on B^T timed in turns, 20 rounds
+#                                       (benchmarks/tensor_cores_head_to_head.py)
 #   bash tools/device_tensor_cores_tf32.sh     (from the repository root, .whl beside it)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -35,12 +37,21 @@ tail -15 "$OUT/tensor_cores_tf32_gpu_tests.log"
 timeout 150 python3 benchmarks/tensor_cores_power.py cublas:tf32:bt tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last \
     tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_256x128_s4_producer_persistent \
     tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged_early \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst \
     tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
     tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:fp16 --seconds 3 --out "$OUT/tensor_cores_power_h100.json"
 # the same for 1 s each: the board below its power limit, the clocks higher
 timeout 100 python3 benchmarks/tensor_cores_power.py cublas:tf32:bt tc_v6w_tf32_256x128_s4 tc_v6w_tf32_256x128_s4_last \
     tc_v6w_tf32_128x256_s4_persistent tc_v6w_tf32_256x128_s4_producer_persistent \
     tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged_early \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst \
     tc_v6t_tf32_128x256x32_w64x64_s3_b1_bt cublas:tf32 \
     tc_v6s_f16_128x256x32_w64x64_s4_b1_epi cublas:fp16 --seconds 1 --out "$OUT/tensor_cores_power_short_h100.json"
 echo "power rc=$? after $((SECONDS - START)) s"
+# 4. the best kernels and cuBLAS on B^T in turns, 20 rounds (under a minute): the drift falls on all alike
+timeout 150 python3 benchmarks/tensor_cores_head_to_head.py cublas:tf32:bt tc_v6w_tf32_256x128_s4_producer_persistent \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged tc_v6w_tf32_256x128_s4_producer_persistent_staged_early \
+    tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst \
+    tc_v6w_tf32_128x256_s4_producer_persistent_staged_early_mmafirst --rounds 20 \
+    --out "$OUT/tensor_cores_head_to_head_h100.json" | tail -7
+echo "head to head rc=$? after $((SECONDS - START)) s"

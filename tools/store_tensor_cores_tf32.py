@@ -38,6 +38,7 @@ FEED = REPO / "benchmarks/results/ncu_feed_h100.txt"                          # 
 OPERANDS = REPO / "benchmarks/results/ncu_mma_operands_h100.txt"              # MMAs alone, 2 warps a scheduler
 POWER = REPO / "benchmarks/results/tensor_cores_power_h100.json"              # 3 s a kernel: the board at its limit
 POWER_SHORT = REPO / "benchmarks/results/tensor_cores_power_short_h100.json"  # 1 s: below it
+HEAD_TO_HEAD = REPO / "benchmarks/results/tensor_cores_head_to_head_h100.json"  # the best kernels and cuBLAS in turns
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -192,7 +193,8 @@ def feed_shapes() -> dict:
 
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
-          shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "") -> dict:
+          shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
+          head_to_head: dict | None = None) -> dict:
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -212,11 +214,15 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/tensor_cores_power_short_h100.json",
                       "benchmarks/results/ncu_streamk_h100.txt", "benchmarks/results/ncu_source_streamk_h100.csv",
                       "benchmarks/results/ncu_shared_memory_h100.txt", "benchmarks/results/ncu_producer_h100.txt",
-                      "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt"],
+                      "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt",
+                      "benchmarks/results/tensor_cores_head_to_head_h100.json"],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
             "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")},
+            "head_to_head": None if head_to_head is None else {k: head_to_head[k] for k in
+                                                                ("device", "date", "reference", "rounds", "per_kernel",
+                                                                 "command")},
             "stream_k": first_per_kernel(parse_ncu(stream_k_text)) if stream_k_text else {},
             "stream_k_sampled": parse_source(stream_k_source) if stream_k_source else {},
             "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {},
@@ -237,7 +243,8 @@ def main() -> int:
                                                 STREAM_K_SOURCE.read_text(encoding="utf-8"),
                                                 SHARED.read_text(encoding="utf-8"),
                                                 PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
-                                                OPERANDS.read_text(encoding="utf-8"))
+                                                OPERANDS.read_text(encoding="utf-8"),
+                                                json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")))
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")
