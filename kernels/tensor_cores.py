@@ -342,7 +342,7 @@ def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features:
     1/CLUSTER of B^T's tile; ``producer``: a warpgroup of 128 more threads asks the TMA for them;
     ``staged_c``: C's strips past the ring); ``features`` goes into its note after the common part."""
     warps = bm * bn // 4096
-    note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({bm * bn // 4096}), {stages} stages, group {group}, TMA + mbarriers, "
+    note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({warps}), {stages} stages, group {group}, TMA + mbarriers, "
             f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
     return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
                      warps * 32 + (128 if producer else 0),

@@ -543,6 +543,16 @@ STREAM_K_KERNELS = {"tc_v6w_tf32_128x256_s4_persistent": "persistent, whole tile
                     "tc_v6w_tf32_128x256_s4_streamk_in_order": "stream-K, each share in order"}
 
 
+def _producer_profile(entry: dict, kernel: str, needs: str) -> dict:
+    """``kernel``'s profile from ``bash tools/device_tensor_cores_ncu.sh producer`` (the median of its launches);
+    KeyError naming the command when it is missing or older than the metric ``needs``."""
+    p = entry["ncu"].get(kernel)
+    if p is None or needs not in p:
+        raise KeyError(f"no producer profile of {kernel} with its {needs} in the recorded entry: "
+                       "bash tools/device_tensor_cores_ncu.sh producer")
+    return p
+
+
 #: per tile shape, the producer kernel storing C from the fragments, the same staging C through shared memory,
 #: that one releasing each slot as soon as its last fragments are loaded, and that one issuing a k-tile's last
 #: MMAs before it waits for a next k-tile that has not landed: each changes one thing
@@ -570,10 +580,9 @@ def tf32_producer_steps(entry: dict | None = None) -> dict:
         rows[shape], saving[shape] = {}, {}
         previous = None
         for step, kernel in steps.items():
-            p = entry["ncu"].get(kernel)
-            if p is None or kernel not in sweep or "global_stores" not in p:
-                raise KeyError(f"no producer profile (with its store instructions) or sweep row of {kernel} in the "
-                               "recorded entry: bash tools/device_tensor_cores_ncu.sh producer")
+            p = _producer_profile(entry, kernel, "global_stores")
+            if kernel not in sweep:
+                raise KeyError(f"no sweep row of {kernel} in the recorded entry: bash tools/device_tensor_cores_tf32.sh")
             rows[shape][step] = {"kernel": kernel, "cycles": p["cycles"], "tensor_pipe_pct": p["tensor_pipe_pct"],
                                  "global_stores": p["global_stores"], "lg_throttle": p["stalls"].get("lg_throttle", 0.0),
                                  "launches": p.get("launches", 1), "vs_cublas": sweep[kernel]["vs_cublas"]}
@@ -639,19 +648,16 @@ L2_KERNELS = {"alone": "tc_v6w_tf32_128x256_s4_producer_persistent_staged",
 def tf32_l2(entry: dict | None = None) -> dict:
     """Is L2 what is left? The kernels of L2_KERNELS under Nsight Compute (``bash
     tools/device_tensor_cores_ncu.sh producer``, the median of their launches): ``rows`` (label -> ``kernel``,
-    ``cycles``, ``l2_read_sectors``, ``l2_throughput_pct``, ``tensor_pipe_pct``), ``fewer_reads`` (1 - the
+    ``cycles``, ``l2_read_sectors``, ``l2_throughput_pct``, ``tensor_pipe_pct``, ``launches``), ``fewer_reads`` (1 - the
     cluster's L2 read sectors / the lone kernel's) and ``more_cycles`` (the cluster's cycles / the lone kernel's - 1)."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
     rows = {}
     for label, kernel in L2_KERNELS.items():
-        p = entry["ncu"].get(kernel)
-        if p is None or "l2_read_sectors" not in p:
-            raise KeyError(f"no profile of {kernel} with its L2 reads in the recorded entry: "
-                           "bash tools/device_tensor_cores_ncu.sh producer")
-        rows[label] = {"kernel": kernel, **{k: p[k] for k in ("cycles", "l2_read_sectors", "l2_throughput_pct",
-                                                             "tensor_pipe_pct")}}
+        p = _producer_profile(entry, kernel, "l2_read_sectors")
+        rows[label] = {"kernel": kernel, "launches": p.get("launches", 1),
+                       **{k: p[k] for k in ("cycles", "l2_read_sectors", "l2_throughput_pct", "tensor_pipe_pct")}}
     alone, cluster = rows["alone"], rows["clusters of 2"]
     return {"device": entry["device"], "date": entry["date"], "rows": rows,
             "fewer_reads": 1 - cluster["l2_read_sectors"] / alone["l2_read_sectors"],
@@ -661,7 +667,8 @@ def tf32_l2(entry: dict | None = None) -> dict:
 def tf32_l2_summary(entry: dict | None = None) -> str:
     """tf32_l2 as the chapter prints it."""
     w = tf32_l2(entry)
-    lines = [f"Nsight Compute, clocks unlocked, median of 4 launches ({w['device']}, {w['date']}), 128 x 256 tiles:",
+    launches = w["rows"]["alone"]["launches"]
+    lines = [f"Nsight Compute, clocks unlocked, median of {launches} launches ({w['device']}, {w['date']}), 128 x 256 tiles:",
              f"{'':<16}{'cycles':>10}{'L2 reads (32-B sectors)':>26}{'L2 busy':>10}{'tensor pipe':>13}"]
     for label, r in w["rows"].items():
         lines.append(f"{label:<16}{r['cycles'] / 1e3:>9.0f}k{r['l2_read_sectors'] / 1e6:>25.1f}M"
