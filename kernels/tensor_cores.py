@@ -334,21 +334,36 @@ def _v6t_configs(source: str | None = None) -> tuple:
     return tuple(out)
 
 
+def cluster_shape(bm: int, bn: int, cluster: int) -> tuple:
+    """(CM, CN) of tensor_cores.cu's MmaTf32Tma: a cluster's blocks hold CM tiles one above the other (sharing
+    B^T's tile) by CN side by side (sharing A's); a cluster of 2 shares the larger tile."""
+    cm = 2 if cluster == 2 and bn >= bm else 1
+    return cm, cluster // cm
+
+
 def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features: str, comment: str | None, *,
                  cluster: int = 1, persistent: bool = False, stream_k: bool = False, producer: bool = False,
                  staged_c: bool = False) -> TcVersion:
     """One v6w line as a sweep version: TF32, B^T given, 64 x 64 warps, BK 32, tensor maps of A and
-    B^T (a cluster's blocks hold tiles one above the other, M covering whole clusters, and each copies
-    1/CLUSTER of B^T's tile; ``producer``: a warpgroup of 128 more threads asks the TMA for them;
+    B^T (a cluster's blocks hold :func:`cluster_shape` tiles, M and N covering whole clusters, and each copies its
+    share of the tiles it shares; ``producer``: a warpgroup of 128 more threads asks the TMA for them;
     ``staged_c``: C's strips past the ring); ``features`` goes into its note after the common part."""
     warps = bm * bn // 4096
     note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({warps}), {stages} stages, group {group}, TMA + mbarriers, "
             f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
-    return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cluster, bn, V6W_BK),
+    cm, cn = cluster_shape(bm, bn, cluster)
+    return TcVersion("v6w sweep " + name[len("tc_v6w_tf32_"):], "tf32", name, (bm, bn), (bm * cm, bn * cn, V6W_BK),
                      warps * 32 + (128 if producer else 0),
                      _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + (warps * V6W_STRIP_BYTES if staged_c else 0) + 1024, sm90a=True,
-                     note=note, b_transposed=True, tma=True, tma_boxes=((V6W_BK, bm), (V6W_BK, bn // cluster)),
+                     note=note, b_transposed=True, tma=True,
+                     tma_boxes=((V6W_BK, bm // cn), (V6W_BK, bn // cm)),
                      isolate=True, persistent=persistent, stages=stages, stream_k=stream_k)
+
+
+def _cluster_feature(bm: int, bn: int, cluster: int) -> str:
+    cm, cn = cluster_shape(bm, bn, cluster)
+    shared = " and ".join(x for x, n in (("A's", cn), ("B^T's", cm)) if n > 1)
+    return f", clusters of {cluster} share {shared} tile" if cluster != 1 else ""
 
 
 def _v6w_versions(source: str | None = None) -> tuple:
@@ -360,7 +375,7 @@ def _v6w_versions(source: str | None = None) -> tuple:
         late, persistent, last = (m.group(i) == "true" for i in (6, 7, 8))
         features = ((", B fragments late" if late else "") + (", persistent" if persistent else "")
                     + (", last warp refills" if last else "")
-                    + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
+                    + _cluster_feature(bm, bn, cluster))
         out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(10), cluster=cluster,
                                 persistent=persistent))
     for m in _V6W_PRODUCER_LINE.finditer(text):
@@ -368,7 +383,7 @@ def _v6w_versions(source: str | None = None) -> tuple:
         persistent, staged_c, cluster = m.group(6) == "true", m.group(7) == "true", int(m.group(8))
         features = (", a producer warpgroup" + (", persistent" if persistent else "")
                     + (", C through shared memory" if staged_c else "")
-                    + (f", clusters of {cluster} share B^T's tile" if cluster != 1 else ""))
+                    + _cluster_feature(bm, bn, cluster))
         features += ", each slot released once its last fragments are loaded" if m.group(9) == "true" else ""
         features += ", the last MMAs before the wait for a late k-tile" if m.group(10) == "true" else ""
         out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(11), persistent=persistent,
@@ -482,7 +497,7 @@ def launch_config(version: TcVersion, m: int, n: int, k: int, sms: int = H100_SM
             grid = (min(sms, tiles * (k // version.multiple[2])),)
         else:
             # persistent: one block an SM, whole clusters of them (a cluster's blocks walk tile pairs together)
-            cluster = version.multiple[0] // bm
+            cluster = version.multiple[0] // bm * (version.multiple[1] // bn)
             grid = (max(cluster, min(tiles, sms) // cluster * cluster) if version.persistent else tiles,)
     else:
         grid = (n // bn, m // bm)

@@ -677,6 +677,70 @@ def tf32_l2_summary(entry: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+#: clusters of 2 sharing a tile by TMA multicast beside the same kernel alone, per tile shape (bash
+#: tools/device_tensor_cores_clusters.sh); at 256 x 128 the kernel alone also releases its slots early, which a
+#: cluster does not (an early release would need an order across the cluster)
+CLUSTER_PAIRS = {"256x128": ("tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst",
+                             "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_mmafirst"),
+                 "128x256": ("tc_v6w_tf32_128x256_s4_producer_persistent_staged",
+                             "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged")}
+
+
+def tf32_clusters(entry: dict | None = None) -> dict:
+    """Do fewer bytes from L2 buy time? Per shape of CLUSTER_PAIRS, the kernel alone and in clusters of 2: under
+    Nsight Compute (clocks unlocked, median of its launches: ``cycles``, ``l2_read_sectors``, ``tensor_pipe_pct``,
+    ``clock_ghz``) and back to back for 3 s at the board's power limit, twice in opposite orders (``tflops`` and
+    ``sm_clock_mhz`` of each run, and ``vs_cublas``: the rate over cuBLAS TF32 on B^T's of the same run). Per
+    shape also ``fewer_reads``, ``more_cycles``, ``clock_gain`` (the cluster's clock at the power limit over the
+    lone kernel's, each run's, - 1) and ``rate_gain`` (the same for TFLOP/s)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    c = entry.get("clusters")
+    if not c:
+        raise KeyError("no cluster measurements recorded: run bash tools/device_tensor_cores_clusters.sh, then "
+                       "python tools/store_tensor_cores_tf32.py")
+    runs = [{r["name"]: r for r in run["rows"]} for run in c["power"]]
+    shapes = {}
+    for shape, kernels in CLUSTER_PAIRS.items():
+        rows = {}
+        for label, kernel in zip(("alone", "clusters of 2"), kernels):
+            p = c["ncu"][kernel]
+            rows[label] = {"kernel": kernel, "launches": p.get("launches", 1),
+                           **{k: p[k] for k in ("cycles", "l2_read_sectors", "tensor_pipe_pct", "clock_ghz")},
+                           "tflops": [run[kernel]["tflops"] for run in runs],
+                           "sm_clock_mhz": [run[kernel]["sm_clock_mhz"] for run in runs],
+                           "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs]}
+        alone, pair = rows["alone"], rows["clusters of 2"]
+        shapes[shape] = {"rows": rows, "fewer_reads": 1 - pair["l2_read_sectors"] / alone["l2_read_sectors"],
+                         "more_cycles": pair["cycles"] / alone["cycles"] - 1,
+                         "clock_gain": [b / a - 1 for a, b in zip(alone["sm_clock_mhz"], pair["sm_clock_mhz"])],
+                         "rate_gain": [b / a - 1 for a, b in zip(alone["tflops"], pair["tflops"])]}
+    return {"device": c["power"][0]["device"], "date": c["power"][0]["date"], "shapes": shapes,
+            "cublas_tflops": [run["cublas:tf32:bt"]["tflops"] for run in runs], "command": c["command"]}
+
+
+def tf32_clusters_summary(entry: dict | None = None) -> str:
+    """tf32_clusters as the chapter prints it: per shape, the two kernels' cycles and L2 reads under the
+    profiler, then their clock and rate at the power limit in both runs."""
+    w = tf32_clusters(entry)
+    first = next(iter(w["shapes"].values()))["rows"]["alone"]
+    lines = [f"{w['device']}, {w['date']} ({w['command']}). Nsight Compute, clocks unlocked, median of "
+             f"{first['launches']} launches; then each kernel back to back for 3 s at the board's 700 W, twice "
+             f"(cuBLAS TF32 on B^T: {' and '.join(f'{t:.1f}' for t in w['cublas_tflops'])} TFLOP/s):",
+             f"{'':<24}{'cycles':>9}{'L2 reads':>10}{'clock (MHz)':>17}{'TFLOP/s':>16}{'of cuBLAS':>16}"]
+    for shape, x in w["shapes"].items():
+        for label, r in x["rows"].items():
+            lines.append(f"{shape + ' ' + label:<24}{r['cycles'] / 1e3:>8.0f}k{r['l2_read_sectors'] / 1e6:>9.1f}M"
+                         f"{' / '.join(f'{v:.0f}' for v in r['sm_clock_mhz']):>17}"
+                         f"{' / '.join(f'{v:.1f}' for v in r['tflops']):>16}"
+                         f"{' / '.join(f'{100 * v:.1f}' for v in r['vs_cublas']):>14} %")
+        lines.append(f"{'':<4}clusters of 2: {100 * x['fewer_reads']:.0f} % fewer L2 reads, {100 * x['more_cycles']:+.1f} % "
+                     f"cycles; at 700 W the clock {' / '.join(f'{100 * g:+.1f}' for g in x['clock_gain'])} %, "
+                     f"the rate {' / '.join(f'{100 * g:+.1f}' for g in x['rate_gain'])} %")
+    return "\n".join(lines)
+
+
 def tf32_stream_k(entry: dict | None = None) -> dict:
     """Stream-K against the persistent kernel: ``quantization`` (wave_quantization of the sweep's
     shape in the persistent kernel's tiles, over the blocks its profile ran: one an SM) and ``rows``,

@@ -64,7 +64,7 @@ def test_each_version_uses_the_instructions_it_claims():
             loads = body.count("ld.global") - (body.count("ld.global.cg.v4.f32") if v.stream_k else 0)
             assert "cp.async.cg" not in body and loads == 0, v.kernel
         if label == "v6w":          # one barrier, after the mbarriers' init (a cluster's: one at each end)
-            cluster = "share B^T's tile" in v.note
+            cluster = "clusters of 2 share" in v.note
             # stream-K: two more in the fix-up, around the count of blocks done with a tile (one atomic)
             barriers = 0 if cluster else 3 if v.stream_k else 1
             assert body.count("bar.sync") + body.count("barrier.sync") == barriers, v.kernel
@@ -75,8 +75,11 @@ def test_each_version_uses_the_instructions_it_claims():
             assert body.count("barrier.cluster.wait") == ((1 if producer else 2) if cluster else 0), v.kernel
             last = "last warp refills" in v.note                     # slots released by a count, not an mbarrier
             assert ("atom.shared.add" in body) == last and ("mbarrier.arrive.shared" in body) != last, v.kernel
-            shared_bt = "share B^T's tile" in v.note                 # a cluster: B^T's halves multicast, plain remote arrives
-            assert ("multicast::cluster" in body) == shared_bt and "mbarrier.arrive.release.cluster" not in body, v.kernel
+            # a cluster: halves of the shared tile multicast (B^T's, or A's when BM > BN), plain remote arrives
+            assert ("multicast::cluster" in body) == cluster and "mbarrier.arrive.release.cluster" not in body, v.kernel
+            if cluster:
+                shares_a = v.tile[0] > v.tile[1]
+                assert ("share A's tile" if shares_a else "share B^T's tile") in v.note, v.kernel
             # a producer warpgroup hands its registers to the consumers: 40 for it, 232 for each consumer thread
             producer = "a producer warpgroup" in v.note
             assert ("setmaxnreg.dec.sync.aligned.u32 40" in body) == producer, v.kernel
@@ -352,8 +355,11 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
     assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
     for v in v6w:
-        cluster = v.multiple[0] // v.tile[0]               # blocks sharing B^T's tile, one above the other
-        assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0]), (32, v.tile[1] // cluster)), v
+        cm, cn = v.multiple[0] // v.tile[0], v.multiple[1] // v.tile[1]   # blocks one above the other, side by side
+        assert cm * cn == (2 if "_cluster2" in v.kernel else 1) and T.cluster_shape(*v.tile, cm * cn) == (cm, cn), v
+        # a cluster of 2 shares the larger tile: each block's box is its half of it
+        assert cn == (2 if "_cluster2" in v.kernel and v.tile[0] > v.tile[1] else 1), v
+        assert v.tma and v.b_transposed and v.sm90a and v.tma_boxes == ((32, v.tile[0] // cn), (32, v.tile[1] // cm)), v
         assert v.stream_k == ("_streamk" in v.kernel) and T.stages_of(v) == 4, v
         assert v.persistent == ("_persistent" in v.kernel or v.stream_k), v
         # a producer warpgroup: 128 threads more than the 64 x 64 warps of the tile

@@ -14,7 +14,10 @@ beside the persistent kernel: time, DRAM bytes, L2 hit rate, tensor-pipe use), `
 are), ``ncu_producer_h100.txt`` (the kernels with a producer warpgroup: time, tensor-pipe use, stall reasons),
 ``ncu_feed_h100.txt`` (benchmarks/tensor_cores_tf32_feed.py: the persistent kernels with parts of their work
 switched off, cycles and pipe use, the median of each variant's launches) and ``ncu_mma_operands_h100.txt``
-(benchmarks/mma_operands.py: warps of nothing but MMAs, two a scheduler) and writes ``results["tensor_cores_tf32"]`` of
+(benchmarks/mma_operands.py: warps of nothing but MMAs, two a scheduler), and from ``bash
+tools/device_tensor_cores_clusters.sh`` ``ncu_clusters_h100.txt``, ``tensor_cores_power_clusters_h100.json``,
+``tensor_cores_power_clusters_reversed_h100.json`` and ``tensor_cores_head_to_head_clusters_h100.json`` (clusters of 2
+sharing a tile beside the same kernels alone: cycles, L2 reads, and TFLOP/s and clock at the board's power limit), and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -39,6 +42,10 @@ OPERANDS = REPO / "benchmarks/results/ncu_mma_operands_h100.txt"              # 
 POWER = REPO / "benchmarks/results/tensor_cores_power_h100.json"              # 3 s a kernel: the board at its limit
 POWER_SHORT = REPO / "benchmarks/results/tensor_cores_power_short_h100.json"  # 1 s: below it
 HEAD_TO_HEAD = REPO / "benchmarks/results/tensor_cores_head_to_head_h100.json"  # the best kernels and cuBLAS in turns
+CLUSTERS = {"ncu": REPO / "benchmarks/results/ncu_clusters_h100.txt",                 # clusters of 2 beside the same
+            "power": REPO / "benchmarks/results/tensor_cores_power_clusters_h100.json",  # kernels alone
+            "power_reversed": REPO / "benchmarks/results/tensor_cores_power_clusters_reversed_h100.json",
+            "head_to_head": REPO / "benchmarks/results/tensor_cores_head_to_head_clusters_h100.json"}
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -194,7 +201,8 @@ def feed_shapes() -> dict:
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
-          head_to_head: dict | None = None) -> dict:
+          head_to_head: dict | None = None, clusters: dict | None = None) -> dict:
+    """The stored entry; ``clusters``: the texts and JSON of CLUSTERS (by its keys), or None."""
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -215,7 +223,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/ncu_streamk_h100.txt", "benchmarks/results/ncu_source_streamk_h100.csv",
                       "benchmarks/results/ncu_shared_memory_h100.txt", "benchmarks/results/ncu_producer_h100.txt",
                       "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt",
-                      "benchmarks/results/tensor_cores_head_to_head_h100.json"],
+                      "benchmarks/results/tensor_cores_head_to_head_h100.json"]
+                     + [str(p.relative_to(REPO)) for p in CLUSTERS.values()],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
@@ -229,7 +238,19 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
             "feed": median_per_kernel(parse_ncu(feed_text)) if feed_text else {},
             "feed_shapes": feed_shapes(),
             # the last launch of each (the first, a warm-up, may be shorter)
-            "operands": {p["kernel"]: p for p in parse_ncu(operands_text)} if operands_text else {}}
+            "operands": {p["kernel"]: p for p in parse_ncu(operands_text)} if operands_text else {},
+            "clusters": None if clusters is None else {
+                "ncu": median_per_kernel(parse_ncu(clusters["ncu"])),
+                "power": [{k: clusters[key][k] for k in ("device", "date", "rows")} for key in ("power", "power_reversed")],
+                "head_to_head": {k: clusters["head_to_head"][k] for k in ("device", "date", "reference", "per_kernel",
+                                                                          "command")},
+                "command": "bash tools/device_tensor_cores_clusters.sh"}}
+
+
+def read_clusters() -> dict:
+    """CLUSTERS' files: the Nsight Compute text, the JSON of the others."""
+    return {k: p.read_text(encoding="utf-8") if p.suffix == ".txt" else json.loads(p.read_text(encoding="utf-8"))
+            for k, p in CLUSTERS.items()}
 
 
 def main() -> int:
@@ -244,7 +265,8 @@ def main() -> int:
                                                 SHARED.read_text(encoding="utf-8"),
                                                 PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
                                                 OPERANDS.read_text(encoding="utf-8"),
-                                                json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")))
+                                                json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")),
+                                                read_clusters())
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")
