@@ -690,7 +690,8 @@ def tf32_clusters(entry: dict | None = None) -> dict:
     """Do fewer bytes from L2 buy time? Per shape of CLUSTER_PAIRS, the kernel alone and in clusters of 2: under
     Nsight Compute (clocks unlocked, median of its launches: ``cycles``, ``l2_read_sectors``, ``tensor_pipe_pct``,
     ``clock_ghz``) and back to back for 3 s at the board's power limit, twice in opposite orders (``tflops`` and
-    ``sm_clock_mhz`` of each run, and ``vs_cublas``: the rate over cuBLAS TF32 on B^T's of the same run). Per
+    ``sm_clock_mhz`` of each run, and ``vs_cublas``: the rate over cuBLAS TF32 on B^T's of the same run) and in
+    turns with cuBLAS (``turns``: the head-to-head ratio, 20 rounds, when recorded). Per
     shape also ``fewer_reads``, ``more_cycles``, ``clock_gain`` (the cluster's clock at the power limit over the
     lone kernel's, each run's, - 1) and ``rate_gain`` (the same for TFLOP/s)."""
     from . import backend
@@ -701,6 +702,7 @@ def tf32_clusters(entry: dict | None = None) -> dict:
         raise KeyError("no cluster measurements recorded: run bash tools/device_tensor_cores_clusters.sh, then "
                        "python tools/store_tensor_cores_tf32.py")
     runs = [{r["name"]: r for r in run["rows"]} for run in c["power"]]
+    turns = (c.get("head_to_head") or {}).get("per_kernel", {})
     shapes = {}
     for shape, kernels in CLUSTER_PAIRS.items():
         rows = {}
@@ -710,7 +712,8 @@ def tf32_clusters(entry: dict | None = None) -> dict:
                            **{k: p[k] for k in ("cycles", "l2_read_sectors", "tensor_pipe_pct", "clock_ghz")},
                            "tflops": [run[kernel]["tflops"] for run in runs],
                            "sm_clock_mhz": [run[kernel]["sm_clock_mhz"] for run in runs],
-                           "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs]}
+                           "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs],
+                           "turns": turns.get(kernel, {}).get("ratio")}
         alone, pair = rows["alone"], rows["clusters of 2"]
         shapes[shape] = {"rows": rows, "fewer_reads": 1 - pair["l2_read_sectors"] / alone["l2_read_sectors"],
                          "more_cycles": pair["cycles"] / alone["cycles"] - 1,
@@ -728,13 +731,14 @@ def tf32_clusters_summary(entry: dict | None = None) -> str:
     lines = [f"{w['device']}, {w['date']} ({w['command']}). Nsight Compute, clocks unlocked, median of "
              f"{first['launches']} launches; then each kernel back to back for 3 s at the board's 700 W, twice "
              f"(cuBLAS TF32 on B^T: {' and '.join(f'{t:.1f}' for t in w['cublas_tflops'])} TFLOP/s):",
-             f"{'':<24}{'cycles':>9}{'L2 reads':>10}{'clock (MHz)':>17}{'TFLOP/s':>16}{'of cuBLAS':>16}"]
+             f"{'':<24}{'cycles':>9}{'L2 reads':>10}{'clock (MHz)':>17}{'TFLOP/s':>16}{'of cuBLAS':>16}{'in turns':>10}"]
     for shape, x in w["shapes"].items():
         for label, r in x["rows"].items():
             lines.append(f"{shape + ' ' + label:<24}{r['cycles'] / 1e3:>8.0f}k{r['l2_read_sectors'] / 1e6:>9.1f}M"
                          f"{' / '.join(f'{v:.0f}' for v in r['sm_clock_mhz']):>17}"
                          f"{' / '.join(f'{v:.1f}' for v in r['tflops']):>16}"
-                         f"{' / '.join(f'{100 * v:.1f}' for v in r['vs_cublas']):>14} %")
+                         f"{' / '.join(f'{100 * v:.1f}' for v in r['vs_cublas']):>14} %"
+                         + (f"{100 * r['turns']:>8.1f} %" if r["turns"] is not None else ""))
         lines.append(f"{'':<4}clusters of 2: {100 * x['fewer_reads']:.0f} % fewer L2 reads, {100 * x['more_cycles']:+.1f} % "
                      f"cycles; at 700 W the clock {' / '.join(f'{100 * g:+.1f}' for g in x['clock_gain'])} %, "
                      f"the rate {' / '.join(f'{100 * g:+.1f}' for g in x['rate_gain'])} %")
