@@ -1,0 +1,62 @@
+"""The browser tests' helpers that talk to JupyterLab's REST API, against a stand-in server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from browser_support import LabServer
+
+
+def _stand_in(failures: int):
+    """A server whose GET /api/kernels fails with 500 ``failures`` times, then lists kernel k1; it records DELETEs."""
+    seen = {"gets": 0, "deleted": []}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen["gets"] += 1
+            ok = seen["gets"] > failures
+            body = json.dumps([{"id": "k1"}] if ok else {"message": "Unhandled error"}).encode()
+            self.send_response(200 if ok else 500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_DELETE(self):
+            seen["deleted"].append(self.path.split("?")[0])
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, seen
+
+
+@pytest.mark.parametrize("failures", [0, 2])
+def test_kernels_are_shut_down_even_when_the_list_fails_while_one_starts(tmp_path, failures):
+    server, seen = _stand_in(failures)
+    try:
+        lab = LabServer(tmp_path, tmp_path)
+        lab.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+        lab.shutdown_kernels()
+        assert seen["gets"] == failures + 1 and seen["deleted"] == ["/api/kernels/k1"]
+    finally:
+        server.shutdown()
+
+
+def test_a_list_that_keeps_failing_is_reported(tmp_path):
+    server, seen = _stand_in(failures=100)
+    try:
+        lab = LabServer(tmp_path, tmp_path)
+        lab.base_url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(AssertionError, match="HTTP 500 ten times"):
+            lab.shutdown_kernels()
+        assert seen["gets"] == 10 and seen["deleted"] == []
+    finally:
+        server.shutdown()
