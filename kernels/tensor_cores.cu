@@ -1816,15 +1816,11 @@ struct MmaTf32Tma {
     static constexpr int A_BYTES = Bt::A_BYTES, STAGE_BYTES = Bt::STAGE_BYTES;
     static_assert(STAGE_BYTES % 1024 == 0 && A_BYTES % 1024 == 0, "TMA's 128-byte swizzle repeats every 1024 bytes");
     static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
-    // A cluster's blocks hold CM x CN neighbouring tiles (CM one above the other share B^T's tile, CN side by side
-    // share A's), each asking the TMA for 1/CN of A's tile and 1/CM of B^T's, multicast to the blocks that share it.
-    // CLUSTER 2 shares the larger tile: B^T's when BN >= BM (tiles one above the other in a group), A's when BM > BN
-    // (side by side). A k-tile of 256 x 128 tiles is 48 KB from L2 for a tile alone, 32 KB a tile in a pair sharing A.
-    // (2 x 2 clusters sharing both, 24 KB, were tried once: 1.6 million cycles instead of 0.9, the tensor pipe 48 %
-    // busy, as if some of the persistent grid's 33 clusters of 4 waited for others to finish; how many clusters of 4
-    // an H100 holds at once was not measured.)
-    static constexpr int CM = CLUSTER == 2 && BN >= BM ? 2 : 1, CN = CLUSTER / CM;
-    static constexpr bool SHARE_A = CN > 1;
+    // CLUSTER 2: the pair shares the larger operand tile, each block asking the TMA for half of it, multicast to
+    // both: B^T's when BN >= BM (tiles one above the other in a group), A's when BM > BN (tiles side by side, GROUP
+    // then groups rows of pairs; kernels/tensor_cores.py: cluster_shape). A k-tile of 256 x 128 tiles is 48 KB from
+    // L2 for a tile alone, 32 KB a tile in a pair sharing A.
+    static constexpr bool SHARE_A = CLUSTER == 2 && BM > BN;
     static_assert(CLUSTER == 1 || (CLUSTER == 2 && (!PERSISTENT || PRODUCER) && !LAST_ISSUES && (SHARE_A || GROUP % 2 == 0)),
                   "CLUSTER 2: a cluster's blocks hold neighbouring tiles; persistent, "
                   "they walk tiles 2c + r + p gridDim.x together (gridDim.x even)");
@@ -1978,10 +1974,9 @@ struct MmaTf32Tma {
         const int total = sched.total;
         auto origin = [&](int tile, int& m0, int& n0) {
             int bm, bn;
-            if constexpr (SHARE_A) {                          // tile CLUSTER q + r: cluster tile q's block r
-                grouped_tile<GROUP>(tile / CLUSTER, tiles_m / CM, tiles_n / CN, bm, bn);
-                bm = CM * bm + tile % CM;
-                bn = CN * bn + tile % CLUSTER / CM;
+            if constexpr (SHARE_A) {                          // tile 2p + r: pair p's left (r = 0) or right tile
+                grouped_tile<GROUP>(tile / 2, tiles_m, tiles_n / 2, bm, bn);
+                bn = 2 * bn + tile % 2;
             } else grouped_tile<GROUP>(tile, tiles_m, tiles_n, bm, bn);   // CLUSTER 2: tiles 2c, 2c + 1 one above the other
             m0 = bm * BM;
             n0 = bn * BN;
@@ -2015,15 +2010,10 @@ struct MmaTf32Tma {
             if (ig >= STAGES) mbar_wait(empty + 8 * s, ((ig / STAGES) & 1) ^ 1);
             const u32 sa = base + s * STAGE_BYTES;
             mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
-            if constexpr (SHARE_A) {                          // 1/CN of A's tile to the CN blocks in its row (rank % CM)
-                const u32 rm = rank % CM, rn = rank / CM;
-                tma_load_2d_multicast(sa + rn * (BM / CN) * 128, tma_a, ikt * 32, im0 + rn * (BM / CN), full + 8 * s,
-                                      (unsigned short)(((1 << CLUSTER) - 1) / ((1 << CM) - 1) << rm));
-                if constexpr (CM > 1)                         // 1/CM of B^T's to the CM blocks in its column (rank / CM)
-                    tma_load_2d_multicast(sa + A_BYTES + rm * (BN / CM) * 128, tma_bt, ikt * 32, in0 + rm * (BN / CM),
-                                          full + 8 * s, (unsigned short)(((1 << CM) - 1) << (rn * CM)));
-                else
-                    tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
+            if constexpr (SHARE_A) {                          // half of A's tile, to both blocks; B^T's tile, its own
+                tma_load_2d_multicast(sa + rank * (BM / 2) * 128, tma_a, ikt * 32, im0 + rank * (BM / 2), full + 8 * s,
+                                      (unsigned short)0b11);
+                tma_load_2d(sa + A_BYTES, tma_bt, ikt * 32, in0, full + 8 * s);
             } else {
                 tma_load_2d(sa, tma_a, ikt * 32, im0, full + 8 * s);
                 if constexpr (CLUSTER > 1)

@@ -335,8 +335,8 @@ def _v6t_configs(source: str | None = None) -> tuple:
 
 
 def cluster_shape(bm: int, bn: int, cluster: int) -> tuple:
-    """(CM, CN) of tensor_cores.cu's MmaTf32Tma: a cluster's blocks hold CM tiles one above the other (sharing
-    B^T's tile) by CN side by side (sharing A's); a cluster of 2 shares the larger tile."""
+    """(CM, CN): a cluster's blocks hold CM tiles one above the other (sharing B^T's tile) by CN side by side
+    (sharing A's). A cluster of 2 shares the larger tile, as tensor_cores.cu's MmaTf32Tma does (SHARE_A)."""
     cm = 2 if cluster == 2 and bn >= bm else 1
     return cm, cluster // cm
 

@@ -645,6 +645,13 @@ L2_KERNELS = {"alone": "tc_v6w_tf32_128x256_s4_producer_persistent_staged",
               "clusters of 2": "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged"}
 
 
+def _pair_costs(alone: dict, pair: dict) -> dict:
+    """What a cluster of 2 saves and costs against the kernel alone: ``fewer_reads`` (1 - its L2 read sectors /
+    the lone kernel's) and ``more_cycles`` (its cycles / the lone kernel's - 1)."""
+    return {"fewer_reads": 1 - pair["l2_read_sectors"] / alone["l2_read_sectors"],
+            "more_cycles": pair["cycles"] / alone["cycles"] - 1}
+
+
 def tf32_l2(entry: dict | None = None) -> dict:
     """Is L2 what is left? The kernels of L2_KERNELS under Nsight Compute (``bash
     tools/device_tensor_cores_ncu.sh producer``, the median of their launches): ``rows`` (label -> ``kernel``,
@@ -658,10 +665,8 @@ def tf32_l2(entry: dict | None = None) -> dict:
         p = _producer_profile(entry, kernel, "l2_read_sectors")
         rows[label] = {"kernel": kernel, "launches": p.get("launches", 1),
                        **{k: p[k] for k in ("cycles", "l2_read_sectors", "l2_throughput_pct", "tensor_pipe_pct")}}
-    alone, cluster = rows["alone"], rows["clusters of 2"]
     return {"device": entry["device"], "date": entry["date"], "rows": rows,
-            "fewer_reads": 1 - cluster["l2_read_sectors"] / alone["l2_read_sectors"],
-            "more_cycles": cluster["cycles"] / alone["cycles"] - 1}
+            **_pair_costs(rows["alone"], rows["clusters of 2"])}
 
 
 def tf32_l2_summary(entry: dict | None = None) -> str:
@@ -715,8 +720,7 @@ def tf32_clusters(entry: dict | None = None) -> dict:
                            "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs],
                            "turns": turns.get(kernel, {}).get("ratio")}
         alone, pair = rows["alone"], rows["clusters of 2"]
-        shapes[shape] = {"rows": rows, "fewer_reads": 1 - pair["l2_read_sectors"] / alone["l2_read_sectors"],
-                         "more_cycles": pair["cycles"] / alone["cycles"] - 1,
+        shapes[shape] = {"rows": rows, **_pair_costs(alone, pair),
                          "clock_gain": [b / a - 1 for a, b in zip(alone["sm_clock_mhz"], pair["sm_clock_mhz"])],
                          "rate_gain": [b / a - 1 for a, b in zip(alone["tflops"], pair["tflops"])]}
     return {"device": c["power"][0]["device"], "date": c["power"][0]["date"], "shapes": shapes,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Clusters of 2 with a producer warpgroup, on the lent GPU machine, in about 4 minutes: do fewer bytes from L2
 # buy time? Two blocks of a cluster share the larger tile of A or B^T by TMA multicast (kernels/tensor_cores.cu,
-# MmaTf32Tma's CM x CN), so each k-tile brings a third fewer bytes from L2; the blocks then wait for each other's
+# MmaTf32Tma's SHARE_A), so each k-tile brings a third fewer bytes from L2; the blocks then wait for each other's
 # consumers before a slot is refilled. Measured against the same kernels without clusters (256 x 128: the best
 # kernel, whose slots are also released early; 128 x 256: the same steps, C staged), three ways:
 #   ncu_clusters_h100.txt                        Nsight Compute, clocks unlocked, 4 launches each: cycles,

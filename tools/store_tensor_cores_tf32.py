@@ -198,6 +198,18 @@ def feed_shapes() -> dict:
     return {name: [FULL_WAVES_M if name == "full_waves" else 4096, 4096, 4096] for name in VARIANTS}
 
 
+_TURNS_KEYS = ("device", "date", "reference", "rounds", "per_kernel", "command")   # of a head-to-head run's JSON
+
+
+def _pick(d: dict, keys) -> dict:
+    return {k: d[k] for k in keys}
+
+
+def _power_run(power: dict | None) -> dict | None:
+    """What the entry keeps of a benchmarks/tensor_cores_power.py run."""
+    return None if power is None else _pick(power, ("device", "date", "rows"))
+
+
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
@@ -227,11 +239,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                      + [str(p.relative_to(REPO)) for p in CLUSTERS.values()],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
-            "power": None if power is None else {k: power[k] for k in ("device", "date", "rows")},
-            "power_short": None if power_short is None else {k: power_short[k] for k in ("device", "date", "rows")},
-            "head_to_head": None if head_to_head is None else {k: head_to_head[k] for k in
-                                                                ("device", "date", "reference", "rounds", "per_kernel",
-                                                                 "command")},
+            "power": _power_run(power), "power_short": _power_run(power_short),
+            "head_to_head": None if head_to_head is None else _pick(head_to_head, _TURNS_KEYS),
             "stream_k": first_per_kernel(parse_ncu(stream_k_text)) if stream_k_text else {},
             "stream_k_sampled": parse_source(stream_k_source) if stream_k_source else {},
             "shared_memory": first_per_kernel(parse_ncu(shared_text)) if shared_text else {},
@@ -241,9 +250,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
             "operands": {p["kernel"]: p for p in parse_ncu(operands_text)} if operands_text else {},
             "clusters": None if clusters is None else {
                 "ncu": median_per_kernel(parse_ncu(clusters["ncu"])),
-                "power": [{k: clusters[key][k] for k in ("device", "date", "rows")} for key in ("power", "power_reversed")],
-                "head_to_head": {k: clusters["head_to_head"][k] for k in ("device", "date", "reference", "per_kernel",
-                                                                          "command")},
+                "power": [_power_run(clusters[key]) for key in ("power", "power_reversed")],
+                "head_to_head": _pick(clusters["head_to_head"], [k for k in _TURNS_KEYS if k != "rounds"]),
                 "command": "bash tools/device_tensor_cores_clusters.sh"}}
 
 
