@@ -6,6 +6,9 @@ with values of few or all mantissa bits, against mma_peak's pattern (every MMA r
 A GEMM's warp of 64 x 64 reads 4 A and 8 B fragments per k-step (a4b8). FP16's m16n8k16 for comparison.
 
     python benchmarks/mma_operands.py [OUT.json]        (NAMES=a4b8,same8 ROUNDS=1 REPS=1 for a profile)
+
+``launcher(name)`` gives one variant's launch and its FLOPs to other benchmarks (tensor_cores_power.py's
+``mma:<variant>``: the same warps at the board's power limit).
 """
 import json
 import os
@@ -15,10 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-import cupy
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from simtlab.gpubench.harness import time_launches  # noqa: E402
 
 SRC = r'''
 typedef unsigned int u32;
@@ -87,27 +87,46 @@ VARIANTS = {"same8": (1, 8, True, False, False, False), "same32": (4, 8, True, F
 SRC += "".join(f'extern "C" __global__ void __launch_bounds__(256, 1) {name}(float* out, int it, u32 seed) '
                f'{{ body<{", ".join(str(x).lower() for x in params)}>(out, it, seed); }}\n'
                for name, params in VARIANTS.items())
-NAMES = os.environ["NAMES"].split(",") if os.environ.get("NAMES") else list(VARIANTS)
 SMEM = 160 * 1024                                          # one block an SM
 
-mod = cupy.RawModule(code=SRC, options=("-arch=sm_90a",))
-sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-out = cupy.zeros(sms * 256, cupy.float32)
-res = {}
-for _ in range(int(os.environ.get("ROUNDS", 2))):
-    for name in NAMES:
-        mt, nt, *_rest = VARIANTS[name]
-        iters = 40000 // (mt * nt) * 8                     # about 2 ms a launch
-        kernel = mod.get_function(name)
-        kernel.max_dynamic_shared_size_bytes = SMEM
-        t = time_launches(lambda: kernel((sms,), (256,), (out, np.int32(iters), np.uint32(1)), shared_mem=SMEM),
-                          warmup=0, repeat=int(os.environ.get("REPS", 5)), batch_ms=0)
-        flops = sms * 8 * iters * mt * nt * 2 * 16 * 8 * (16 if name.startswith("f16") else 8)
-        res.setdefault(name, []).append(flops / t["median_ms"] / 1e9)
-for name in NAMES:
-    print(f"{name:14s} {max(res[name]):7.1f} TFLOP/s  {res[name]}")
-if len(sys.argv) > 1:
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    Path(sys.argv[1]).write_text(json.dumps({"device": props["name"].decode(), "date": time.strftime("%Y-%m-%d"),
-                                             "command": "python benchmarks/mma_operands.py",
-                                             "tflops_per_round": res}, indent=1))
+
+def launcher(name: str):
+    """``(run, flops)``: one launch of variant ``name`` on every SM (one block of 8 warps an SM, about 2 ms) and
+    the FLOPs of its MMAs."""
+    import cupy
+
+    mt, nt, *_rest = VARIANTS[name]
+    iters = 40000 // (mt * nt) * 8                         # about 2 ms a launch
+    if not hasattr(launcher, "module"):
+        launcher.module = cupy.RawModule(code=SRC, options=("-arch=sm_90a",))
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = cupy.zeros(sms * 256, cupy.float32)
+    kernel = launcher.module.get_function(name)
+    kernel.max_dynamic_shared_size_bytes = SMEM
+    flops = sms * 8 * iters * mt * nt * 2 * 16 * 8 * (16 if name.startswith("f16") else 8)
+    return (lambda: kernel((sms,), (256,), (out, np.int32(iters), np.uint32(1)), shared_mem=SMEM)), flops
+
+
+def main() -> None:
+    import cupy
+
+    from simtlab.gpubench.harness import time_launches
+
+    names = os.environ["NAMES"].split(",") if os.environ.get("NAMES") else list(VARIANTS)
+    res = {}
+    for _ in range(int(os.environ.get("ROUNDS", 2))):
+        for name in names:
+            run, flops = launcher(name)
+            t = time_launches(run, warmup=0, repeat=int(os.environ.get("REPS", 5)), batch_ms=0)
+            res.setdefault(name, []).append(flops / t["median_ms"] / 1e9)
+    for name in names:
+        print(f"{name:14s} {max(res[name]):7.1f} TFLOP/s  {res[name]}")
+    if len(sys.argv) > 1:
+        props = cupy.cuda.runtime.getDeviceProperties(0)
+        Path(sys.argv[1]).write_text(json.dumps({"device": props["name"].decode(), "date": time.strftime("%Y-%m-%d"),
+                                                 "command": "python benchmarks/mma_operands.py",
+                                                 "tflops_per_round": res}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

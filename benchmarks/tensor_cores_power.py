@@ -4,7 +4,8 @@ benchmark times them: does a kernel that keeps the tensor pipe busier get a lowe
     python benchmarks/tensor_cores_power.py tc_v6w_tf32_256x128_s4 cublas:tf32:bt [--seconds 3] [--out F]
 
 Each argument is a kernel of kernels/tensor_cores.py or ``cublas:<precision>[:bt]`` (as in
-benchmarks/ncu_tensor_cores.py). Each runs back to back at 4096^3 for ``--seconds``; nvidia-smi is
+benchmarks/ncu_tensor_cores.py), or ``mma:<variant>`` of benchmarks/mma_operands.py (warps of nothing but
+MMAs: what mma.sync alone draws). Each runs back to back at 4096^3 for ``--seconds``; nvidia-smi is
 sampled every 50 ms meanwhile (SM clock, power draw, its power limit) and the samples of the
 second half are kept (the first half warms the board up). TFLOP/s come from CUDA events over the
 same launches. Writes JSON (``--out``; default ``$OUT/tensor_cores_power.json``).
@@ -40,11 +41,22 @@ def median(values):
 
 
 def measure(name: str, seconds: float, n: int = 4096) -> dict:
-    import cupy
+    """``name`` back to back for ``seconds``: a kernel of kernels/tensor_cores.py or ``cublas:...`` at n^3, or
+    ``mma:<variant>``, warps of nothing but MMAs (benchmarks/mma_operands.py)."""
+    if name.startswith("mma:"):
+        from mma_operands import launcher
 
+        return back_to_back(name, *launcher(name[len("mma:"):]), seconds)
     from ncu_tensor_cores import make_run
 
-    run = make_run(name, n=n)
+    return back_to_back(name, make_run(name, n=n), 2 * n ** 3, seconds)
+
+
+def back_to_back(name: str, run, flops: float, seconds: float) -> dict:
+    """``run()`` (one launch of ``flops``) back to back for ``seconds``: TFLOP/s from CUDA events over the second
+    half's launches, and the medians of nvidia-smi's samples over the same half."""
+    import cupy
+
     run()
     cupy.cuda.runtime.deviceSynchronize()
     smi = sample()
@@ -75,7 +87,7 @@ def measure(name: str, seconds: float, n: int = 4096) -> dict:
     rows = rows[len(rows) * int(100 * half / total) // 100:] if rows else rows     # the second half's samples
     per_launch = elapsed_ms / (launches - start_launches)
     return {"name": name, "launches": launches - start_launches, "ms": per_launch,
-            "tflops": 2 * n ** 3 / (per_launch * 1e-3) / 1e12, "samples": len(rows),
+            "tflops": flops / (per_launch * 1e-3) / 1e12, "samples": len(rows),
             "sm_clock_mhz": median([r[0] for r in rows]), "power_w": median([r[1] for r in rows]),
             "power_limit_w": median([r[2] for r in rows])}
 

@@ -1847,7 +1847,15 @@ struct MmaTf32Tma {
     // EARLY_RELEASE: a consumer warp releases slot s once it has loaded the slot's last fragments (k-step KSTEPS - 1,
     // loaded during k-step KSTEPS - 2), not after the MMAs of its last two k-steps: the producer refills it sooner.
     // (The arrive orders the warp's ldmatrix reads of the slot before the TMA's writes, as it does after the MMAs.)
-    static_assert(!EARLY_RELEASE || (PRODUCER && CLUSTER == 1 && !B_LATE), "EARLY_RELEASE: a producer, one block, B with A");
+    static_assert(!EARLY_RELEASE || (PRODUCER && !B_LATE), "EARLY_RELEASE: a producer, B with A");
+    // RELAY (EARLY_RELEASE in a cluster): a consumer warp's arrive orders its ldmatrix reads before the arrive for its
+    // own block only, so a warp that releases a slot early tells its own producer (freed[s]), and the producer, once
+    // all its consumers have, tells both blocks (empty[s]: one arrive from each block's producer) before the pair's
+    // copies refill the slot. The chain is of events that already happened: the reads were done when the consumers
+    // arrived, before the producer's arrive, before the other producer's copy. (A consumer's remote arrive made
+    // .release.cluster would give that order on its own; ptxas puts a MEMBAR.ALL.GPU before it, which halved the
+    // rate: see V6W_KERNEL's CLUSTER 2.)
+    static constexpr bool RELAY = EARLY_RELEASE && CLUSTER > 1;
     // MMA_FIRST: at a k-tile's last k-step the warp first tests (without waiting) whether the next k-tile has landed;
     // if not, it issues the k-step's MMAs and only then waits and loads the next fragments (a consumer warp found
     // the next k-tile missing at the first look in 19 % of the k-tiles: benchmarks/results/ncu_source_staged_h100.csv)
@@ -1932,14 +1940,15 @@ struct MmaTf32Tma {
                                                int* __restrict__ counters = nullptr)
     {
         extern __shared__ __align__(128) unsigned char smem[];
-        __shared__ __align__(8) unsigned long long bars[2 * STAGES];        // full[0..S-1], empty[0..S-1]
+        __shared__ __align__(8) unsigned long long bars[(RELAY ? 3 : 2) * STAGES];   // full[0..S-1], empty[0..S-1], RELAY: freed
         __shared__ int released[STAGES];                                    // LAST_ISSUES: warps done with each slot
         const u32 base = (smem_u32(smem) + 1023) & ~1023u;
         const u32 full = smem_u32(&bars[0]), empty = smem_u32(&bars[STAGES]);
         if (threadIdx.x == 0) {
             for (int s = 0; s < STAGES; ++s) {
                 mbar_init(full + 8 * s, 1);                   // the issuer's arrive.expect_tx (+ the TMA's bytes)
-                mbar_init(empty + 8 * s, WARPS * CLUSTER);
+                mbar_init(empty + 8 * s, RELAY ? CLUSTER : WARPS * CLUSTER);
+                if (RELAY) mbar_init(empty + 8 * (STAGES + s), WARPS);
             }
             asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
             for (int s = 0; s < STAGES; ++s) released[s] = 0;
@@ -2005,9 +2014,20 @@ struct MmaTf32Tma {
             origin(tile, im0, in0);
         };
         if (!PRODUCER && threadIdx.x == 0 && sched.units > 0) start_unit(0);
+        // k-tile g may go into slot g % STAGES once k-tile g - STAGES has left it in every block of the cluster
+        const u32 freed = empty + 8 * STAGES;                 // RELAY: this block's consumers released the slot
+        auto wait_empty = [&](int g) {
+            const int s = g % STAGES;
+            const u32 parity = ((g / STAGES) & 1) ^ 1;
+            if constexpr (RELAY) {
+                mbar_wait(freed + 8 * s, parity);
+                for (u32 r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty + 8 * s, r);
+            }
+            mbar_wait(empty + 8 * s, parity);
+        };
         auto issue_next = [&]() {
             const int s = ig % STAGES;
-            if (ig >= STAGES) mbar_wait(empty + 8 * s, ((ig / STAGES) & 1) ^ 1);
+            if (ig >= STAGES) wait_empty(ig);
             const u32 sa = base + s * STAGE_BYTES;
             mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
             if constexpr (SHARE_A) {                          // half of A's tile, to both blocks; B^T's tile, its own
@@ -2036,8 +2056,7 @@ struct MmaTf32Tma {
             // instruction after the consumers' loop (a cluster barrier, even a __syncwarp) made ptxas spill 400
             // bytes inside it.
             if constexpr (CLUSTER > 1)
-                for (int g = total > STAGES ? total : STAGES; g < total + STAGES; ++g)
-                    mbar_wait(empty + 8 * (g % STAGES), ((g / STAGES) & 1) ^ 1);
+                for (int g = total > STAGES ? total : STAGES; g < total + STAGES; ++g) wait_empty(g);
             return;
         } else if (!PRODUCER && threadIdx.x == 0) {
             if (LAST_ISSUES)
@@ -2073,7 +2092,7 @@ struct MmaTf32Tma {
                         if (!B_LATE) Bt::load_b_frags(next, sb, offsets, kk + 1);
                         if (EARLY_RELEASE && kk == KSTEPS - 2) {     // the slot's last fragments are loaded
                             __syncwarp();
-                            if (lane == 0) mbar_arrive(empty + 8 * s);
+                            if (lane == 0) mbar_arrive((RELAY ? freed : empty) + 8 * s);
                         }
                     } else if (g + 1 < total) {               // the next k-tile, of this tile or the next
                         if (MMA_FIRST && !mbar_test_wait(full + 8 * ns, ((g + 1) / STAGES) & 1)) {
@@ -2124,7 +2143,8 @@ struct MmaTf32Tma {
 // walking tiles gridDim.x apart. LAST_ISSUES: the last warp done with a slot refills it (else thread 0, STAGES-1
 // k-tiles ahead). CLUSTER 2: blocks 2c, 2c+1 form a cluster and share B^T's tile, each asking the TMA for half of
 // it, multicast to both; the consumers release a slot in both blocks (a remote mbarrier arrive, plain: with
-// .release.cluster it brings a MEMBAR.ALL.GPU that halved the rate, benchmarks/results/ncu_source_tf32_cluster2_h100.csv).
+// .release.cluster it brings a MEMBAR.ALL.GPU that halved the rate, benchmarks/results/ncu_source_tf32_cluster2_h100.csv),
+// after their MMAs; or, with EARLY_RELEASE, in their own block, and the producers relay it (MmaTf32Tma's RELAY).
 #define V6W_KERNEL(name, BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER)                       \
     extern "C" __global__ void __launch_bounds__((BM / 64) * (BN / 64) * 32, 1) __cluster_dims__(CLUSTER, 1, 1) \
     name(const __grid_constant__ TmaDescriptor tma_a, const __grid_constant__ TmaDescriptor tma_bt,             \
@@ -2179,5 +2199,7 @@ V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged_early, 128
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early, 256, 128, 4, 8, true, true, 1, true, false)  // tall, slots released early
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_producer_persistent_staged_early_mmafirst, 128, 256, 4, 8, true, true, 1, true, true)  // when the next k-tile has not landed, the k-tile's last MMAs go first and the wait after them: the warp multiplies while it waits
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst, 256, 128, 4, 8, true, true, 1, true, true)  // tall, last MMAs first
-V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_mmafirst, 128, 256, 4, 8, true, true, 2, false, true)  // clusters of 2 sharing B^T's tile, last MMAs first: a third fewer bytes from L2 (slots released after the MMAs: an early release would need an order across the cluster)
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_mmafirst, 128, 256, 4, 8, true, true, 2, false, true)  // clusters of 2 sharing B^T's tile, last MMAs first: a third fewer bytes from L2 (slots released after the MMAs, by remote arrives in both blocks)
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_mmafirst, 256, 128, 4, 8, true, true, 2, false, true)  // tall, clusters of 2 side by side sharing A's tile
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_early_mmafirst, 128, 256, 4, 8, true, true, 2, true, true)  // and slots released early, relayed by the producers: refilled half a k-tile sooner, as alone
+V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst, 256, 128, 4, 8, true, true, 2, true, true)  // tall, sharing A's tile, slots released early through the producers

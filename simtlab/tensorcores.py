@@ -682,22 +682,26 @@ def tf32_l2_summary(entry: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-#: clusters of 2 sharing a tile by TMA multicast beside the same kernel alone, per tile shape (bash
-#: tools/device_tensor_cores_clusters.sh); at 256 x 128 the kernel alone also releases its slots early, which a
-#: cluster does not (an early release would need an order across the cluster)
-CLUSTER_PAIRS = {"256x128": ("tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst",
-                             "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_mmafirst"),
-                 "128x256": ("tc_v6w_tf32_128x256_s4_producer_persistent_staged",
-                             "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged")}
+#: per tile shape, the kernel alone and in clusters of 2 that share a tile by TMA multicast (bash
+#: tools/device_tensor_cores_clusters.sh), all with C staged and the last MMAs first: alone and "early" release each
+#: slot once its last fragments are loaded; "clusters of 2" after the MMAs, by remote arrives in both blocks;
+#: "clusters, early" early, each block's producer relaying its consumers' release to both (MmaTf32Tma's RELAY)
+CLUSTER_KERNELS = {
+    "256x128": {"alone": "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst",
+                "clusters of 2": "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_mmafirst",
+                "clusters, early": "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst"},
+    "128x256": {"alone": "tc_v6w_tf32_128x256_s4_producer_persistent_staged_early_mmafirst",
+                "clusters of 2": "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_mmafirst",
+                "clusters, early": "tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_early_mmafirst"}}
 
 
 def tf32_clusters(entry: dict | None = None) -> dict:
-    """Do fewer bytes from L2 buy time? Per shape of CLUSTER_PAIRS, the kernel alone and in clusters of 2: under
+    """Do fewer bytes from L2 buy time? Per shape of CLUSTER_KERNELS, the kernel alone and in clusters of 2: under
     Nsight Compute (clocks unlocked, median of its launches: ``cycles``, ``l2_read_sectors``, ``tensor_pipe_pct``,
     ``clock_ghz``) and back to back for 3 s at the board's power limit, twice in opposite orders (``tflops`` and
     ``sm_clock_mhz`` of each run, and ``vs_cublas``: the rate over cuBLAS TF32 on B^T's of the same run) and in
-    turns with cuBLAS (``turns``: the head-to-head ratio, 20 rounds, when recorded). Per
-    shape also ``fewer_reads``, ``more_cycles``, ``clock_gain`` (the cluster's clock at the power limit over the
+    turns with cuBLAS (``turns``: the head-to-head ratio, 20 rounds, when recorded). Per shape also ``against``:
+    per cluster kernel, ``fewer_reads``, ``more_cycles``, ``clock_gain`` (its clock at the power limit over the
     lone kernel's, each run's, - 1) and ``rate_gain`` (the same for TFLOP/s)."""
     from . import backend
 
@@ -709,9 +713,9 @@ def tf32_clusters(entry: dict | None = None) -> dict:
     runs = [{r["name"]: r for r in run["rows"]} for run in c["power"]]
     turns = (c.get("head_to_head") or {}).get("per_kernel", {})
     shapes = {}
-    for shape, kernels in CLUSTER_PAIRS.items():
+    for shape, kernels in CLUSTER_KERNELS.items():
         rows = {}
-        for label, kernel in zip(("alone", "clusters of 2"), kernels):
+        for label, kernel in kernels.items():
             p = c["ncu"][kernel]
             rows[label] = {"kernel": kernel, "launches": p.get("launches", 1),
                            **{k: p[k] for k in ("cycles", "l2_read_sectors", "tensor_pipe_pct", "clock_ghz")},
@@ -719,17 +723,19 @@ def tf32_clusters(entry: dict | None = None) -> dict:
                            "sm_clock_mhz": [run[kernel]["sm_clock_mhz"] for run in runs],
                            "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs],
                            "turns": turns.get(kernel, {}).get("ratio")}
-        alone, pair = rows["alone"], rows["clusters of 2"]
-        shapes[shape] = {"rows": rows, **_pair_costs(alone, pair),
-                         "clock_gain": [b / a - 1 for a, b in zip(alone["sm_clock_mhz"], pair["sm_clock_mhz"])],
-                         "rate_gain": [b / a - 1 for a, b in zip(alone["tflops"], pair["tflops"])]}
+        alone = rows["alone"]
+        shapes[shape] = {"rows": rows, "against": {
+            label: {**_pair_costs(alone, pair),
+                    "clock_gain": [b / a - 1 for a, b in zip(alone["sm_clock_mhz"], pair["sm_clock_mhz"])],
+                    "rate_gain": [b / a - 1 for a, b in zip(alone["tflops"], pair["tflops"])]}
+            for label, pair in rows.items() if label != "alone"}}
     return {"device": c["power"][0]["device"], "date": c["power"][0]["date"], "shapes": shapes,
             "cublas_tflops": [run["cublas:tf32:bt"]["tflops"] for run in runs], "command": c["command"]}
 
 
 def tf32_clusters_summary(entry: dict | None = None) -> str:
-    """tf32_clusters as the chapter prints it: per shape, the two kernels' cycles and L2 reads under the
-    profiler, then their clock and rate at the power limit in both runs."""
+    """tf32_clusters as the chapter prints it: per shape, the kernels' cycles and L2 reads under the profiler, their
+    clock and rate at the power limit in both runs and in turns, then each cluster kernel against the one alone."""
     w = tf32_clusters(entry)
     first = next(iter(w["shapes"].values()))["rows"]["alone"]
     lines = [f"{w['device']}, {w['date']} ({w['command']}). Nsight Compute, clocks unlocked, median of "
@@ -743,9 +749,82 @@ def tf32_clusters_summary(entry: dict | None = None) -> str:
                          f"{' / '.join(f'{v:.1f}' for v in r['tflops']):>16}"
                          f"{' / '.join(f'{100 * v:.1f}' for v in r['vs_cublas']):>14} %"
                          + (f"{100 * r['turns']:>8.1f} %" if r["turns"] is not None else ""))
-        lines.append(f"{'':<4}clusters of 2: {100 * x['fewer_reads']:.0f} % fewer L2 reads, {100 * x['more_cycles']:+.1f} % "
-                     f"cycles; at 700 W the clock {' / '.join(f'{100 * g:+.1f}' for g in x['clock_gain'])} %, "
-                     f"the rate {' / '.join(f'{100 * g:+.1f}' for g in x['rate_gain'])} %")
+        for label, g in x["against"].items():
+            lines.append(f"{'':<4}{label}: {100 * g['fewer_reads']:.0f} % fewer L2 reads, {100 * g['more_cycles']:+.1f} % "
+                         f"cycles; at 700 W the clock {' / '.join(f'{100 * v:+.1f}' for v in g['clock_gain'])} %, "
+                         f"the rate {' / '.join(f'{100 * v:+.1f}' for v in g['rate_gain'])} %")
+    return "\n".join(lines)
+
+
+#: benchmarks/tensor_cores_tf32_feed.py's variants of the best kernel (``--designs best``), as the chapter names them
+POWER_PARTS = {"the kernel": "all", "no store of C": "no_store", "no tiles (ldmatrix, MMAs)": "no_data",
+               "no tiles, no ldmatrix (MMAs)": "no_data_ldsm", "tiles only (no MMAs)": "data_only",
+               "on 4 whole waves": "full_waves"}
+#: benchmarks/mma_operands.py's warps of nothing but MMAs (a 64 x 64 warp's fragments, two warps a scheduler)
+POWER_MMA = {"MMAs alone, random mantissas": "mma:a4b8_rand", "MMAs alone, 10-bit mantissas": "mma:a4b8"}
+
+
+def _power_columns(rows: list) -> dict:
+    """Per-run lists of a kernel's rows of tensor_cores_power.back_to_back."""
+    return {k: [r[k] for r in rows] for k in ("tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w")}
+
+
+def tf32_power_parts(entry: dict | None = None) -> dict:
+    """Where does the power go? The best kernel with parts of its work switched off (POWER_PARTS) and warps of nothing
+    but MMAs (POWER_MMA), each back to back for 3 s, twice in opposite orders (``bash
+    tools/device_tensor_cores_power_parts.sh``): per row ``tflops``, ``ms``, ``sm_clock_mhz``, ``power_w``,
+    ``power_limit_w`` (one per run), ``vs_cublas`` (over cuBLAS TF32 on B^T of the same run) and, for the kernel's
+    variants, ``cycles`` and ``tensor_pipe_pct`` (Nsight Compute, clocks unlocked, the median of its launches)."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    w = entry.get("power_parts")
+    if not w:
+        raise KeyError("no power measurements of the kernel's parts recorded: run bash "
+                       "tools/device_tensor_cores_power_parts.sh, then python tools/store_tensor_cores_tf32.py")
+    prefix = next(iter(w["parts"]["designs"]))
+    parts = [{r["name"]: r for r in run} for run in w["parts"]["power_runs"]]
+    rows = {}
+    for label, variant in POWER_PARTS.items():
+        name = f"{prefix}_{variant}"
+        p = w["ncu"].get(name, {})
+        rows[label] = {"kernel": name, **_power_columns([run[name] for run in parts]),
+                       "vs_cublas": [run[name]["tflops"] / run["cublas_bt"]["tflops"] for run in parts],
+                       "cycles": p.get("cycles"), "tensor_pipe_pct": p.get("tensor_pipe_pct")}
+    rows["cuBLAS TF32 on B^T"] = {"kernel": "cublas_bt", **_power_columns([run["cublas_bt"] for run in parts]),
+                                  "vs_cublas": [1.0 for _ in parts], "cycles": None, "tensor_pipe_pct": None}
+    mma_runs = [{r["name"]: r for r in run["rows"]} for run in w["mma"]]
+    mma = {}
+    for label, name in {**POWER_MMA, "the course's kernel": None, "cuBLAS TF32 on B^T": "cublas:tf32:bt"}.items():
+        name = name or next(n for n in mma_runs[0] if n.startswith("tc_"))
+        mma[label] = {"kernel": name, **_power_columns([run[name] for run in mma_runs]),
+                      "vs_cublas": [run[name]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in mma_runs]}
+    return {"device": w["parts"]["device"], "date": w["parts"]["date"], "command": w["command"],
+            "kernel": w["parts"]["designs"][prefix], "rows": rows, "mma": mma}
+
+
+def tf32_power_parts_summary(entry: dict | None = None) -> str:
+    """tf32_power_parts as the chapter prints it: the kernel's variants, then MMAs alone; each run's figures."""
+    w = tf32_power_parts(entry)
+
+    def both(values, fmt):
+        return " / ".join(format(v, fmt) for v in values)
+
+    def line(label, r, cycles=True):
+        rate = (f"{both(r['tflops'], '.1f'):>15}{both([100 * v for v in r['vs_cublas']], '.1f'):>14} %"
+                if label != "tiles only (no MMAs)" else f"{'(in ' + both(r['ms'], '.3f') + ' ms)':>30}")
+        profile = (f"{r['cycles'] / 1e3:>8.0f}k{r['tensor_pipe_pct']:>7.1f} %" if cycles and r.get("cycles") else "")
+        return (f"{label:<32}{rate}{both(r['sm_clock_mhz'], '.0f'):>14}{both(r['power_w'], '.0f'):>12}{profile}")
+
+    head = f"{'':<32}{'TFLOP/s':>15}{'of cuBLAS':>16}{'clock (MHz)':>14}{'power (W)':>12}"
+    lines = [f"{w['device']}, {w['date']} ({w['command']}); each back to back for 3 s, twice in opposite orders; "
+             f"the board's limit {w['rows']['the kernel']['power_limit_w'][0]:.0f} W.",
+             f"The best kernel ({w['kernel']}) with parts switched off (TFLOP/s of the GEMM each stands for; "
+             "cycles and tensor pipe: Nsight Compute, clocks unlocked):", head + f"{'cycles':>9}{'pipe':>9}"]
+    lines += [line(label, r) for label, r in w["rows"].items()]
+    lines += ["Warps of nothing but MMAs (benchmarks/mma_operands.py: a 64 x 64 warp's fragments, two warps a scheduler), "
+              "in a run of their own:", head]
+    lines += [line(label, r, cycles=False) for label, r in w["mma"].items()]
     return "\n".join(lines)
 
 

@@ -85,17 +85,24 @@ def test_l2_cold_timing_is_slower_only_where_the_data_fits_in_l2():
     probes gave 1.4-2.0. Measured by benchmarks/probe_l2_cold.py: the host needs 7.9 us to enqueue
     a copy and the GPU 8.1 us to do a warm one of 2^21 floats, so a warm batch of them times the
     host; at 2^22 floats the GPU needs 14.3 us, enqueueing 7.6 us, and cold/warm was 1.76-1.79 in
-    five rounds: benchmarks/results/probe_l2_cold_h100.txt.)"""
+    five rounds: benchmarks/results/probe_l2_cold_h100.txt.) Up to three tries: other test workers share the GPU
+    (pytest -n), and a kernel of theirs running during one timing and not the other moves a ratio (seen once:
+    0.58 at 2^26, 1.08 at 2^22); a flush that did nothing would fail every try."""
     import cupy
 
-    ratios = {}
-    for n in (2**22, 2**26):
-        a = cupy.random.random(n, dtype=cupy.float32)
-        b = cupy.empty_like(a)
-        run = lambda: b.data.copy_from_device_async(a.data, a.nbytes)   # noqa: E731
-        warm = time_launches(run)["median_ms"]
-        cold = time_launches(run, l2="cold", repeat=9)
-        assert cold["batch"] == 1 and cold["l2"] == "cold"
-        ratios[n] = cold["median_ms"] / warm
-    assert ratios[2**22] > 1.2, ratios
-    assert 0.8 < ratios[2**26] < 1.25, ratios
+    tries = []
+    for _ in range(3):
+        ratios = {}
+        for n in (2**22, 2**26):
+            a = cupy.random.random(n, dtype=cupy.float32)
+            b = cupy.empty_like(a)
+            run = lambda: b.data.copy_from_device_async(a.data, a.nbytes)   # noqa: E731
+            warm = time_launches(run)["median_ms"]
+            cold = time_launches(run, l2="cold", repeat=9)
+            assert cold["batch"] == 1 and cold["l2"] == "cold"
+            ratios[n] = cold["median_ms"] / warm
+        tries.append(ratios)
+        if ratios[2**22] > 1.2 and 0.8 < ratios[2**26] < 1.25:
+            break
+    else:
+        raise AssertionError(f"cold/warm per size in each try: {tries}")

@@ -17,7 +17,10 @@ switched off, cycles and pipe use, the median of each variant's launches) and ``
 (benchmarks/mma_operands.py: warps of nothing but MMAs, two a scheduler), and from ``bash
 tools/device_tensor_cores_clusters.sh`` ``ncu_clusters_h100.txt``, ``tensor_cores_power_clusters_h100.json``,
 ``tensor_cores_power_clusters_reversed_h100.json`` and ``tensor_cores_head_to_head_clusters_h100.json`` (clusters of 2
-sharing a tile beside the same kernels alone: cycles, L2 reads, and TFLOP/s and clock at the board's power limit), and writes ``results["tensor_cores_tf32"]`` of
+sharing a tile beside the same kernels alone: cycles, L2 reads, and TFLOP/s and clock at the board's power limit), and
+from ``bash tools/device_tensor_cores_power_parts.sh`` ``tensor_cores_power_parts_h100.json``,
+``tensor_cores_power_mma_h100.json``, ``tensor_cores_power_mma_reversed_h100.json`` and ``ncu_power_parts_h100.txt`` (the
+best kernel with parts switched off, and warps of nothing but MMAs, at the power limit), and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -46,6 +49,10 @@ CLUSTERS = {"ncu": REPO / "benchmarks/results/ncu_clusters_h100.txt",           
             "power": REPO / "benchmarks/results/tensor_cores_power_clusters_h100.json",  # kernels alone
             "power_reversed": REPO / "benchmarks/results/tensor_cores_power_clusters_reversed_h100.json",
             "head_to_head": REPO / "benchmarks/results/tensor_cores_head_to_head_clusters_h100.json"}
+POWER_PARTS = {"parts": REPO / "benchmarks/results/tensor_cores_power_parts_h100.json",    # the best kernel's parts
+               "mma": REPO / "benchmarks/results/tensor_cores_power_mma_h100.json",        # and MMAs alone, at 700 W
+               "mma_reversed": REPO / "benchmarks/results/tensor_cores_power_mma_reversed_h100.json",
+               "ncu": REPO / "benchmarks/results/ncu_power_parts_h100.txt"}
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -190,12 +197,13 @@ def flops_of(profile: dict, shape) -> float:
     return 2.0 * m * n * k
 
 
-def feed_shapes() -> dict:
-    """The shape of each variant of benchmarks/tensor_cores_tf32_feed.py: 4096^3, full_waves more rows."""
+def feed_shapes(design: str = "feed") -> dict:
+    """The shape of each variant of ``design`` in benchmarks/tensor_cores_tf32_feed.py: 4096^3, full_waves 4 whole
+    waves of its tiles."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from tensor_cores_tf32_feed import FULL_WAVES_M, VARIANTS
+    from tensor_cores_tf32_feed import DESIGNS, VARIANTS
 
-    return {name: [FULL_WAVES_M if name == "full_waves" else 4096, 4096, 4096] for name in VARIANTS}
+    return {name: list(DESIGNS[design][3]) if name == "full_waves" else [4096, 4096, 4096] for name in VARIANTS}
 
 
 _TURNS_KEYS = ("device", "date", "reference", "rounds", "per_kernel", "command")   # of a head-to-head run's JSON
@@ -213,8 +221,9 @@ def _power_run(power: dict | None) -> dict | None:
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
-          head_to_head: dict | None = None, clusters: dict | None = None) -> dict:
-    """The stored entry; ``clusters``: the texts and JSON of CLUSTERS (by its keys), or None."""
+          head_to_head: dict | None = None, clusters: dict | None = None, power_parts: dict | None = None) -> dict:
+    """The stored entry; ``clusters`` and ``power_parts``: the texts and JSON of CLUSTERS and POWER_PARTS (by their
+    keys), or None."""
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -252,13 +261,18 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                 "ncu": median_per_kernel(parse_ncu(clusters["ncu"])),
                 "power": [_power_run(clusters[key]) for key in ("power", "power_reversed")],
                 "head_to_head": _pick(clusters["head_to_head"], [k for k in _TURNS_KEYS if k != "rounds"]),
-                "command": "bash tools/device_tensor_cores_clusters.sh"}}
+                "command": "bash tools/device_tensor_cores_clusters.sh"},
+            "power_parts": None if power_parts is None else {
+                "parts": _pick(power_parts["parts"], ("device", "date", "designs", "command", "power_runs")),
+                "mma": [_power_run(power_parts[key]) for key in ("mma", "mma_reversed")],
+                "ncu": median_per_kernel(parse_ncu(power_parts["ncu"])),
+                "command": "bash tools/device_tensor_cores_power_parts.sh"}}
 
 
-def read_clusters() -> dict:
-    """CLUSTERS' files: the Nsight Compute text, the JSON of the others."""
+def read_files(files: dict) -> dict:
+    """CLUSTERS' or POWER_PARTS' files: Nsight Compute's texts, the JSON of the others."""
     return {k: p.read_text(encoding="utf-8") if p.suffix == ".txt" else json.loads(p.read_text(encoding="utf-8"))
-            for k, p in CLUSTERS.items()}
+            for k, p in files.items()}
 
 
 def main() -> int:
@@ -274,7 +288,7 @@ def main() -> int:
                                                 PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
                                                 OPERANDS.read_text(encoding="utf-8"),
                                                 json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")),
-                                                read_clusters())
+                                                read_files(CLUSTERS), read_files(POWER_PARTS))
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")
