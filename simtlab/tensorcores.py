@@ -765,15 +765,17 @@ POWER_MMA = {"MMAs alone, random mantissas": "mma:a4b8_rand", "MMAs alone, 10-bi
 
 
 def _power_columns(rows: list) -> dict:
-    """Per-run lists of a kernel's rows of tensor_cores_power.back_to_back."""
-    return {k: [r[k] for r in rows] for k in ("tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w")}
+    """Per-run lists of a kernel's rows of tensor_cores_power.back_to_back, and ``mj``: the board's energy for the
+    FLOPs of one 4096^3 GEMM at that rate and power (millijoules)."""
+    out = {k: [r[k] for r in rows] for k in ("tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w")}
+    return {**out, "mj": [w * 2 * 4096 ** 3 / (t * 1e9) for w, t in zip(out["power_w"], out["tflops"])]}
 
 
 def tf32_power_parts(entry: dict | None = None) -> dict:
     """Where does the power go? The best kernel with parts of its work switched off (POWER_PARTS) and warps of nothing
     but MMAs (POWER_MMA), each back to back for 3 s, twice in opposite orders (``bash
     tools/device_tensor_cores_power_parts.sh``): per row ``tflops``, ``ms``, ``sm_clock_mhz``, ``power_w``,
-    ``power_limit_w`` (one per run), ``vs_cublas`` (over cuBLAS TF32 on B^T of the same run) and, for the kernel's
+    ``power_limit_w``, ``mj`` (one per run; ``ms`` per launch, ``mj`` per 4096^3 GEMM's FLOPs), ``vs_cublas`` (over cuBLAS TF32 on B^T of the same run) and, for the kernel's
     variants, ``cycles`` and ``tensor_pipe_pct`` (Nsight Compute, clocks unlocked, the median of its launches)."""
     from . import backend
 
@@ -814,13 +816,15 @@ def tf32_power_parts_summary(entry: dict | None = None) -> str:
         rate = (f"{both(r['tflops'], '.1f'):>15}{both([100 * v for v in r['vs_cublas']], '.1f'):>14} %"
                 if label != "tiles only (no MMAs)" else f"{'(in ' + both(r['ms'], '.3f') + ' ms)':>30}")
         profile = (f"{r['cycles'] / 1e3:>8.0f}k{r['tensor_pipe_pct']:>7.1f} %" if cycles and r.get("cycles") else "")
-        return (f"{label:<32}{rate}{both(r['sm_clock_mhz'], '.0f'):>14}{both(r['power_w'], '.0f'):>12}{profile}")
+        return (f"{label:<32}{rate}{both(r['sm_clock_mhz'], '.0f'):>14}{both(r['power_w'], '.0f'):>12}"
+                f"{both(r['mj'], '.0f'):>12}{profile}")
 
-    head = f"{'':<32}{'TFLOP/s':>15}{'of cuBLAS':>16}{'clock (MHz)':>14}{'power (W)':>12}"
+    head = f"{'':<32}{'TFLOP/s':>15}{'of cuBLAS':>16}{'clock (MHz)':>14}{'power (W)':>12}{'mJ a GEMM':>12}"
     lines = [f"{w['device']}, {w['date']} ({w['command']}); each back to back for 3 s, twice in opposite orders; "
              f"the board's limit {w['rows']['the kernel']['power_limit_w'][0]:.0f} W.",
-             f"The best kernel ({w['kernel']}) with parts switched off (TFLOP/s of the GEMM each stands for; "
-             "cycles and tensor pipe: Nsight Compute, clocks unlocked):", head + f"{'cycles':>9}{'pipe':>9}"]
+             f"The best kernel ({w['kernel']}) with parts switched off (TFLOP/s of the GEMM each stands for; mJ: "
+             "the board's energy for a 4096^3 GEMM's FLOPs at that rate and power; cycles and tensor pipe: Nsight "
+             "Compute, clocks unlocked):", head + f"{'cycles':>9}{'pipe':>9}"]
     lines += [line(label, r) for label, r in w["rows"].items()]
     lines += ["Warps of nothing but MMAs (benchmarks/mma_operands.py: a 64 x 64 warp's fragments, two warps a scheduler), "
               "in a run of their own:", head]

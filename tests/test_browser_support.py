@@ -60,3 +60,33 @@ def test_a_list_that_keeps_failing_is_reported(tmp_path):
         assert seen["gets"] == 10 and seen["deleted"] == []
     finally:
         server.shutdown()
+
+
+# JupyterLab's kernel dialog as it draws it (a .jp-Dialog with a kernel list and two buttons), over a notebook
+_KERNEL_DIALOG_PAGE = """<div class="jp-NotebookPanel"><div class="jp-Notebook" style="width:400px;height:300px"
+     onclick="document.body.dataset.clicked = 'notebook'"></div></div>
+<div class="jp-Dialog" style="position:fixed;inset:0;background:#fff">
+  <div>Select Kernel</div><div>Select kernel for: "00_playground.ipynb"</div>
+  <select><option>Python 3 (ipykernel)</option><option>No Kernel</option></select>
+  <button onclick="document.body.dataset.choice = 'none'; this.closest('.jp-Dialog').remove()">No Kernel</button>
+  <button onclick="document.body.dataset.choice = 'select'; this.closest('.jp-Dialog').remove()">Select</button>
+</div>"""
+
+
+def test_the_kernel_dialog_is_accepted_before_the_notebook_is_clicked():
+    from browser_support import CHROMIUM, CHROMIUM_ARGS, NotebookPage, missing_chromium_message
+    from playwright.sync_api import sync_playwright
+
+    assert CHROMIUM.exists(), missing_chromium_message()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.set_content(_KERNEL_DIALOG_PAGE)
+            notebook = NotebookPage(page, None, "00_playground.ipynb")
+            notebook._activate()             # the dialog covers the notebook: without accepting it, the click fails
+            state = page.evaluate("({...document.body.dataset})")
+            assert state == {"choice": "select", "clicked": "notebook"}
+            assert notebook.accept_kernel_dialog() is False          # gone, and nothing else is clicked
+        finally:
+            browser.close()

@@ -548,6 +548,9 @@ def test_the_power_parts_are_each_run_s_rates_over_that_run_s_cublas():
     assert w["rows"]["no tiles (ldmatrix, MMAs)"]["cycles"] is None     # not profiled in this entry
     assert w["mma"]["MMAs alone, random mantissas"]["vs_cublas"] == pytest.approx([326 / 344] * 2)
     assert w["mma"]["the course's kernel"]["kernel"] == "tc_v6w_x"
+    # the board's energy for a 4096^3 GEMM's FLOPs: power x 2 * 4096^3 / rate
+    assert kernel["mj"] == pytest.approx([700 * 137.438953472 / 240, 700 * 137.438953472 / 216])
+    assert w["mma"]["MMAs alone, random mantissas"]["mj"] == pytest.approx([588 * 137.438953472 / 326] * 2)
     text = TC.tf32_power_parts_summary(_power_parts_entry(scale=0.9))
     assert "the kernel" in text and "240.0 / 216.0" in text and "70.2 / 63.2 %" in text and "888k" in text
     # the tiles alone do no MMAs: their time, not a rate
@@ -583,6 +586,14 @@ def test_the_recorded_power_parts_are_what_the_chapter_says():
     # without the store of C: -0.4 to +1.9 %
     gains = [b / a - 1 for a, b in zip(kernel["tflops"], rows["no store of C"]["tflops"])]
     assert -0.0045 < min(gains) and max(gains) < 0.0195
+    # energy for a GEMM's FLOPs: cuBLAS 277-280 mJ, so 70 % of its rate at 700 W allows 396-400; the kernel 391-405 (in
+    # both runs of the parts and of MMAs alone); the tiles 84-87 mJ more, ldmatrix 26-29 more
+    cublas = rows["cuBLAS TF32 on B^T"]["mj"] + mma["cuBLAS TF32 on B^T"]["mj"]
+    assert all(276.5 < e < 280.5 for e in cublas) and [round(min(cublas) / 0.70), round(max(cublas) / 0.70)] == [396, 400]
+    assert all(390.5 < e < 405.5 for e in kernel["mj"] + mma["the course's kernel"]["mj"])
+    no_tiles, bare = rows["no tiles (ldmatrix, MMAs)"]["mj"], rows["no tiles, no ldmatrix (MMAs)"]["mj"]
+    assert all(83.5 < a - b < 87.5 for a, b in zip(kernel["mj"], no_tiles))
+    assert all(25.5 < a - b < 29.5 for a, b in zip(no_tiles, bare))
     # in the second run the variants with tiles drew 654-668 W, at a lower clock than in the first
     for label in ("the kernel", "no store of C", "on 4 whole waves"):
         assert 650 < rows[label]["power_w"][1] < 670 and rows[label]["sm_clock_mhz"][1] < rows[label]["sm_clock_mhz"][0]

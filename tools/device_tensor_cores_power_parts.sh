@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What each part of the best TF32 kernel costs at the board's power limit, on the lent GPU machine, in about
-# 5 minutes. At 700 W the board sets the clock, so a kernel's rate there is set by the energy each GEMM takes,
+# 3 minutes. At 700 W the board sets the clock, so a kernel's rate there is set by the energy each GEMM takes,
 # not only by its cycles. benchmarks/tensor_cores_tf32_feed.py compiles the best kernel (256 x 128, a producer,
 # C staged, slots released early, the last MMAs first) again with parts switched off (no store; no tiles; no
 # tiles and no ldmatrix; tiles only; the kernel on 4 whole waves) and runs each back to back for 3 s beside
