@@ -220,6 +220,9 @@ _RUN_STARTED_JS = """() => {
   return [...panel.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent));
 }""" % _PANEL
 
+# a run started, or a dialog came instead (JupyterLab's "Select Kernel": see NotebookPage.accept_kernel_dialog)
+_RUN_STARTED_OR_DIALOG_JS = "() => (%s)() || document.querySelector('.jp-Dialog') !== null" % _RUN_STARTED_JS
+
 # what a failure message needs: kernel status, prompts by state, the first cell not done, dialogs
 _STATE_JS = """() => {
   const panel = document.querySelector('%s');
@@ -381,7 +384,9 @@ class NotebookPage:
         first notebook of a fresh browser, under load): then the menu item does nothing and
         every prompt stays blank. So the notebook is activated first, and the run must show
         a started cell within ``start_timeout_ms`` or the menu is used again (``tries`` times
-        in all). A run that starts but does not finish fails with the page's state."""
+        in all). If JupyterLab asks for a kernel instead of running (accept_kernel_dialog), its
+        proposal is taken at once and the menu used again. A run that starts but does not finish
+        fails with the page's state."""
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
         start = time.perf_counter()
@@ -390,10 +395,15 @@ class NotebookPage:
             self.page.get_by_role("menuitem", name="Run", exact=True).click()
             self.page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
             try:
-                self.page.wait_for_function(_RUN_STARTED_JS, timeout=start_timeout_ms, polling=200)
-                break
+                self.page.wait_for_function(_RUN_STARTED_OR_DIALOG_JS, timeout=start_timeout_ms, polling=200)
             except PlaywrightTimeout:
                 self.page.keyboard.press("Escape")          # close the menu if it is still open
+                continue
+            if self.accept_kernel_dialog():
+                continue
+            if not self.page.evaluate(_RUN_STARTED_JS):
+                raise AssertionError(f"{self.name}: Run All Cells opened a dialog; {self.diagnosis()}")
+            break
         else:
             raise AssertionError(f"{self.name}: Run > Run All Cells started no cell in {tries} tries of "
                                  f"{start_timeout_ms / 1000:.0f} s; {self.diagnosis()}")

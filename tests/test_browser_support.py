@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from browser_support import LabServer
+from browser_support import LabServer, NotebookPage
 
 
 def _stand_in(failures: int):
@@ -73,8 +74,10 @@ _KERNEL_DIALOG_PAGE = """<div class="jp-NotebookPanel"><div class="jp-Notebook" 
 </div>"""
 
 
-def test_the_kernel_dialog_is_accepted_before_the_notebook_is_clicked():
-    from browser_support import CHROMIUM, CHROMIUM_ARGS, NotebookPage, missing_chromium_message
+@contextmanager
+def _stand_in_page(html: str):
+    """A headless Chromium page showing ``html``."""
+    from browser_support import CHROMIUM, CHROMIUM_ARGS, missing_chromium_message
     from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), missing_chromium_message()
@@ -82,11 +85,41 @@ def test_the_kernel_dialog_is_accepted_before_the_notebook_is_clicked():
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
             page = browser.new_page()
-            page.set_content(_KERNEL_DIALOG_PAGE)
-            notebook = NotebookPage(page, None, "00_playground.ipynb")
-            notebook._activate()             # the dialog covers the notebook: without accepting it, the click fails
-            state = page.evaluate("({...document.body.dataset})")
-            assert state == {"choice": "select", "clicked": "notebook"}
-            assert notebook.accept_kernel_dialog() is False          # gone, and nothing else is clicked
+            page.set_content(html)
+            yield page
         finally:
             browser.close()
+
+
+def test_the_kernel_dialog_is_accepted_before_the_notebook_is_clicked():
+    with _stand_in_page(_KERNEL_DIALOG_PAGE) as page:
+        notebook = NotebookPage(page, None, "00_playground.ipynb")
+        notebook._activate()             # the dialog covers the notebook: without accepting it, the click fails
+        assert page.evaluate("({...document.body.dataset})") == {"choice": "select", "clicked": "notebook"}
+        assert notebook.accept_kernel_dialog() is False          # gone, and nothing else is clicked
+
+
+# a notebook whose first Run All brings JupyterLab's kernel dialog, and whose Run All after a kernel is chosen
+# numbers its one cell (the markup run_all reads: menu items, prompts, the execution indicator)
+_RUN_ALL_PAGE = """<div role="menuitem">Run</div>
+<div role="menuitem" onclick="runAll()">Run All Cells</div>
+<div class="jp-NotebookPanel"><div class="jp-Notebook" style="width:400px;height:200px">
+  <div class="jp-CodeCell"><div class="jp-InputPrompt">[ ]:</div></div></div>
+  <div class="jp-Notebook-ExecutionIndicator" data-status="idle"></div></div>
+<script>
+  let kernel = false, dialogs = 0;
+  function runAll() {
+    if (kernel) { document.querySelector('.jp-InputPrompt').textContent = '[1]:'; return; }
+    dialogs += 1;
+    document.body.insertAdjacentHTML('beforeend', `<div class="jp-Dialog" style="position:fixed;inset:0;background:#fff">
+      <div>Select Kernel</div><button onclick="this.closest('.jp-Dialog').remove()">No Kernel</button>
+      <button onclick="kernel = true; this.closest('.jp-Dialog').remove()">Select</button></div>`);
+  }
+</script>"""
+
+
+def test_run_all_takes_the_proposed_kernel_and_runs_again_at_once():
+    with _stand_in_page(_RUN_ALL_PAGE) as page:
+        seconds = NotebookPage(page, None, "00_playground.ipynb").run_all(start_timeout_ms=20000)
+        assert page.evaluate("[dialogs, kernel, document.querySelector('.jp-InputPrompt').textContent]") == [1, True, "[1]:"]
+        assert seconds < 10, seconds     # at once: not after the start timeout
