@@ -418,6 +418,26 @@ def test_tensor_map_boxes_must_be_128_bytes_wide_for_the_swizzle():
         bench.tensor_map(np.zeros((128, 256), np.uint16), (32, 64))
 
 
+def test_each_feed_design_is_compiled_with_its_course_kernel_s_template_arguments():
+    """benchmarks/tensor_cores_tf32_feed.py's DESIGNS name a course kernel and repeat its MmaTf32Tma arguments: they
+    must be that kernel line's, as its macro passes them (else the variants measure another kernel)."""
+    from script_support import load_script
+
+    feed = load_script("benchmarks/tensor_cores_tf32_feed.py")
+    text = T.CU_PATH.read_text()
+    for design, (kernel, params, producer, _shape) in feed.DESIGNS.items():
+        line = re.search(rf"^(V6W_KERNEL|V6W_PRODUCER_KERNEL)\({kernel}, ([^)]*)\)", text, flags=re.M)
+        assert line, f"{design}: no kernel line {kernel}"
+        args = [a.strip() for a in line.group(2).split(",")]
+        if line.group(1) == "V6W_PRODUCER_KERNEL":      # BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY, MMA_FIRST
+            bm, bn, stages, group, persistent, staged, cluster, early, first = args
+            expected = [bm, bn, stages, group, "false", persistent, "false", cluster, "0", "true", staged, early, first]
+        else:                                           # BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER
+            expected = args + ["0", "false", "false", "false", "false"]
+        assert [a.strip() for a in params.split(",")] == expected, design
+        assert producer == (line.group(1) == "V6W_PRODUCER_KERNEL"), design
+
+
 def test_the_feed_benchmark_switches_off_what_each_variant_names():
     """benchmarks/tensor_cores_tf32_feed.py edits the persistent kernel's source: each edit must still find
     its line, and each variant's PTX must lack what it switches off (and keep the rest)."""
