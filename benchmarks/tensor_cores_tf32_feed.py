@@ -149,7 +149,6 @@ def main(argv=None) -> dict:
     import cupy
 
     from simtlab.gpubench import tensor_cores as G
-    from simtlab.gpubench.harness import time_launches
     from simtlab.kernels import tensor_cores as T
 
     t0 = time.time()
@@ -208,14 +207,16 @@ def main(argv=None) -> dict:
     if args.power_seconds:
         result["power_runs"] = power_runs(runs, shapes, args.power_seconds)
     else:
-        result["rows"] = timed_rows(runs, shapes, args, time_launches)
+        result["rows"] = timed_rows(runs, shapes, args)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return result
 
 
-def timed_rows(runs, shapes, args, time_launches) -> dict:
+def timed_rows(runs, shapes, args) -> dict:
     """Each variant's best median over interleaved rounds, as TFLOP/s of the GEMM it stands for."""
+    from simtlab.gpubench.harness import time_launches
+
     times = {name: [] for name in runs}
     for _ in range(args.rounds):                              # interleaved: clock drift falls on every variant alike
         for name, run in runs.items():

@@ -719,10 +719,7 @@ def tf32_clusters(entry: dict | None = None) -> dict:
             p = c["ncu"][kernel]
             rows[label] = {"kernel": kernel, "launches": p.get("launches", 1),
                            **{k: p[k] for k in ("cycles", "l2_read_sectors", "tensor_pipe_pct", "clock_ghz")},
-                           "tflops": [run[kernel]["tflops"] for run in runs],
-                           "sm_clock_mhz": [run[kernel]["sm_clock_mhz"] for run in runs],
-                           "vs_cublas": [run[kernel]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in runs],
-                           "turns": turns.get(kernel, {}).get("ratio")}
+                           **_power_columns(runs, kernel, "cublas:tf32:bt"), "turns": turns.get(kernel, {}).get("ratio")}
         alone = rows["alone"]
         shapes[shape] = {"rows": rows, "against": {
             label: {**_pair_costs(alone, pair),
@@ -764,19 +761,21 @@ POWER_PARTS = {"the kernel": "all", "no store of C": "no_store", "no tiles (ldma
 POWER_MMA = {"MMAs alone, random mantissas": "mma:a4b8_rand", "MMAs alone, 10-bit mantissas": "mma:a4b8"}
 
 
-def _power_columns(rows: list) -> dict:
-    """Per-run lists of a kernel's rows of tensor_cores_power.back_to_back, and ``mj``: the board's energy for the
-    FLOPs of one 4096^3 GEMM at that rate and power (millijoules)."""
-    out = {k: [r[k] for r in rows] for k in ("tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w")}
-    return {**out, "mj": [w * 2 * 4096 ** 3 / (t * 1e9) for w, t in zip(out["power_w"], out["tflops"])]}
+def _power_columns(runs: list, name: str, reference: str) -> dict:
+    """Kernel ``name``'s figures in each of ``runs`` (dicts of tensor_cores_power.back_to_back rows by name): one list
+    per figure, ``vs_cublas`` (its rate over ``reference``'s of the same run) and ``mj`` (the board's energy for the
+    FLOPs of one 4096^3 GEMM at that rate and power, in millijoules)."""
+    out = {k: [run[name][k] for run in runs] for k in ("tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w")}
+    return {**out, "vs_cublas": [run[name]["tflops"] / run[reference]["tflops"] for run in runs],
+            "mj": [w * 2 * 4096 ** 3 / (t * 1e9) for w, t in zip(out["power_w"], out["tflops"])]}
 
 
 def tf32_power_parts(entry: dict | None = None) -> dict:
     """Where does the power go? The best kernel with parts of its work switched off (POWER_PARTS) and warps of nothing
     but MMAs (POWER_MMA), each back to back for 3 s, twice in opposite orders (``bash
-    tools/device_tensor_cores_power_parts.sh``): per row ``tflops``, ``ms``, ``sm_clock_mhz``, ``power_w``,
-    ``power_limit_w``, ``mj`` (one per run; ``ms`` per launch, ``mj`` per 4096^3 GEMM's FLOPs), ``vs_cublas`` (over cuBLAS TF32 on B^T of the same run) and, for the kernel's
-    variants, ``cycles`` and ``tensor_pipe_pct`` (Nsight Compute, clocks unlocked, the median of its launches)."""
+    tools/device_tensor_cores_power_parts.sh``): per row _power_columns' lists over cuBLAS TF32 on B^T and, for the
+    kernel's variants, ``cycles`` and ``tensor_pipe_pct`` (Nsight Compute, clocks unlocked, the median of its
+    launches)."""
     from . import backend
 
     entry = entry or backend.recorded("tensor_cores_tf32")
@@ -790,17 +789,15 @@ def tf32_power_parts(entry: dict | None = None) -> dict:
     for label, variant in POWER_PARTS.items():
         name = f"{prefix}_{variant}"
         p = w["ncu"].get(name, {})
-        rows[label] = {"kernel": name, **_power_columns([run[name] for run in parts]),
-                       "vs_cublas": [run[name]["tflops"] / run["cublas_bt"]["tflops"] for run in parts],
+        rows[label] = {"kernel": name, **_power_columns(parts, name, "cublas_bt"),
                        "cycles": p.get("cycles"), "tensor_pipe_pct": p.get("tensor_pipe_pct")}
-    rows["cuBLAS TF32 on B^T"] = {"kernel": "cublas_bt", **_power_columns([run["cublas_bt"] for run in parts]),
-                                  "vs_cublas": [1.0 for _ in parts], "cycles": None, "tensor_pipe_pct": None}
+    rows["cuBLAS TF32 on B^T"] = {"kernel": "cublas_bt", **_power_columns(parts, "cublas_bt", "cublas_bt"),
+                                  "cycles": None, "tensor_pipe_pct": None}
     mma_runs = [{r["name"]: r for r in run["rows"]} for run in w["mma"]]
     mma = {}
     for label, name in {**POWER_MMA, "the course's kernel": None, "cuBLAS TF32 on B^T": "cublas:tf32:bt"}.items():
         name = name or next(n for n in mma_runs[0] if n.startswith("tc_"))
-        mma[label] = {"kernel": name, **_power_columns([run[name] for run in mma_runs]),
-                      "vs_cublas": [run[name]["tflops"] / run["cublas:tf32:bt"]["tflops"] for run in mma_runs]}
+        mma[label] = {"kernel": name, **_power_columns(mma_runs, name, "cublas:tf32:bt")}
     return {"device": w["parts"]["device"], "date": w["parts"]["date"], "command": w["command"],
             "kernel": w["parts"]["designs"][prefix], "rows": rows, "mma": mma}
 

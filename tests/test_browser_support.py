@@ -107,19 +107,23 @@ _RUN_ALL_PAGE = """<div role="menuitem">Run</div>
   <div class="jp-CodeCell"><div class="jp-InputPrompt">[ ]:</div></div></div>
   <div class="jp-Notebook-ExecutionIndicator" data-status="idle"></div></div>
 <script>
-  let kernel = false, dialogs = 0;
+  let kernel = false, dialogs = 0, asked = 0, answered = 0;     // when the dialog came and went (page clock, ms)
   function runAll() {
     if (kernel) { document.querySelector('.jp-InputPrompt').textContent = '[1]:'; return; }
     dialogs += 1;
+    asked = performance.now();
     document.body.insertAdjacentHTML('beforeend', `<div class="jp-Dialog" style="position:fixed;inset:0;background:#fff">
       <div>Select Kernel</div><button onclick="this.closest('.jp-Dialog').remove()">No Kernel</button>
-      <button onclick="kernel = true; this.closest('.jp-Dialog').remove()">Select</button></div>`);
+      <button onclick="kernel = true; answered = performance.now(); this.closest('.jp-Dialog').remove()">Select</button></div>`);
   }
 </script>"""
 
 
 def test_run_all_takes_the_proposed_kernel_and_runs_again_at_once():
+    # answered at once, not after the start timeout: a 120-s timeout that only the old way (wait for a started cell,
+    # then try again) sits out, far above anything a busy machine adds to a click
     with _stand_in_page(_RUN_ALL_PAGE) as page:
-        seconds = NotebookPage(page, None, "00_playground.ipynb").run_all(start_timeout_ms=20000)
+        NotebookPage(page, None, "00_playground.ipynb").run_all(start_timeout_ms=120_000)
         assert page.evaluate("[dialogs, kernel, document.querySelector('.jp-InputPrompt').textContent]") == [1, True, "[1]:"]
-        assert seconds < 10, seconds     # at once: not after the start timeout
+        waited_ms = page.evaluate("answered - asked")
+        assert waited_ms < 60_000, waited_ms

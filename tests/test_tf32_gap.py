@@ -454,13 +454,17 @@ def test_the_recorded_head_to_head_is_what_the_chapter_says():
 def _clusters_entry(alone, pair, early, cublas=(340.0, 300.0)):
     """A recorded entry of CLUSTER_KERNELS: per label (cycles, L2 read sectors, [(TFLOP/s, MHz) of each power run]),
     both shapes alike."""
-    ncu, runs = {}, [[{"name": "cublas:tf32:bt", "tflops": t, "sm_clock_mhz": 1440.0}] for t in cublas]
+    def row(name, tflops, mhz):             # a tensor_cores_power.back_to_back row at the 700 W limit
+        return {"name": name, "tflops": tflops, "ms": 137.4 / tflops, "sm_clock_mhz": mhz, "power_w": 700.0,
+                "power_limit_w": 700.0}
+
+    ncu, runs = {}, [[row("cublas:tf32:bt", t, 1440.0)] for t in cublas]
     for kernels in TC.CLUSTER_KERNELS.values():
         for kernel, (cycles, reads, power) in zip(kernels.values(), (alone, pair, early)):
             ncu[kernel] = {"cycles": cycles, "l2_read_sectors": reads, "tensor_pipe_pct": 85.0, "clock_ghz": 1.75,
                            "launches": 4}
             for run, (tflops, mhz) in zip(runs, power):
-                run.append({"name": kernel, "tflops": tflops, "sm_clock_mhz": mhz})
+                run.append(row(kernel, tflops, mhz))
     return {"clusters": {"ncu": ncu, "command": "bash tools/device_tensor_cores_clusters.sh",
                          "power": [{"device": "H100", "date": "today", "rows": rows} for rows in runs]}}
 

@@ -197,13 +197,13 @@ def flops_of(profile: dict, shape) -> float:
     return 2.0 * m * n * k
 
 
-def feed_shapes(design: str = "feed") -> dict:
-    """The shape of each variant of ``design`` in benchmarks/tensor_cores_tf32_feed.py: 4096^3, full_waves 4 whole
-    waves of its tiles."""
+def feed_shapes() -> dict:
+    """The shape of each variant of benchmarks/tensor_cores_tf32_feed.py's "feed" design (ncu_feed_h100.txt's):
+    4096^3, full_waves 4 whole waves of its tiles."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from tensor_cores_tf32_feed import DESIGNS, VARIANTS
 
-    return {name: list(DESIGNS[design][3]) if name == "full_waves" else [4096, 4096, 4096] for name in VARIANTS}
+    return {name: list(DESIGNS["feed"][3]) if name == "full_waves" else [4096, 4096, 4096] for name in VARIANTS}
 
 
 _TURNS_KEYS = ("device", "date", "reference", "rounds", "per_kernel", "command")   # of a head-to-head run's JSON
@@ -245,7 +245,7 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/ncu_shared_memory_h100.txt", "benchmarks/results/ncu_producer_h100.txt",
                       "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt",
                       "benchmarks/results/tensor_cores_head_to_head_h100.json"]
-                     + [str(p.relative_to(REPO)) for p in CLUSTERS.values()],
+                     + [str(p.relative_to(REPO)) for p in (*CLUSTERS.values(), *POWER_PARTS.values())],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": _power_run(power), "power_short": _power_run(power_short),
