@@ -46,12 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 #: kernel-name prefix -> the course's kernel it copies (its tile, tensor maps and grid), MmaTf32Tma's template
 #: arguments before PARTS, PRODUCER (a producer warpgroup, 384 threads, or thread 0 issues, 256), the whole-wave shape
 DESIGNS = {
-    "feed": ("tc_v6w_tf32_128x256_s4_producer_persistent", "128, 256, 4, 8, false, true, false, 1, 0, true, false, false, false",
+    "feed": ("tc_v6w_tf32_128x256_s4_producer_persistent", "128, 256, 4, 8, false, true, false, 1, 0, true, false, false, false, false",
              True, (4224, 4096, 4096)),
-    "thread0": ("tc_v6w_tf32_128x256_s4_persistent", "128, 256, 4, 8, false, true, false, 1, 0, false, false, false, false",
+    "thread0": ("tc_v6w_tf32_128x256_s4_persistent", "128, 256, 4, 8, false, true, false, 1, 0, false, false, false, false, false",
                 False, (4224, 4096, 4096)),
     "best": ("tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst",
-             "256, 128, 4, 8, false, true, false, 1, 0, true, true, true, true", True, (4096, 4224, 4096)),
+             "256, 128, 4, 8, false, true, false, 1, 0, true, true, true, true, false", True, (4096, 4224, 4096)),
 }
 # bits of the PARTS template parameter the edits add: 1 no TMA/waits, 2 no ldmatrix in the loop, 4 no MMA, 8 no store
 VARIANTS = {"all": 0, "no_store": 8, "no_data": 1, "no_data_ldsm": 3, "data_only": 6, "full_waves": 0}
@@ -66,10 +66,7 @@ def edited_source(text: str) -> str:
         if text.count(old) != 1:
             raise SystemExit(f"tensor_cores.cu changed: expected this once, found it {text.count(old)} times:\n{old}")
         text = text.replace(old, new)
-    sub("          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, bool MMA_FIRST = false>\n"
-        "struct MmaTf32Tma {",
-        "          bool PRODUCER = false, bool STAGED_C = false, bool EARLY_RELEASE = false, bool MMA_FIRST = false,\n"
-        "          int PARTS = 0>\nstruct MmaTf32Tma {")
+    sub("          bool SNAKE = false>\nstruct MmaTf32Tma {", "          bool SNAKE = false, int PARTS = 0>\nstruct MmaTf32Tma {")
     sub("        if constexpr (ISSUE_ONLY) {                           // the producer: every k-tile, as soon as its slot is free\n"
         "            if (sched.units > 0) {",
         "        if constexpr (ISSUE_ONLY) {\n            if (!(PARTS & 1) && sched.units > 0) {")

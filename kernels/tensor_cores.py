@@ -235,9 +235,10 @@ _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (tru
 #: v6w with a producer warpgroup: name, BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C (C through 8-row strips of
 #: shared memory past the ring, one a consumer warp), CLUSTER (blocks sharing B^T's tile by TMA multicast),
 #: EARLY_RELEASE (a slot released once its last fragments are loaded), MMA_FIRST (a k-tile's last MMAs before the
-#: wait for the next one when it has not landed)
+#: wait for the next one when it has not landed), SNAKE (odd rounds walk K backwards and odd groups of tile rows their
+#: columns right to left, so a round starts on what the round before read last)
 _V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), "
-                                r"(\d), (true|false), (true|false)\)"
+                                r"(\d), (true|false), (true|false), (true|false)\)"
                                 r"\s*(?://\s*(.*))?$", re.M)
 #: STAGED_C's strips: 8 rows of 64 + 8 floats a consumer warp
 V6W_STRIP_BYTES = 8 * (64 + 8) * 4
@@ -386,7 +387,8 @@ def _v6w_versions(source: str | None = None) -> tuple:
                     + _cluster_feature(bm, bn, cluster))
         features += ", each slot released once its last fragments are loaded" if m.group(9) == "true" else ""
         features += ", the last MMAs before the wait for a late k-tile" if m.group(10) == "true" else ""
-        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(11), persistent=persistent,
+        features += ", odd rounds backwards in K, odd groups right to left" if m.group(11) == "true" else ""
+        out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(12), persistent=persistent,
                                 producer=True, staged_c=staged_c, cluster=cluster))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))

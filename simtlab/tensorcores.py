@@ -753,6 +753,88 @@ def tf32_clusters_summary(entry: dict | None = None) -> str:
     return "\n".join(lines)
 
 
+#: what tools/device_tensor_cores_power_rounds.sh runs in rounds beside cuBLAS, as the chapter names them
+POWER_ROUNDS = {"clusters of 2, early release": "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst",
+                "the same, snake": "tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst_snake",
+                "alone": "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst",
+                "alone, snake": "tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst_snake",
+                "MMAs alone": "mma:a4b8_rand", "cuBLAS TF32 on B^T": "cublas:tf32:bt"}
+
+
+def _rounds_of(run: dict) -> dict:
+    """One tensor_cores_power.py --rounds run: per label of POWER_ROUNDS it ran, the lists over its rounds
+    (``tflops``, ``sm_clock_mhz``, ``power_w``, ``gpu_temp_c``, ``memory_temp_c``), ``vs_cublas`` (each round's rate
+    over cuBLAS's of the same round) with its ``median``, ``low`` and ``high``, and ``limiters``: each clock-event
+    reason named in at least half of a run's samples, with the number of rounds it held in."""
+    import statistics
+
+    reference = POWER_ROUNDS["cuBLAS TF32 on B^T"]
+    rounds = sorted({r["round"] for r in run["rows"]})
+    by_round = [{r["name"]: r for r in run["rows"] if r["round"] == k} for k in rounds]
+    rows = {}
+    for label, name in POWER_ROUNDS.items():
+        if name not in by_round[0]:
+            continue
+        runs = [rnd[name] for rnd in by_round]
+        ratios = [r["tflops"] / rnd[reference]["tflops"] for r, rnd in zip(runs, by_round)]
+        limiters: dict = {}
+        for r in runs:
+            for reason in r["limiters"]:
+                limiters[reason] = limiters.get(reason, 0) + 1
+        rows[label] = {"kernel": name, **{k: [r[k] for r in runs] for k in
+                                          ("tflops", "sm_clock_mhz", "power_w", "gpu_temp_c", "memory_temp_c")},
+                       "vs_cublas": ratios, "median": statistics.median(ratios), "low": min(ratios),
+                       "high": max(ratios), "limiters": limiters}
+    return {"device": run["device"], "date": run["date"], "rounds": len(rounds), "rows": rows}
+
+
+def tf32_power_rounds(entry: dict | None = None) -> dict:
+    """The best kernels at the power limit in rounds (``bash tools/device_tensor_cores_power_rounds.sh``): each of
+    POWER_ROUNDS back to back for 3 s, the list again and again, every other time reversed, on each board recorded
+    (``runs``: _rounds_of each); and ``snake``: Nsight Compute's figures (clocks unlocked, median of 4 launches: DRAM
+    bytes read, L2 read sectors, cycles, tensor-pipe use) of the kernels with and without SNAKE's order."""
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    w = entry.get("power_rounds")
+    if not w:
+        raise KeyError("no power rounds recorded: run bash tools/device_tensor_cores_power_rounds.sh, then "
+                       "python tools/store_tensor_cores_tf32.py")
+    snake = {label: {k: w["ncu"][name][k] for k in ("dram_read_mb", "l2_read_sectors", "cycles", "tensor_pipe_pct")}
+             for label, name in POWER_ROUNDS.items() if name in w["ncu"]}
+    return {"command": w["command"], "runs": [_rounds_of(run) for run in w["runs"]], "snake": snake}
+
+
+def tf32_power_rounds_summary(entry: dict | None = None) -> str:
+    """tf32_power_rounds as the chapter prints it: per board, each kernel's ratio to cuBLAS over the rounds (median,
+    lowest, highest), the ranges of clock, power and temperature and what held the clock down; then the snake
+    order's bytes and cycles under the profiler."""
+    w = tf32_power_rounds(entry)
+
+    def span(values, fmt=".0f"):
+        lo, hi = min(values), max(values)
+        return format(lo, fmt) if lo == hi else f"{lo:{fmt}}-{hi:{fmt}}"
+
+    lines = [f"Each back to back for 3 s, in rounds, every other one reversed ({w['command']}); of cuBLAS: each round's "
+             "rate over cuBLAS's in the same round."]
+    for run in w["runs"]:
+        lines += [f"{run['device']}, {run['date']}, {run['rounds']} rounds:",
+                  f"{'':<30}{'of cuBLAS: median (low-high)':>30}{'clock (MHz)':>14}{'power (W)':>12}"
+                  f"{'GPU/memory (C)':>16}  held down by"]
+        for label, r in run["rows"].items():
+            ratio = (f"{100 * r['median']:.1f} % ({100 * r['low']:.1f}-{100 * r['high']:.1f})"
+                     if label != "cuBLAS TF32 on B^T" else f"{span(r['tflops'], '.1f')} TFLOP/s")
+            held = ", ".join(f"{reason} ({n} of {run['rounds']})" for reason, n in r["limiters"].items()) or "nothing named"
+            lines.append(f"{label:<30}{ratio:>30}{span(r['sm_clock_mhz']):>14}{span(r['power_w']):>12}"
+                         f"{span(r['gpu_temp_c']) + ' / ' + span(r['memory_temp_c']):>16}  {held}")
+    lines.append("Under Nsight Compute (clocks unlocked, median of 4 launches; L2 cold at each launch):")
+    lines.append(f"{'':<30}{'DRAM read (MB)':>16}{'L2 reads':>10}{'cycles':>9}{'tensor pipe':>13}")
+    for label, p in w["snake"].items():
+        lines.append(f"{label:<30}{p['dram_read_mb']:>16.0f}{p['l2_read_sectors'] / 1e6:>9.1f}M{p['cycles'] / 1e3:>8.0f}k"
+                     f"{p['tensor_pipe_pct']:>11.1f} %")
+    return "\n".join(lines)
+
+
 #: benchmarks/tensor_cores_tf32_feed.py's variants of the best kernel (``--designs best``), as the chapter names them
 POWER_PARTS = {"the kernel": "all", "no store of C": "no_store", "no tiles (ldmatrix, MMAs)": "no_data",
                "no tiles, no ldmatrix (MMAs)": "no_data_ldsm", "tiles only (no MMAs)": "data_only",

@@ -429,11 +429,11 @@ def test_each_feed_design_is_compiled_with_its_course_kernel_s_template_argument
         line = re.search(rf"^(V6W_KERNEL|V6W_PRODUCER_KERNEL)\({kernel}, ([^)]*)\)", text, flags=re.M)
         assert line, f"{design}: no kernel line {kernel}"
         args = [a.strip() for a in line.group(2).split(",")]
-        if line.group(1) == "V6W_PRODUCER_KERNEL":      # BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY, MMA_FIRST
-            bm, bn, stages, group, persistent, staged, cluster, early, first = args
-            expected = [bm, bn, stages, group, "false", persistent, "false", cluster, "0", "true", staged, early, first]
+        if line.group(1) == "V6W_PRODUCER_KERNEL":      # BM, BN, STAGES, GROUP, PERSISTENT, STAGED_C, CLUSTER, EARLY, MMA_FIRST, SNAKE
+            bm, bn, stages, group, persistent, staged, cluster, early, first, snake = args
+            expected = [bm, bn, stages, group, "false", persistent, "false", cluster, "0", "true", staged, early, first, snake]
         else:                                           # BM, BN, STAGES, GROUP, B_LATE, PERSISTENT, LAST_ISSUES, CLUSTER
-            expected = args + ["0", "false", "false", "false", "false"]
+            expected = args + ["0", "false", "false", "false", "false", "false"]
         assert [a.strip() for a in params.split(",")] == expected, design
         assert producer == (line.group(1) == "V6W_PRODUCER_KERNEL"), design
 
@@ -452,9 +452,9 @@ def test_the_feed_benchmark_switches_off_what_each_variant_names():
         tma, wait, mma, ldsm = "cp.async.bulk.tensor", "mbarrier.try_wait", "mma.sync", "ldmatrix"
         count = {name: {w: b.count(w) for w in (tma, wait, mma, ldsm, "st.global")} for name, b in body.items()}
         assert all(count["all"][w] > 0 for w in (tma, wait, mma, ldsm, "st.global")) and count["full_waves"] == count["all"]
-        # MMA_FIRST (the last template argument): a second copy of a k-step's 4 x 8 MMAs, for a k-tile that is late,
+        # MMA_FIRST (the 13th template argument): a second copy of a k-step's 4 x 8 MMAs, for a k-tile that is late,
         # which a kernel without tiles never takes
-        late_branch = 4 * 8 if params.endswith("true") else 0
+        late_branch = 4 * 8 if [a.strip() for a in params.split(",")][12] == "true" else 0
         assert count["no_data"][tma] == count["no_data"][wait] == 0 and count["no_data"][mma] == count["all"][mma] - late_branch
         assert "mbarrier.test_wait" not in body["no_data"]
         # without data and ldmatrix, only the first k-step's fragments are loaded (once, before the loop)

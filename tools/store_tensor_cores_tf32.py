@@ -20,7 +20,12 @@ tools/device_tensor_cores_clusters.sh`` ``ncu_clusters_h100.txt``, ``tensor_core
 sharing a tile beside the same kernels alone: cycles, L2 reads, and TFLOP/s and clock at the board's power limit), and
 from ``bash tools/device_tensor_cores_power_parts.sh`` ``tensor_cores_power_parts_h100.json``,
 ``tensor_cores_power_mma_h100.json``, ``tensor_cores_power_mma_reversed_h100.json`` and ``ncu_power_parts_h100.txt`` (the
-best kernel with parts switched off, and warps of nothing but MMAs, at the power limit), and writes ``results["tensor_cores_tf32"]`` of
+best kernel with parts switched off, and warps of nothing but MMAs, at the power limit), and from ``bash
+tools/device_tensor_cores_power_rounds.sh`` ``tensor_cores_power_rounds_h100.json`` (the best kernels, with and without
+the snake order, MMAs alone and cuBLAS at the power limit in 6 rounds, with temperatures and what held the clock down),
+``tensor_cores_power_rounds_first_h100.json`` and ``_second_h100.json`` (earlier runs of the same script the same day,
+the first before the snake kernels joined it) and ``ncu_snake_h100.txt`` (their DRAM bytes, L2 reads and cycles; the
+second run's files of the script carry ``_second`` in their names and are kept, not stored), and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -53,6 +58,9 @@ POWER_PARTS = {"parts": REPO / "benchmarks/results/tensor_cores_power_parts_h100
                "mma": REPO / "benchmarks/results/tensor_cores_power_mma_h100.json",        # and MMAs alone, at 700 W
                "mma_reversed": REPO / "benchmarks/results/tensor_cores_power_mma_reversed_h100.json",
                "ncu": REPO / "benchmarks/results/ncu_power_parts_h100.txt"}
+POWER_ROUNDS = {"runs": [REPO / f"benchmarks/results/tensor_cores_power_rounds{run}_h100.json"    # the best kernels
+                         for run in ("_first", "_second", "")],                                   # and cuBLAS in rounds
+                "ncu": REPO / "benchmarks/results/ncu_snake_h100.txt"}
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -221,7 +229,8 @@ def _power_run(power: dict | None) -> dict | None:
 def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict | None = None,
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
-          head_to_head: dict | None = None, clusters: dict | None = None, power_parts: dict | None = None) -> dict:
+          head_to_head: dict | None = None, clusters: dict | None = None, power_parts: dict | None = None,
+          power_rounds: dict | None = None) -> dict:
     """The stored entry; ``clusters`` and ``power_parts``: the texts and JSON of CLUSTERS and POWER_PARTS (by their
     keys), or None."""
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
@@ -245,7 +254,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/ncu_shared_memory_h100.txt", "benchmarks/results/ncu_producer_h100.txt",
                       "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt",
                       "benchmarks/results/tensor_cores_head_to_head_h100.json"]
-                     + [str(p.relative_to(REPO)) for p in (*CLUSTERS.values(), *POWER_PARTS.values())],
+                     + [str(p.relative_to(REPO)) for p in (*CLUSTERS.values(), *POWER_PARTS.values(),
+                                                            *POWER_ROUNDS["runs"], POWER_ROUNDS["ncu"])],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": _power_run(power), "power_short": _power_run(power_short),
@@ -266,7 +276,11 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                 "parts": _pick(power_parts["parts"], ("device", "date", "designs", "command", "power_runs")),
                 "mma": [_power_run(power_parts[key]) for key in ("mma", "mma_reversed")],
                 "ncu": median_per_kernel(parse_ncu(power_parts["ncu"])),
-                "command": "bash tools/device_tensor_cores_power_parts.sh"}}
+                "command": "bash tools/device_tensor_cores_power_parts.sh"},
+            "power_rounds": None if power_rounds is None else {
+                "runs": [_power_run(run) for run in power_rounds["runs"]],
+                "ncu": median_per_kernel(parse_ncu(power_rounds["ncu"])),
+                "command": "bash tools/device_tensor_cores_power_rounds.sh"}}
 
 
 def read_files(files: dict) -> dict:
@@ -275,20 +289,22 @@ def read_files(files: dict) -> dict:
             for k, p in files.items()}
 
 
-def main() -> int:
+def entry_from_files() -> dict:
+    """The entry from the result files this tool names."""
     bench = json.loads(BENCH.read_text(encoding="utf-8"))
+    return entry(bench, [p.read_text(encoding="utf-8") for p in NCU], SOURCE.read_text(encoding="utf-8"),
+                 json.loads(POWER.read_text(encoding="utf-8")), json.loads(POWER_SHORT.read_text(encoding="utf-8")),
+                 STREAM_K.read_text(encoding="utf-8"), STREAM_K_SOURCE.read_text(encoding="utf-8"),
+                 SHARED.read_text(encoding="utf-8"), PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
+                 OPERANDS.read_text(encoding="utf-8"), json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")),
+                 read_files(CLUSTERS), read_files(POWER_PARTS),
+                 {"runs": [json.loads(p.read_text(encoding="utf-8")) for p in POWER_ROUNDS["runs"]],
+                  "ncu": POWER_ROUNDS["ncu"].read_text(encoding="utf-8")})
+
+
+def main() -> int:
     data = json.loads(STORE.read_text(encoding="utf-8"))
-    data.setdefault("results", {})[KEY] = entry(bench, [p.read_text(encoding="utf-8") for p in NCU],
-                                                SOURCE.read_text(encoding="utf-8"),
-                                                json.loads(POWER.read_text(encoding="utf-8")),
-                                                json.loads(POWER_SHORT.read_text(encoding="utf-8")),
-                                                STREAM_K.read_text(encoding="utf-8"),
-                                                STREAM_K_SOURCE.read_text(encoding="utf-8"),
-                                                SHARED.read_text(encoding="utf-8"),
-                                                PRODUCER.read_text(encoding="utf-8"), FEED.read_text(encoding="utf-8"),
-                                                OPERANDS.read_text(encoding="utf-8"),
-                                                json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")),
-                                                read_files(CLUSTERS), read_files(POWER_PARTS))
+    data.setdefault("results", {})[KEY] = entry_from_files()
     STORE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     stored = data["results"][KEY]
     print(f"stored {KEY} ({len(stored['rows'])} rows, {len(stored['ncu'])} profiled kernels) in {STORE.relative_to(REPO)}")
