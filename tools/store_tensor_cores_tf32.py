@@ -221,6 +221,10 @@ def _pick(d: dict, keys) -> dict:
     return {k: d[k] for k in keys}
 
 
+#: what the entry keeps of each row of a tensor_cores_power.py --rounds run (what simtlab.tensorcores reads)
+_ROUNDS_ROW_KEYS = ("name", "round", "tflops", "sm_clock_mhz", "power_w", "gpu_temp_c", "memory_temp_c", "limiters")
+
+
 def _power_run(power: dict | None) -> dict | None:
     """What the entry keeps of a benchmarks/tensor_cores_power.py run."""
     return None if power is None else _pick(power, ("device", "date", "rows"))
@@ -278,7 +282,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                 "ncu": median_per_kernel(parse_ncu(power_parts["ncu"])),
                 "command": "bash tools/device_tensor_cores_power_parts.sh"},
             "power_rounds": None if power_rounds is None else {
-                "runs": [_power_run(run) for run in power_rounds["runs"]],
+                "runs": [{**_pick(run, ("device", "date")), "rows": [_pick(r, _ROUNDS_ROW_KEYS) for r in run["rows"]]}
+                         for run in power_rounds["runs"]],
                 "ncu": median_per_kernel(parse_ncu(power_rounds["ncu"])),
                 "command": "bash tools/device_tensor_cores_power_rounds.sh"}}
 
