@@ -762,29 +762,27 @@ POWER_ROUNDS = {"clusters of 2, early release": "tc_v6w_tf32_256x128_s4_cluster2
 
 
 def _rounds_of(run: dict) -> dict:
-    """One tensor_cores_power.py --rounds run: per label of POWER_ROUNDS it ran, the lists over its rounds
-    (``tflops``, ``sm_clock_mhz``, ``power_w``, ``gpu_temp_c``, ``memory_temp_c``), ``vs_cublas`` (each round's rate
-    over cuBLAS's of the same round) with its ``median``, ``low`` and ``high``, and ``limiters``: each clock-event
-    reason named in at least half of a run's samples, with the number of rounds it held in."""
+    """One tensor_cores_power.py --rounds run: per label of POWER_ROUNDS it ran, _power_columns' lists over its
+    rounds (``vs_cublas``: each round's rate over cuBLAS's of the same round) with the median, ``low`` and ``high`` of
+    that ratio, both temperatures' lists (``gpu_temp_c``, ``memory_temp_c``) and ``limiters``: each clock-event reason
+    named in at least half of a run's samples, with the number of rounds it held in."""
     import statistics
 
-    reference = POWER_ROUNDS["cuBLAS TF32 on B^T"]
     rounds = sorted({r["round"] for r in run["rows"]})
     by_round = [{r["name"]: r for r in run["rows"] if r["round"] == k} for k in rounds]
     rows = {}
     for label, name in POWER_ROUNDS.items():
         if name not in by_round[0]:
             continue
-        runs = [rnd[name] for rnd in by_round]
-        ratios = [r["tflops"] / rnd[reference]["tflops"] for r, rnd in zip(runs, by_round)]
+        columns = _power_columns(by_round, name, POWER_ROUNDS["cuBLAS TF32 on B^T"])
         limiters: dict = {}
-        for r in runs:
-            for reason in r["limiters"]:
+        for rnd in by_round:
+            for reason in rnd[name]["limiters"]:
                 limiters[reason] = limiters.get(reason, 0) + 1
-        rows[label] = {"kernel": name, **{k: [r[k] for r in runs] for k in
-                                          ("tflops", "sm_clock_mhz", "power_w", "gpu_temp_c", "memory_temp_c")},
-                       "vs_cublas": ratios, "median": statistics.median(ratios), "low": min(ratios),
-                       "high": max(ratios), "limiters": limiters}
+        temperatures = {k: [rnd[name][k] for rnd in by_round] for k in ("gpu_temp_c", "memory_temp_c")}
+        rows[label] = {"kernel": name, **columns, **temperatures,
+                       "median": statistics.median(columns["vs_cublas"]), "low": min(columns["vs_cublas"]),
+                       "high": max(columns["vs_cublas"]), "limiters": limiters}
     return {"device": run["device"], "date": run["date"], "rounds": len(rounds), "rows": rows}
 
 

@@ -598,7 +598,7 @@ def test_the_recorded_power_parts_are_what_the_chapter_says():
 def _rounds_entry():
     """A recorded entry of two power-rounds runs: the first without the snake kernels, the second with them."""
     def row(name, rnd, tflops, mhz=1500.0, limiters=("sw_power_cap",)):     # a tensor_cores_power.py --rounds row
-        return {"name": name, "round": rnd, "tflops": tflops, "sm_clock_mhz": mhz, "power_w": 698.0,
+        return {"name": name, "round": rnd, "tflops": tflops, "ms": 137.4 / tflops, "sm_clock_mhz": mhz, "power_w": 698.0,
                 "power_limit_w": 700.0, "gpu_temp_c": 50.0 + rnd, "memory_temp_c": 45.0 + rnd, "limiters": list(limiters)}
 
     pair, alone, mma, cublas = (TC.POWER_ROUNDS[k] for k in ("clusters of 2, early release", "alone", "MMAs alone",

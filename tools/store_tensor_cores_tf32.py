@@ -222,7 +222,8 @@ def _pick(d: dict, keys) -> dict:
 
 
 #: what the entry keeps of each row of a tensor_cores_power.py --rounds run (what simtlab.tensorcores reads)
-_ROUNDS_ROW_KEYS = ("name", "round", "tflops", "sm_clock_mhz", "power_w", "gpu_temp_c", "memory_temp_c", "limiters")
+_ROUNDS_ROW_KEYS = ("name", "round", "tflops", "ms", "sm_clock_mhz", "power_w", "power_limit_w", "gpu_temp_c",
+                    "memory_temp_c", "limiters")
 
 
 def _power_run(power: dict | None) -> dict | None:
