@@ -590,6 +590,16 @@ def test_the_recorded_power_parts_are_what_the_chapter_says():
     no_tiles, bare = rows["no tiles (ldmatrix, MMAs)"]["mj"], rows["no tiles, no ldmatrix (MMAs)"]["mj"]
     assert all(83.5 < a - b < 87.5 for a, b in zip(kernel["mj"], no_tiles))
     assert all(25.5 < a - b < 29.5 for a, b in zip(no_tiles, bare))
+    # warps of nothing but mma.sync: 245-248 mJ, 88-89 % of cuBLAS's whole GEMM in the same run; the 70 % budget leaves
+    # the feed about 150 mJ (148-155), of which the tiles and ldmatrix take 109-116
+    alone, ref = mma["MMAs alone, random mantissas"]["mj"], mma["cuBLAS TF32 on B^T"]["mj"]
+    assert [round(min(alone)), round(max(alone))] == [245, 248]
+    share = [a / c for a, c in zip(alone, rows["cuBLAS TF32 on B^T"]["mj"])]
+    assert all(0.875 < v < 0.895 for v in share)
+    left = [c / 0.70 - a for a, c in zip(alone, rows["cuBLAS TF32 on B^T"]["mj"])]
+    assert all(147.5 < v < 155.5 for v in left)
+    fed = [k - b for k, b in zip(kernel["mj"], bare)]
+    assert [round(min(fed)), round(max(fed))] == [109, 116]
     # in the second run the variants with tiles drew 654-668 W, at a lower clock than in the first
     for label in ("the kernel", "no store of C", "on 4 whole waves"):
         assert 650 < rows[label]["power_w"][1] < 670 and rows[label]["sm_clock_mhz"][1] < rows[label]["sm_clock_mhz"][0]
@@ -673,6 +683,9 @@ def test_the_recorded_power_rounds_are_what_the_chapter_says():
     assert (round(100 * min(every), 1), round(100 * max(every), 1)) == (68.3, 71.1)
     alone = [v for run in runs for v in run["rows"]["alone"]["vs_cublas"]]
     assert round(100 * statistics.median(alone), 1) == 68.3 and max(alone) < 0.70
+    # warps of nothing but MMAs spend 91-99 % of cuBLAS's joules of the same round (88-99 % with the power-parts run)
+    share = [m / c for run in runs for m, c in zip(run["rows"]["MMAs alone"]["mj"], run["rows"]["cuBLAS TF32 on B^T"]["mj"])]
+    assert (round(100 * min(share)), round(100 * max(share))) == (91, 99)
     # snake: 6-7 % fewer DRAM bytes (298 -> 278 MB in clusters), 0.2-0.5 % more cycles; at 700 W the medians of its rounds
     # against the kernel's of the same round -0.2 % in clusters, -0.5 % alone
     s = w["snake"]
@@ -683,3 +696,48 @@ def test_the_recorded_power_rounds_are_what_the_chapter_says():
                  for a, b in zip(run["rows"][snake]["tflops"], run["rows"][base]["tflops"])]
         assert round(100 * statistics.median(gains), 1) == {"the same, snake": -0.2, "alone, snake": -0.5}[snake]
     assert round(s["clusters of 2, early release"]["dram_read_mb"]) == 298 and round(s["the same, snake"]["dram_read_mb"]) == 278
+
+
+def _labelled(fig):
+    assert fig._suptitle is not None and fig._suptitle.get_text()
+    for ax in fig.axes:
+        assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_the_joules_figure_draws_each_bar_at_its_runs_mean_and_the_goal_s_budget():
+    import numpy as np
+    from simtlab.plots import tensor_cores as P
+
+    parts = TC.tf32_power_parts()
+    fig = P.plot_tf32_joules(parts)
+    _labelled(fig)
+    ax = fig.axes[0]
+    widths = [bar.get_width() for bar in ax.patches]
+    assert widths == pytest.approx([np.mean(parts[group][row]["mj"]) for _, group, row in P.TF32_JOULES_BARS])
+    # the bars top to bottom in TF32_JOULES_BARS' order, named by it
+    top_down = sorted(zip(ax.get_yticks(), ax.get_yticklabels()), key=lambda tick: -tick[0])
+    assert [t.get_text() for _, t in top_down] == [name for name, _, _ in P.TF32_JOULES_BARS]
+    assert [bar.get_y() for bar in ax.patches] == sorted((bar.get_y() for bar in ax.patches), reverse=True)
+    budget = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(budget) == 1
+    assert budget[0].get_xdata()[0] == pytest.approx(np.mean(parts["rows"]["cuBLAS TF32 on B^T"]["mj"]) / 0.70)
+    # the recorded figure: the kernel's bar sits at the budget (within 1 %), warps of nothing but MMAs below cuBLAS's
+    assert abs(widths[-1] / budget[0].get_xdata()[0] - 1) < 0.01 and widths[1] < widths[0]
+
+
+def test_the_rounds_figure_plots_every_round_of_every_board_against_the_goal():
+    from simtlab.plots import tensor_cores as P
+
+    rounds = TC.tf32_power_rounds()
+    fig = P.plot_tf32_rounds(rounds)
+    _labelled(fig)
+    ax = fig.axes[0]
+    series = [line for line in ax.lines if line.get_marker() in ("o", "s")]
+    expected = [100 * run["rows"][name]["vs_cublas"][i] for run in rounds["runs"] for name, _, _ in P.TF32_ROUNDS_SERIES
+                if name in run["rows"] for i in range(run["rounds"])]
+    assert [y for line in series for y in line.get_ydata()] == pytest.approx(expected)
+    goal = [line for line in ax.lines if line.get_linestyle() == "--"]
+    assert len(goal) == 1 and goal[0].get_ydata()[0] == pytest.approx(70.0)
+    # a legend entry per series, once, however many boards ran it
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == sorted(
+        [name for name, _, _ in P.TF32_ROUNDS_SERIES] + ["the goal, 70% of cuBLAS"])

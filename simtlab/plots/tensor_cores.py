@@ -1,6 +1,7 @@
 """Chapter 9's figures: the roofline with the tensor-core roofs, the versions against cuBLAS,
 fragment layouts lane by lane, the cp.async ring from the trace, the stage count measured, and
-the numerics of TF32 / FP16 / BF16. Every function returns a matplotlib Figure; the data comes
+the numerics of TF32 / FP16 / BF16, and TF32's case study at the board's power limit (joules per GEMM, rounds
+against cuBLAS). Every function returns a matplotlib Figure; the data comes
 from :mod:`simtlab.tensorcores`."""
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from ..kernels import tensor_cores as T
 from .style import PALETTE, label, new_figure
 
 __all__ = ["plot_roofline", "plot_versions", "plot_fragment_layouts", "plot_pipeline", "plot_stages",
-           "plot_numerics", "LANE_COLOURS"]
+           "plot_numerics", "plot_tf32_joules", "plot_tf32_rounds", "TF32_JOULES_BARS", "TF32_ROUNDS_SERIES",
+           "LANE_COLOURS"]
 
 PRECISION_COLOURS = {"fp32": "0.3", "tf32": PALETTE[0], "fp16": PALETTE[1], "bf16": PALETTE[2]}
 #: 32 distinct colours, one per lane (lanes of one group of 4 in neighbouring shades)
@@ -188,4 +190,74 @@ def plot_numerics(data: dict):
     ax.legend(fontsize="x-small", ncol=4, loc="upper center")
     ax.set_ylim(1e-10, 1e-1)
     label(ax, "K (length of each dot product)", "|C - C_fp64| / (|A| |B|)  (relative error)")
+    return fig
+
+
+#: plot_tf32_joules' bars, top to bottom: (label, where in tensorcores.tf32_power_parts, row)
+TF32_JOULES_BARS = (("cuBLAS TF32 on B\u1d40 (wgmma)", "rows", "cuBLAS TF32 on B^T"),
+                    ("warps of nothing but mma.sync", "mma", "MMAs alone, random mantissas"),
+                    ("the kernel's MMAs (no tiles, no ldmatrix)", "rows", "no tiles, no ldmatrix (MMAs)"),
+                    ("+ ldmatrix (no tiles)", "rows", "no tiles (ldmatrix, MMAs)"),
+                    ("+ the tiles from L2: the kernel", "rows", "the kernel"))
+
+
+def plot_tf32_joules(parts: dict, goal: float = 0.70):
+    """The board's energy for one 4096^3 TF32 GEMM at the 700 W limit (tensorcores.tf32_power_parts): cuBLAS, warps
+    of nothing but MMAs, and the best kernel built up from its MMAs (TF32_JOULES_BARS); each bar the mean of its runs,
+    the whisker their range. The dashed line is what ``goal`` of cuBLAS's rate allows at the same power: cuBLAS's
+    joules over ``goal``."""
+    fig, ax = new_figure(f"Where the joules go: TF32 GEMMs at the board's power limit\n({parts['device']}, "
+                         f"{parts['date']}, {parts['command']})", figsize=(9.0, 4.2))
+    ys = np.arange(len(TF32_JOULES_BARS))[::-1]
+    for y, (name, group, row) in zip(ys, TF32_JOULES_BARS):
+        r = parts[group][row]
+        mj, rate = np.array(r["mj"]), 100 * np.array(r["vs_cublas"])
+        colour = "0.55" if row.startswith("cuBLAS") else PALETTE[0]
+        ax.barh(y, mj.mean(), height=0.6, color=colour)
+        ax.errorbar(mj.mean(), y, xerr=[[mj.mean() - mj.min()], [mj.max() - mj.mean()]], color="black", capsize=3, lw=1)
+        ax.text(mj.max() + 4, y, f"{' / '.join(f'{v:.0f}' for v in mj)} mJ ({' / '.join(f'{v:.1f}' for v in rate)} % of cuBLAS)",
+                va="center", fontsize="x-small")
+    budget = np.mean(parts["rows"]["cuBLAS TF32 on B^T"]["mj"]) / goal
+    ax.axvline(budget, color=PALETTE[5], ls="--", lw=1.5,
+               label=f"{goal:.0%} of cuBLAS's rate at the same power: {budget:.0f} mJ")
+    ax.set_yticks(ys, [name for name, _, _ in TF32_JOULES_BARS], fontsize="small")
+    ax.set_xlim(0, budget * 1.65)
+    ax.legend(fontsize="small", loc="upper right")
+    label(ax, "energy per 4096\u00b3 GEMM (mJ: the board's W x s; whisker: the runs' range)", "what runs")
+    return fig
+
+
+#: plot_tf32_rounds' series: (label in tensorcores.POWER_ROUNDS, marker, filled)
+TF32_ROUNDS_SERIES = (("clusters of 2, early release", "o", True), ("the same, snake", "o", False),
+                      ("alone", "s", True), ("alone, snake", "s", False))
+
+
+def plot_tf32_rounds(rounds: dict, goal: float = 0.70):
+    """Each round of tensorcores.tf32_power_rounds: every kernel's rate over cuBLAS's of the same round, in percent,
+    the rounds of each board side by side (a gap between boards), with the goal as a dashed line."""
+    runs = rounds["runs"]
+    fig, ax = new_figure(f"The best TF32 mma.sync kernels at 700 W, round by round against cuBLAS\n"
+                         f"({runs[0]['device']}, {len(runs)} boards, {rounds['command']})", figsize=(9.0, 4.2))
+    ticks, names, labelled = [], [], set()
+    for b, run in enumerate(runs):
+        xs = b * (run["rounds"] + 2) + np.arange(run["rounds"])
+        ticks.append(xs.mean())
+        names.append(f"board {b + 1} ({run['date']})\nrounds 1-{run['rounds']}")
+        for name, marker, filled in TF32_ROUNDS_SERIES:
+            if name not in run["rows"]:
+                continue
+            colour = PALETTE[0] if marker == "o" else PALETTE[1]
+            ax.plot(xs, 100 * np.array(run["rows"][name]["vs_cublas"]), marker=marker, ls="-" if filled else ":",
+                    color=colour, markerfacecolor=colour if filled else "white", lw=1,
+                    label=None if name in labelled else name)
+            labelled.add(name)
+    ax.axhline(100 * goal, color=PALETTE[5], ls="--", lw=1.5, label=f"the goal, {goal:.0%} of cuBLAS")
+    values = [100 * v for run in runs for name, _, _ in TF32_ROUNDS_SERIES if name in run["rows"]
+              for v in run["rows"][name]["vs_cublas"]]
+    ax.set_ylim(min(values) - 1.3, max(max(values), 100 * goal) + 0.3)     # room for the legend below the points
+    ax.set_xticks(ticks, names, fontsize="small")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="x-small", ncol=3, loc="lower center")
+    label(ax, "rounds on each board (3 s of each kernel back to back, every other round reversed)",
+          "rate / cuBLAS's of the round (%)")
     return fig
