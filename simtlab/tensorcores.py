@@ -761,8 +761,8 @@ POWER_ROUNDS = {"clusters of 2, early release": "tc_v6w_tf32_256x128_s4_cluster2
                 "MMAs alone": "mma:a4b8_rand", "cuBLAS TF32 on B^T": "cublas:tf32:bt"}
 
 
-def _rounds_of(run: dict) -> dict:
-    """One tensor_cores_power.py --rounds run: per label of POWER_ROUNDS it ran, _power_columns' lists over its
+def _rounds_of(run: dict, kernels: dict = POWER_ROUNDS) -> dict:
+    """One tensor_cores_power.py --rounds run: per label of ``kernels`` it ran, _power_columns' lists over its
     rounds (``vs_cublas``: each round's rate over cuBLAS's of the same round) with the median, ``low`` and ``high`` of
     that ratio, both temperatures' lists (``gpu_temp_c``, ``memory_temp_c``) and ``limiters``: each clock-event reason
     named in at least half of a run's samples, with the number of rounds it held in."""
@@ -771,10 +771,10 @@ def _rounds_of(run: dict) -> dict:
     rounds = sorted({r["round"] for r in run["rows"]})
     by_round = [{r["name"]: r for r in run["rows"] if r["round"] == k} for k in rounds]
     rows = {}
-    for label, name in POWER_ROUNDS.items():
+    for label, name in kernels.items():
         if name not in by_round[0]:
             continue
-        columns = _power_columns(by_round, name, POWER_ROUNDS["cuBLAS TF32 on B^T"])
+        columns = _power_columns(by_round, name, kernels["cuBLAS TF32 on B^T"])
         limiters: dict = {}
         for rnd in by_round:
             for reason in rnd[name]["limiters"]:
@@ -830,6 +830,66 @@ def tf32_power_rounds_summary(entry: dict | None = None) -> str:
     for label, p in w["snake"].items():
         lines.append(f"{label:<30}{p['dram_read_mb']:>16.0f}{p['l2_read_sectors'] / 1e6:>9.1f}M{p['cycles'] / 1e3:>8.0f}k"
                      f"{p['tensor_pipe_pct']:>11.1f} %")
+    return "\n".join(lines)
+
+
+#: what tools/device_tensor_cores_power_instructions.sh runs in rounds beside cuBLAS: the TF32 wgmma kernel (v7, B^T
+#: given) and the best mma.sync kernels, as the chapter names them
+POWER_INSTRUCTIONS = {"wgmma (v7, B^T given)": "tc_v7_wgmma_tf32_bt",
+                      "mma.sync, clusters of 2": POWER_ROUNDS["clusters of 2, early release"],
+                      "mma.sync, alone": POWER_ROUNDS["alone"], "MMAs alone": POWER_ROUNDS["MMAs alone"],
+                      "cuBLAS TF32 on B^T": POWER_ROUNDS["cuBLAS TF32 on B^T"]}
+
+
+def tf32_power_instructions(entry: dict | None = None) -> dict:
+    """Which instruction spends the joules? The TF32 wgmma kernel beside the best mma.sync kernels, warps of nothing but
+    MMAs and cuBLAS on B^T at the power limit in rounds (``bash tools/device_tensor_cores_power_instructions.sh``):
+    ``run`` (_rounds_of over POWER_INSTRUCTIONS, with ``mj_median`` per row: the median of its rounds' millijoules
+    for one GEMM) and ``ncu``: per label, Nsight Compute's DRAM bytes read, L2 read sectors and cycles (clocks
+    unlocked, the median of 4 launches; cuBLAS's under its own kernel's name)."""
+    import statistics
+
+    from . import backend
+
+    entry = entry or backend.recorded("tensor_cores_tf32")
+    w = entry.get("power_instructions")
+    if not w:
+        raise KeyError("no wgmma-against-mma.sync rounds recorded: run bash tools/device_tensor_cores_power_instructions.sh, "
+                       "then python tools/store_tensor_cores_tf32.py")
+    run = _rounds_of(w["run"], POWER_INSTRUCTIONS)
+    for row in run["rows"].values():
+        row["mj_median"] = statistics.median(row["mj"])
+    ncu = {}
+    for label, name in POWER_INSTRUCTIONS.items():
+        kernel = name if name in w["ncu"] else next((k for k in w["ncu"] if name.startswith("cublas") and "xmma" in k), None)
+        if kernel:
+            ncu[label] = {k: w["ncu"][kernel][k] for k in ("dram_read_mb", "l2_read_sectors", "cycles")}
+    return {"command": w["command"], "run": run, "ncu": ncu}
+
+
+def tf32_power_instructions_summary(entry: dict | None = None) -> str:
+    """tf32_power_instructions as the chapter prints it: per kernel its rate over cuBLAS's of the same round (median,
+    lowest, highest), its clock and power, the median millijoules of one GEMM, and what Nsight Compute counted."""
+    w = tf32_power_instructions(entry)
+    run = w["run"]
+
+    def span(values):
+        lo, hi = min(values), max(values)
+        return f"{lo:.0f}" if lo == hi else f"{lo:.0f}-{hi:.0f}"
+
+    lines = [f"{run['device']}, {run['date']}, {run['rounds']} rounds, each kernel back to back for 3 s, every other "
+             f"round reversed ({w['command']}); of cuBLAS: each round's rate over cuBLAS's in the same round; mJ: the "
+             "board's energy for one 4096^3 GEMM (median of the rounds); DRAM, L2 reads, cycles: Nsight Compute, "
+             "clocks unlocked, median of 4 launches.",
+             f"{'':<26}{'of cuBLAS: median (low-high)':>30}{'clock (MHz)':>13}{'power (W)':>11}{'mJ':>6}"
+             f"{'DRAM (MB)':>11}{'L2 reads':>10}{'cycles':>9}"]
+    for label, r in run["rows"].items():
+        ratio = (f"{100 * r['median']:.1f} % ({100 * r['low']:.1f}-{100 * r['high']:.1f})"
+                 if label != "cuBLAS TF32 on B^T" else f"{min(r['tflops']):.1f}-{max(r['tflops']):.1f} TFLOP/s")
+        p = w["ncu"].get(label)
+        profile = (f"{p['dram_read_mb']:>11.0f}{p['l2_read_sectors'] / 1e6:>9.1f}M{p['cycles'] / 1e3:>8.0f}k" if p else "")
+        lines.append(f"{label:<26}{ratio:>30}{span(r['sm_clock_mhz']):>13}{span(r['power_w']):>11}{r['mj_median']:>6.0f}"
+                     f"{profile}")
     return "\n".join(lines)
 
 

@@ -25,7 +25,10 @@ tools/device_tensor_cores_power_rounds.sh`` ``tensor_cores_power_rounds_h100.jso
 the snake order, MMAs alone and cuBLAS at the power limit in 6 rounds, with temperatures and what held the clock down),
 ``tensor_cores_power_rounds_first_h100.json`` and ``_second_h100.json`` (earlier runs of the same script the same day,
 the first before the snake kernels joined it) and ``ncu_snake_h100.txt`` (their DRAM bytes, L2 reads and cycles; the
-second run's files of the script carry ``_second`` in their names and are kept, not stored), and writes ``results["tensor_cores_tf32"]`` of
+second run's files of the script carry ``_second`` in their names and are kept, not stored), and from ``bash
+tools/device_tensor_cores_power_instructions.sh`` ``tensor_cores_power_instructions_h100.json`` (the TF32 wgmma kernel
+beside the best mma.sync kernels, MMAs alone and cuBLAS at the power limit in 6 rounds) and ``ncu_instructions_h100.txt``
+(their DRAM bytes, L2 reads and cycles), and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -61,6 +64,8 @@ POWER_PARTS = {"parts": REPO / "benchmarks/results/tensor_cores_power_parts_h100
 POWER_ROUNDS = {"runs": [REPO / f"benchmarks/results/tensor_cores_power_rounds{run}_h100.json"    # the best kernels
                          for run in ("_first", "_second", "")],                                   # and cuBLAS in rounds
                 "ncu": REPO / "benchmarks/results/ncu_snake_h100.txt"}
+POWER_INSTRUCTIONS = {"run": REPO / "benchmarks/results/tensor_cores_power_instructions_h100.json",   # wgmma beside
+                      "ncu": REPO / "benchmarks/results/ncu_instructions_h100.txt"}                 # mma.sync at 700 W
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -226,6 +231,11 @@ _ROUNDS_ROW_KEYS = ("name", "round", "tflops", "ms", "sm_clock_mhz", "power_w", 
                     "memory_temp_c", "limiters")
 
 
+def _rounds_run(run: dict) -> dict:
+    """What the entry keeps of a benchmarks/tensor_cores_power.py --rounds run."""
+    return {**_pick(run, ("device", "date")), "rows": [_pick(r, _ROUNDS_ROW_KEYS) for r in run["rows"]]}
+
+
 def _power_run(power: dict | None) -> dict | None:
     """What the entry keeps of a benchmarks/tensor_cores_power.py run."""
     return None if power is None else _pick(power, ("device", "date", "rows"))
@@ -235,9 +245,10 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
           head_to_head: dict | None = None, clusters: dict | None = None, power_parts: dict | None = None,
-          power_rounds: dict | None = None) -> dict:
-    """The stored entry; ``clusters`` and ``power_parts``: the texts and JSON of CLUSTERS and POWER_PARTS (by their
-    keys), or None."""
+          power_rounds: dict | None = None, power_instructions: dict | None = None) -> dict:
+    """The stored entry; ``clusters``, ``power_parts`` and ``power_instructions``: the texts and JSON of CLUSTERS,
+    POWER_PARTS and POWER_INSTRUCTIONS (by their keys), or None; ``power_rounds``: POWER_ROUNDS' runs' JSON and its
+    Nsight Compute text."""
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -260,7 +271,8 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/ncu_feed_h100.txt", "benchmarks/results/ncu_mma_operands_h100.txt",
                       "benchmarks/results/tensor_cores_head_to_head_h100.json"]
                      + [str(p.relative_to(REPO)) for p in (*CLUSTERS.values(), *POWER_PARTS.values(),
-                                                            *POWER_ROUNDS["runs"], POWER_ROUNDS["ncu"])],
+                                                            *POWER_ROUNDS["runs"], POWER_ROUNDS["ncu"],
+                                                            *POWER_INSTRUCTIONS.values())],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": _power_run(power), "power_short": _power_run(power_short),
@@ -283,14 +295,17 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                 "ncu": median_per_kernel(parse_ncu(power_parts["ncu"])),
                 "command": "bash tools/device_tensor_cores_power_parts.sh"},
             "power_rounds": None if power_rounds is None else {
-                "runs": [{**_pick(run, ("device", "date")), "rows": [_pick(r, _ROUNDS_ROW_KEYS) for r in run["rows"]]}
-                         for run in power_rounds["runs"]],
+                "runs": [_rounds_run(run) for run in power_rounds["runs"]],
                 "ncu": median_per_kernel(parse_ncu(power_rounds["ncu"])),
-                "command": "bash tools/device_tensor_cores_power_rounds.sh"}}
+                "command": "bash tools/device_tensor_cores_power_rounds.sh"},
+            "power_instructions": None if power_instructions is None else {
+                "run": _rounds_run(power_instructions["run"]),
+                "ncu": median_per_kernel(parse_ncu(power_instructions["ncu"])),
+                "command": "bash tools/device_tensor_cores_power_instructions.sh"}}
 
 
 def read_files(files: dict) -> dict:
-    """CLUSTERS' or POWER_PARTS' files: Nsight Compute's texts, the JSON of the others."""
+    """CLUSTERS', POWER_PARTS' or POWER_INSTRUCTIONS' files: Nsight Compute's texts, the JSON of the others."""
     return {k: p.read_text(encoding="utf-8") if p.suffix == ".txt" else json.loads(p.read_text(encoding="utf-8"))
             for k, p in files.items()}
 
@@ -305,7 +320,8 @@ def entry_from_files() -> dict:
                  OPERANDS.read_text(encoding="utf-8"), json.loads(HEAD_TO_HEAD.read_text(encoding="utf-8")),
                  read_files(CLUSTERS), read_files(POWER_PARTS),
                  {"runs": [json.loads(p.read_text(encoding="utf-8")) for p in POWER_ROUNDS["runs"]],
-                  "ncu": POWER_ROUNDS["ncu"].read_text(encoding="utf-8")})
+                  "ncu": POWER_ROUNDS["ncu"].read_text(encoding="utf-8")},
+                 read_files(POWER_INSTRUCTIONS))
 
 
 def main() -> int:
