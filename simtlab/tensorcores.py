@@ -761,6 +761,23 @@ POWER_ROUNDS = {"clusters of 2, early release": "tc_v6w_tf32_256x128_s4_cluster2
                 "MMAs alone": "mma:a4b8_rand", "cuBLAS TF32 on B^T": "cublas:tf32:bt"}
 
 
+def _span(values, fmt: str = ".0f") -> str:
+    """The range of ``values`` as the chapter's tables print it: "lo-hi", or one number when they agree."""
+    lo, hi = min(values), max(values)
+    return format(lo, fmt) if lo == hi else f"{lo:{fmt}}-{hi:{fmt}}"
+
+
+def _ncu_by_label(ncu: dict, kernels: dict, keys) -> dict:
+    """Nsight Compute's ``keys`` for each label of ``kernels`` that was profiled; cuBLAS (``cublas:...``) under the name of
+    the kernel it ran (``sm90_xmma_...``)."""
+    out = {}
+    for label, name in kernels.items():
+        kernel = name if name in ncu else next((k for k in ncu if name.startswith("cublas") and "xmma" in k), None)
+        if kernel:
+            out[label] = {k: ncu[kernel][k] for k in keys}
+    return out
+
+
 def _rounds_of(run: dict, kernels: dict = POWER_ROUNDS) -> dict:
     """One tensor_cores_power.py --rounds run: per label of ``kernels`` it ran, _power_columns' lists over its
     rounds (``vs_cublas``: each round's rate over cuBLAS's of the same round) with the median, ``low`` and ``high`` of
@@ -798,8 +815,7 @@ def tf32_power_rounds(entry: dict | None = None) -> dict:
     if not w:
         raise KeyError("no power rounds recorded: run bash tools/device_tensor_cores_power_rounds.sh, then "
                        "python tools/store_tensor_cores_tf32.py")
-    snake = {label: {k: w["ncu"][name][k] for k in ("dram_read_mb", "l2_read_sectors", "cycles", "tensor_pipe_pct")}
-             for label, name in POWER_ROUNDS.items() if name in w["ncu"]}
+    snake = _ncu_by_label(w["ncu"], POWER_ROUNDS, ("dram_read_mb", "l2_read_sectors", "cycles", "tensor_pipe_pct"))
     return {"command": w["command"], "runs": [_rounds_of(run) for run in w["runs"]], "snake": snake}
 
 
@@ -808,11 +824,6 @@ def tf32_power_rounds_summary(entry: dict | None = None) -> str:
     lowest, highest), the ranges of clock, power and temperature and what held the clock down; then the snake
     order's bytes and cycles under the profiler."""
     w = tf32_power_rounds(entry)
-
-    def span(values, fmt=".0f"):
-        lo, hi = min(values), max(values)
-        return format(lo, fmt) if lo == hi else f"{lo:{fmt}}-{hi:{fmt}}"
-
     lines = [f"Each back to back for 3 s, in rounds, every other one reversed ({w['command']}); of cuBLAS: each round's "
              "rate over cuBLAS's in the same round."]
     for run in w["runs"]:
@@ -821,10 +832,10 @@ def tf32_power_rounds_summary(entry: dict | None = None) -> str:
                   f"{'GPU/memory (C)':>16}  held down by"]
         for label, r in run["rows"].items():
             ratio = (f"{100 * r['median']:.1f} % ({100 * r['low']:.1f}-{100 * r['high']:.1f})"
-                     if label != "cuBLAS TF32 on B^T" else f"{span(r['tflops'], '.1f')} TFLOP/s")
+                     if label != "cuBLAS TF32 on B^T" else f"{_span(r['tflops'], '.1f')} TFLOP/s")
             held = ", ".join(f"{reason} ({n} of {run['rounds']})" for reason, n in r["limiters"].items()) or "nothing named"
-            lines.append(f"{label:<30}{ratio:>30}{span(r['sm_clock_mhz']):>14}{span(r['power_w']):>12}"
-                         f"{span(r['gpu_temp_c']) + ' / ' + span(r['memory_temp_c']):>16}  {held}")
+            lines.append(f"{label:<30}{ratio:>30}{_span(r['sm_clock_mhz']):>14}{_span(r['power_w']):>12}"
+                         f"{_span(r['gpu_temp_c']) + ' / ' + _span(r['memory_temp_c']):>16}  {held}")
     lines.append("Under Nsight Compute (clocks unlocked, median of 4 launches; L2 cold at each launch):")
     lines.append(f"{'':<30}{'DRAM read (MB)':>16}{'L2 reads':>10}{'cycles':>9}{'tensor pipe':>13}")
     for label, p in w["snake"].items():
@@ -859,12 +870,8 @@ def tf32_power_instructions(entry: dict | None = None) -> dict:
     run = _rounds_of(w["run"], POWER_INSTRUCTIONS)
     for row in run["rows"].values():
         row["mj_median"] = statistics.median(row["mj"])
-    ncu = {}
-    for label, name in POWER_INSTRUCTIONS.items():
-        kernel = name if name in w["ncu"] else next((k for k in w["ncu"] if name.startswith("cublas") and "xmma" in k), None)
-        if kernel:
-            ncu[label] = {k: w["ncu"][kernel][k] for k in ("dram_read_mb", "l2_read_sectors", "cycles")}
-    return {"command": w["command"], "run": run, "ncu": ncu}
+    return {"command": w["command"], "run": run,
+            "ncu": _ncu_by_label(w["ncu"], POWER_INSTRUCTIONS, ("dram_read_mb", "l2_read_sectors", "cycles"))}
 
 
 def tf32_power_instructions_summary(entry: dict | None = None) -> str:
@@ -872,11 +879,6 @@ def tf32_power_instructions_summary(entry: dict | None = None) -> str:
     lowest, highest), its clock and power, the median millijoules of one GEMM, and what Nsight Compute counted."""
     w = tf32_power_instructions(entry)
     run = w["run"]
-
-    def span(values):
-        lo, hi = min(values), max(values)
-        return f"{lo:.0f}" if lo == hi else f"{lo:.0f}-{hi:.0f}"
-
     lines = [f"{run['device']}, {run['date']}, {run['rounds']} rounds, each kernel back to back for 3 s, every other "
              f"round reversed ({w['command']}); of cuBLAS: each round's rate over cuBLAS's in the same round; mJ: the "
              "board's energy for one 4096^3 GEMM (median of the rounds); DRAM, L2 reads, cycles: Nsight Compute, "
@@ -885,10 +887,10 @@ def tf32_power_instructions_summary(entry: dict | None = None) -> str:
              f"{'DRAM (MB)':>11}{'L2 reads':>10}{'cycles':>9}"]
     for label, r in run["rows"].items():
         ratio = (f"{100 * r['median']:.1f} % ({100 * r['low']:.1f}-{100 * r['high']:.1f})"
-                 if label != "cuBLAS TF32 on B^T" else f"{min(r['tflops']):.1f}-{max(r['tflops']):.1f} TFLOP/s")
+                 if label != "cuBLAS TF32 on B^T" else f"{_span(r['tflops'], '.1f')} TFLOP/s")
         p = w["ncu"].get(label)
         profile = (f"{p['dram_read_mb']:>11.0f}{p['l2_read_sectors'] / 1e6:>9.1f}M{p['cycles'] / 1e3:>8.0f}k" if p else "")
-        lines.append(f"{label:<26}{ratio:>30}{span(r['sm_clock_mhz']):>13}{span(r['power_w']):>11}{r['mj_median']:>6.0f}"
+        lines.append(f"{label:<26}{ratio:>30}{_span(r['sm_clock_mhz']):>13}{_span(r['power_w']):>11}{r['mj_median']:>6.0f}"
                      f"{profile}")
     return "\n".join(lines)
 
