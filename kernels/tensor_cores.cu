@@ -2173,6 +2173,11 @@ struct MmaTf32Tma {
     {                                                                                                           \
         V6W_BODY(MmaTf32Tma<BM, BN, STAGES, GROUP, false, PERSISTENT, false, CLUSTER, 0, true, STAGED_C, EARLY, MMA_FIRST, SNAKE>::run(&tma_a, &tma_bt, C, M, N, K)); \
     }
+// A v6w with a producer warpgroup whose tensor maps name their elements TF32 (CU_TENSOR_MAP_DATA_TYPE_TFLOAT32),
+// not FP32: the same code, but the TMA rounds every element of A and B^T to nearest TF32 (ties to even) on its way
+// into shared memory, as cuBLAS's TF32 GEMM rounds its inputs. With FP32 maps the MMAs read the raw FP32 bits and
+// drop the low 13 (truncation). kernels/tensor_cores.py reads these lines and encodes the maps (TcVersion.tma_rounds).
+#define V6W_PRODUCER_KERNEL_TMA_RN(...) V6W_PRODUCER_KERNEL(__VA_ARGS__)
 // A stream-K v6w (persistent, one block an SM): two more parameters, the workspace of partial sums
 // (2 x blocks x BM x BN floats) and a counter per tail tile (zero before the first launch; the last
 // block of each tile sets it back to zero).
@@ -2217,3 +2222,7 @@ V6W_PRODUCER_KERNEL(tc_v6w_tf32_128x256_s4_cluster2_producer_persistent_staged_e
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst, 256, 128, 4, 8, true, true, 2, true, true, false)  // tall, sharing A's tile, slots released early through the producers
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst_snake, 256, 128, 4, 8, true, true, 1, true, true, true)  // odd rounds walk K backwards, odd groups their columns right to left: a round starts on what the last read last, still in L2 (measured: 6 % fewer bytes from DRAM, no faster)
 V6W_PRODUCER_KERNEL(tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst_snake, 256, 128, 4, 8, true, true, 2, true, true, true)  // in clusters of 2 sharing A, slots released early (measured: 7 % fewer bytes from DRAM, no faster)
+
+// ---- v6w whose TMA rounds the inputs to TF32: the tensor maps say TF32, so the tiles land in shared memory already rounded to nearest, their low 13 bits zero (sm_90a only)
+V6W_PRODUCER_KERNEL_TMA_RN(tc_v6w_tf32_256x128_s4_producer_persistent_staged_early_mmafirst_rn, 256, 128, 4, 8, true, true, 1, true, true, false)  // the best tile alone: inputs rounded as cuBLAS rounds them, and 13 of every 32 bits the tiles carry through shared memory, ldmatrix and the MMAs' operand reads stay zero
+V6W_PRODUCER_KERNEL_TMA_RN(tc_v6w_tf32_256x128_s4_cluster2_producer_persistent_staged_early_mmafirst_rn, 256, 128, 4, 8, true, true, 2, true, true, false)  // in clusters of 2 sharing A's tile, slots released early: the course's best TF32 mma.sync

@@ -191,6 +191,7 @@ class TcVersion:
     persistent: bool = False       # one block per SM walks the tiles (launch_config's sms); 1-D grid of tiles otherwise
     stages: int = 0                # the shared ring's depth (v6, v6t, v6w); 0: see stages_of
     stream_k: bool = False         # persistent, the last wave split by k-tiles: takes stream_k_buffers too
+    tma_rounds: bool = False       # its tensor maps say TF32: the TMA rounds A and B^T to nearest TF32 (v6w _rn)
 
     @property
     def name(self) -> str:
@@ -236,8 +237,9 @@ _V6W_LINE = re.compile(r"^V6W_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (tru
 #: shared memory past the ring, one a consumer warp), CLUSTER (blocks sharing B^T's tile by TMA multicast),
 #: EARLY_RELEASE (a slot released once its last fragments are loaded), MMA_FIRST (a k-tile's last MMAs before the
 #: wait for the next one when it has not landed), SNAKE (odd rounds walk K backwards and odd groups of tile rows their
-#: columns right to left, so a round starts on what the round before read last)
-_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), "
+#: columns right to left, so a round starts on what the round before read last); V6W_PRODUCER_KERNEL_TMA_RN lines are
+#: the same kernels whose tensor maps say TF32 (TcVersion.tma_rounds)
+_V6W_PRODUCER_LINE = re.compile(r"^V6W_PRODUCER_KERNEL(?:_TMA_RN)?\((tc_\w+), (\d+), (\d+), (\d+), (\d+), (true|false), (true|false), "
                                 r"(\d), (true|false), (true|false), (true|false)\)"
                                 r"\s*(?://\s*(.*))?$", re.M)
 #: STAGED_C's strips: 8 rows of 64 + 8 floats a consumer warp
@@ -344,11 +346,12 @@ def cluster_shape(bm: int, bn: int, cluster: int) -> tuple:
 
 def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features: str, comment: str | None, *,
                  cluster: int = 1, persistent: bool = False, stream_k: bool = False, producer: bool = False,
-                 staged_c: bool = False) -> TcVersion:
+                 staged_c: bool = False, tma_rounds: bool = False) -> TcVersion:
     """One v6w line as a sweep version: TF32, B^T given, 64 x 64 warps, BK 32, tensor maps of A and
     B^T (a cluster's blocks hold :func:`cluster_shape` tiles, M and N covering whole clusters, and each copies its
     share of the tiles it shares; ``producer``: a warpgroup of 128 more threads asks the TMA for them;
-    ``staged_c``: C's strips past the ring); ``features`` goes into its note after the common part."""
+    ``staged_c``: C's strips past the ring; ``tma_rounds``: the maps say TF32, so the TMA rounds the inputs to nearest
+    TF32 on their way into shared memory); ``features`` goes into its note after the common part."""
     warps = bm * bn // 4096
     note = (f"{bm}x{bn}x{V6W_BK}, warps 64x64 ({warps}), {stages} stages, group {group}, TMA + mbarriers, "
             f"B^T given{features}" + (f": {comment.strip()}" if comment else ""))
@@ -358,7 +361,7 @@ def _v6w_version(name: str, bm: int, bn: int, stages: int, group: int, features:
                      _tile_bytes(bm, bn, V6W_BK, "tf32", stages) + (warps * V6W_STRIP_BYTES if staged_c else 0) + 1024, sm90a=True,
                      note=note, b_transposed=True, tma=True,
                      tma_boxes=((V6W_BK, bm // cn), (V6W_BK, bn // cm)),
-                     isolate=True, persistent=persistent, stages=stages, stream_k=stream_k)
+                     isolate=True, persistent=persistent, stages=stages, stream_k=stream_k, tma_rounds=tma_rounds)
 
 
 def _cluster_feature(bm: int, bn: int, cluster: int) -> str:
@@ -388,8 +391,10 @@ def _v6w_versions(source: str | None = None) -> tuple:
         features += ", each slot released once its last fragments are loaded" if m.group(9) == "true" else ""
         features += ", the last MMAs before the wait for a late k-tile" if m.group(10) == "true" else ""
         features += ", odd rounds backwards in K, odd groups right to left" if m.group(11) == "true" else ""
+        rounds = m.group(0).startswith("V6W_PRODUCER_KERNEL_TMA_RN")
+        features += ", TF32 tensor maps: the TMA rounds the inputs to nearest TF32" if rounds else ""
         out.append(_v6w_version(m.group(1), bm, bn, stages, group, features, m.group(12), persistent=persistent,
-                                producer=True, staged_c=staged_c, cluster=cluster))
+                                producer=True, staged_c=staged_c, cluster=cluster, tma_rounds=rounds))
     for m in _V6W_STREAM_K_LINE.finditer(text):
         bm, bn, stages, group = (int(m.group(i)) for i in range(2, 6))
         features = ", persistent, stream-K tail" + (", each share in order" if m.group(6) == "true" else "")
@@ -610,7 +615,8 @@ def exported_kernels(source: str | None = None) -> list[str]:
     """The ``extern "C" __global__`` names of tensor_cores.cu (macro-made ones included)."""
     text = CU_PATH.read_text() if source is None else source
     direct = re.findall(r'extern "C" __global__ void\s+(?:__launch_bounds__\([^)]*\)\s*)?(tc_\w+)\s*\(', text)
-    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL|V6W_PRODUCER_KERNEL|V6W_STREAM_K_KERNEL)\((tc_\w+),", text, flags=re.M)
+    macro = re.findall(r"^(?:MMA_KERNEL|V6_KERNEL|V6T_KERNEL|V6W_KERNEL|V6W_PRODUCER_KERNEL(?:_TMA_RN)?|V6W_STREAM_K_KERNEL)\((tc_\w+),",
+                       text, flags=re.M)
     return direct + macro
 
 

@@ -852,7 +852,8 @@ def _tensor_core_cases():
             grid, block, smem = T.launch_config(v, m, n, k, sms=sms)
             b_arg = xp.ascontiguousarray(b.T) if v.b_transposed else b          # tc_v7_wgmma_tf32_bt reads B^T
             if v.tma:       # v8, v6w take CUtensorMaps: their description (the GPU test encodes them)
-                a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE) for x, box in zip((a, b_arg), v.tma_boxes or T.V8_BOXES))
+                a, b_arg = (TensorMap(x, box, T.V8_SWIZZLE, tf32=v.tma_rounds)
+                            for x, box in zip((a, b_arg), v.tma_boxes or T.V8_BOXES))
             args, outputs = (a, b_arg, c, *map(np.int32, (m, n, k))), {"out": c}
             if v.stream_k:  # the workspace, and the counters, which the kernel must leave at zero
                 ws_floats, tiles = T.stream_k_buffers(v, m, n, grid[0])

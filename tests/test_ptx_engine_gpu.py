@@ -137,7 +137,7 @@ def _run_on_gpu(case, inputs) -> dict:
 
 def _launch_with_tensor_maps(function, grid, block, step):
     """A TMA kernel (v8, v6w): its TensorMaps encoded by the driver (cuTensorMapEncodeTiled, 128-byte
-    swizzle, as the benchmark does), passed by value with the driver's cuLaunchKernel; then C, the
+    swizzle, FP32 or TF32 elements, as the benchmark does), passed by value with the driver's cuLaunchKernel; then C, the
     sizes and, for a stream-K version, its workspace and counters."""
     import cupy
 
@@ -149,7 +149,7 @@ def _launch_with_tensor_maps(function, grid, block, step):
     sizes = [x for x in rest if not isinstance(x, cupy.ndarray)]
     buffers = [x for x in rest if isinstance(x, cupy.ndarray)]
     assert rest[:len(sizes)] == sizes, "the sizes come before the buffers"
-    encoded = [tensor_map(m.tensor, m.box) for m in maps]
+    encoded = [tensor_map(m.tensor, m.box, rounds_to_tf32=m.tf32) for m in maps]
     launch_with_tensor_maps(function, grid, block, step.shared, encoded, c, sizes, buffers)
 
 

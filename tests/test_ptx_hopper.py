@@ -13,7 +13,7 @@ import simtlab
 from simtlab import cuda_c_kernels as CC
 from simtlab.emulator import BarrierError, EmulationError, LaunchError, WarpCollectiveError
 from simtlab.emulator.ptx import wgmma as W
-from simtlab.emulator.ptx.tma import TensorMap
+from simtlab.emulator.ptx.tma import TensorMap, round_to_tf32_bits
 
 try:
     CC.nvrtc_version()
@@ -313,6 +313,39 @@ def test_tma_box_lands_swizzled_with_zeros_outside_the_tensor(c0, c1):
     reads = run.accesses("map", "read")
     inside = sum(0 <= c1 + r < 20 for r in range(8)) * min(32, 64 - c0)
     assert reads["width"].sum() == inside * 4 and set(reads["thread"].tolist()) == {0}
+
+
+def test_a_tf32_tensor_map_lands_the_box_rounded_to_nearest_even():
+    """The same box through a map that says TF32: every element rounded to TF32, ties to even (measured on the H100:
+    benchmarks/tensor_cores_tma_rounding.py), its low 13 bits zero; the map's tensor itself is untouched."""
+    ulp = 2.0 ** -10
+    x = (np.arange(20 * 64, dtype=np.float32).reshape(20, 64) % 7 + 1) * np.float32(1 + 3 * ulp / 4)   # rounds up
+    x[::2, ::3] = 1 + ulp / 2                                     # a tie: to even, 1
+    x[1::4, 1::5] = -(1 + 3 * ulp / 2)                            # a tie: to even, -(1 + 2 ulp)
+    original = x.copy()
+    out = np.zeros(8 * 32, np.float32)
+    simtlab.emulate(simtlab.cuda_c(TMA, "tma_box"), 1, 64, TensorMap(x, (32, 8), 128, tf32=True), out,
+                    np.int32(16), np.int32(3))
+    want = _expected_box(round_to_tf32_bits(x.view(np.uint32)).view(np.float32), 16, 3)
+    assert np.array_equal(out, want) and not (out.view(np.uint32) & 0x1FFF).any()
+    assert {1.0, -(1 + 2 * ulp)} <= set(out.tolist()) and np.array_equal(x, original)
+
+
+def test_round_to_tf32_bits_rounds_ties_to_even_and_carries_into_the_exponent():
+    f = lambda *v: np.array(v, np.float32).view(np.uint32)
+    got = round_to_tf32_bits(f(1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -11 + 2.0 ** -23, -(1 + 2.0 ** -12),
+                               2 - 2.0 ** -23, 3.4028235e38, 0.0)).view(np.float32)
+    assert got.tolist() == [1.0, 1 + 2.0 ** -9, 1 + 2.0 ** -10, -1.0, 2.0, np.inf, 0.0]
+    special = f(np.inf, -np.inf, np.nan)
+    assert np.array_equal(round_to_tf32_bits(special), special)    # unchanged, not rounded into another value
+
+
+def test_a_tf32_tensor_map_takes_float32_only():
+    with pytest.raises(ValueError, match="float32 elements, not int32"):
+        TensorMap(np.zeros((8, 32), np.int32), (32, 8), 128, tf32=True)
+    from simtlab.gpubench.tensor_cores import tensor_map
+    with pytest.raises(ValueError, match="only float32 tensors round to TF32"):
+        tensor_map(np.zeros((8, 64), np.uint16), (64, 8), rounds_to_tf32=True)
 
 
 def test_test_wait_spins_until_the_other_warp_arrives():

@@ -218,6 +218,41 @@ def test_v6t_truncates_tf32_inputs_unless_it_rounds_them_to_nearest(cfg):
     b[0] = x
     want = np.float32(1 + 2.0 ** -9 + 2.0 ** -20) if cfg.round_inputs else np.float32(1.0)
     assert (_gemm(f"tensor_cores/{cfg.kernel}", a, b) == want).all()
+# --- v6w: a tensor map that says TF32 makes the TMA round the inputs --------------------------------
+RN_KERNELS = [v.kernel for v in T.SWEEP if v.tma_rounds]
+
+
+def test_every_tma_rounding_kernel_is_its_fp32_twin_with_tf32_maps():
+    """A _rn kernel is the same instantiation as the kernel without the suffix; only its maps differ."""
+    import dataclasses
+
+    assert len(RN_KERNELS) >= 2
+    by_kernel = {v.kernel: v for v in T.SWEEP}
+    for name in RN_KERNELS:
+        rn, twin = by_kernel[name], by_kernel[name[:-len("_rn")]]
+        assert not twin.tma_rounds and twin.tma
+        same = lambda v: {f.name: getattr(v, f.name) for f in dataclasses.fields(v)
+                          if f.name not in ("label", "kernel", "note", "tma_rounds")}
+        assert same(rn) == same(twin)
+        assert rn.note.startswith(twin.note.split(":")[0]) and "rounds the inputs to nearest TF32" in rn.note
+
+
+@pytest.mark.parametrize("kernel", RN_KERNELS)
+def test_v6w_truncates_tf32_inputs_unless_its_tensor_maps_say_tf32(kernel):
+    """B = ones in row 0: C = A's value as the tensor core read it. The top half of A holds 1 + 3 * 2^-12 (TF32 keeps
+    1 + 2^-10 when rounded to nearest, 1 when truncated), the bottom half the tie 1 + 2^-11 (1 to nearest even, as the
+    H100's TMA rounds; 1 + 2^-10 had it rounded ties away like cvt.rna). With FP32 maps (the twin) both halves are 1:
+    the MMAs drop the low bits."""
+    m, n, k = 256, 256, 5 * 32                                     # one cluster's tiles, the 4-slot ring wraps
+    a = np.full((m, k), 1 + 3 * 2.0 ** -12, np.float32)
+    a[m // 2:] = 1 + 2.0 ** -11
+    b = np.zeros((k, n), np.float32)
+    b[0] = 1
+    rounded = _gemm(f"tensor_cores/{kernel}", a, b)
+    assert (rounded[:m // 2] == np.float32(1 + 2.0 ** -10)).all() and (rounded[m // 2:] == 1).all()
+    assert (_gemm(f"tensor_cores/{kernel[:-len('_rn')]}", a, b) == 1).all()
+
+
 @pytest.mark.parametrize("precision, shape", [("fp16", "m16n8k16"), ("bf16", "m16n8k16"), ("tf32", "m16n8k8")])
 def test_the_chapters_traced_layouts_are_the_ptx_isas(precision, shape):
     """Chapter 9 draws the layouts read from the probe's run; the PTX ISA's formulas must agree."""

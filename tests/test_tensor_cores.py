@@ -351,7 +351,8 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
     assert all(c.reason for c in T.SWEEP_CONFIGS), [c.kernel for c in T.SWEEP_CONFIGS if not c.reason]
     assert {c.precision for c in T.SWEEP_CONFIGS} == {"tf32", "fp16", "bf16"}
     # v6w: every V6W_KERNEL line a TMA version reading B^T, boxes of 32 k (128 bytes) x its tile's rows
-    v6w_lines = [l for l in text.splitlines() if l.startswith(("V6W_KERNEL(", "V6W_STREAM_K_KERNEL(", "V6W_PRODUCER_KERNEL("))]
+    v6w_lines = [l for l in text.splitlines()
+                 if l.startswith(("V6W_KERNEL(", "V6W_STREAM_K_KERNEL(", "V6W_PRODUCER_KERNEL(", "V6W_PRODUCER_KERNEL_TMA_RN("))]
     v6w = [v for v in T.SWEEP if v.kernel.startswith("tc_v6w")]
     assert len(v6w_lines) == len(v6w) >= 3 and all(v.note for v in v6w)
     for v in v6w:
@@ -370,6 +371,8 @@ def test_v6_configs_are_the_cu_lines_and_each_says_why():
         staged = "_staged" in v.kernel
         warps = v.tile[0] * v.tile[1] // 4096
         assert v.dynamic_smem == 4 * (v.tile[0] + v.tile[1]) * 32 * 4 + (warps * 8 * 72 * 4 if staged else 0) + 1024, v
+        # TF32 tensor maps (the TMA rounds the inputs): the _rn kernels, and only they
+        assert v.tma_rounds == v.kernel.endswith("_rn") == ("the TMA rounds the inputs to nearest TF32" in v.note), v
 
 
 # --- v7 TF32: B^T's fragments from the row-major B tile ------------------------------------------

@@ -28,7 +28,10 @@ the first before the snake kernels joined it) and ``ncu_snake_h100.txt`` (their 
 second run's files of the script carry ``_second`` in their names and are kept, not stored), and from ``bash
 tools/device_tensor_cores_power_instructions.sh`` ``tensor_cores_power_instructions_h100.json`` (the TF32 wgmma kernel
 beside the best mma.sync kernels, MMAs alone and cuBLAS at the power limit in 6 rounds) and ``ncu_instructions_h100.txt``
-(their DRAM bytes, L2 reads and cycles), and writes ``results["tensor_cores_tf32"]`` of
+(their DRAM bytes, L2 reads and cycles), and from ``bash tools/device_tensor_cores_tma_rounding.sh``
+``tensor_cores_tma_rounding_h100.json`` (what the best kernels read with FP32 and with TF32 tensor maps, and cuBLAS,
+their errors against float64, and their power rounds) and ``ncu_tma_rounding_h100.txt`` (the pair's instructions,
+bytes and cycles with either map), and writes ``results["tensor_cores_tf32"]`` of
 ``simtlab/data/h100_timings.json``, which ``simtlab.tensorcores.tf32_gap`` reads. The benchmark
 files stay the measurement; this entry is a copy reduced to what the chapter quotes.
 """
@@ -66,6 +69,8 @@ POWER_ROUNDS = {"runs": [REPO / f"benchmarks/results/tensor_cores_power_rounds{r
                 "ncu": REPO / "benchmarks/results/ncu_snake_h100.txt"}
 POWER_INSTRUCTIONS = {"run": REPO / "benchmarks/results/tensor_cores_power_instructions_h100.json",   # wgmma beside
                       "ncu": REPO / "benchmarks/results/ncu_instructions_h100.txt"}                 # mma.sync at 700 W
+TMA_ROUNDING = {"run": REPO / "benchmarks/results/tensor_cores_tma_rounding_h100.json",   # TF32 tensor maps: the TMA
+                "ncu": REPO / "benchmarks/results/ncu_tma_rounding_h100.txt"}            # rounds; at 700 W
 STORE = REPO / "simtlab/data/h100_timings.json"
 KEY = "tensor_cores_tf32"
 
@@ -245,10 +250,11 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
           power_short: dict | None = None, stream_k_text: str = "", stream_k_source: str = "",
           shared_text: str = "", producer_text: str = "", feed_text: str = "", operands_text: str = "",
           head_to_head: dict | None = None, clusters: dict | None = None, power_parts: dict | None = None,
-          power_rounds: dict | None = None, power_instructions: dict | None = None) -> dict:
-    """The stored entry; ``clusters``, ``power_parts`` and ``power_instructions``: the texts and JSON of CLUSTERS,
-    POWER_PARTS and POWER_INSTRUCTIONS (by their keys), or None; ``power_rounds``: POWER_ROUNDS' runs' JSON and its
-    Nsight Compute text."""
+          power_rounds: dict | None = None, power_instructions: dict | None = None,
+          tma_rounding: dict | None = None) -> dict:
+    """The stored entry; ``clusters``, ``power_parts``, ``power_instructions`` and ``tma_rounding``: the texts and JSON
+    of CLUSTERS, POWER_PARTS, POWER_INSTRUCTIONS and TMA_ROUNDING (by their keys), or None; ``power_rounds``:
+    POWER_ROUNDS' runs' JSON and its Nsight Compute text."""
     rows = [{k: r[k] for k in ("name", "kernel", "precision", "impl", "reference", "tflops", "median_ms", "vs_cublas")
              if k in r} for r in bench["rows"] if "tflops" in r]
     profiles = {}
@@ -272,7 +278,7 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
                       "benchmarks/results/tensor_cores_head_to_head_h100.json"]
                      + [str(p.relative_to(REPO)) for p in (*CLUSTERS.values(), *POWER_PARTS.values(),
                                                             *POWER_ROUNDS["runs"], POWER_ROUNDS["ncu"],
-                                                            *POWER_INSTRUCTIONS.values())],
+                                                            *POWER_INSTRUCTIONS.values(), *TMA_ROUNDING.values())],
             "command": "bash tools/device_tensor_cores_tf32.sh; bash tools/device_tensor_cores_ncu.sh",
             "rows": rows, "best": bench["best"].get("tf32"), "ncu": profiles,
             "power": _power_run(power), "power_short": _power_run(power_short),
@@ -301,11 +307,16 @@ def entry(bench: dict, ncu_texts: list[str], source_text: str = "", power: dict 
             "power_instructions": None if power_instructions is None else {
                 "run": _rounds_run(power_instructions["run"]),
                 "ncu": median_per_kernel(parse_ncu(power_instructions["ncu"])),
-                "command": "bash tools/device_tensor_cores_power_instructions.sh"}}
+                "command": "bash tools/device_tensor_cores_power_instructions.sh"},
+            "tma_rounding": None if tma_rounding is None else {
+                **_pick(tma_rounding["run"], ("rounding", "accuracy", "command")),
+                "run": _rounds_run(tma_rounding["run"]),
+                "ncu": median_per_kernel(parse_ncu(tma_rounding["ncu"]))}}
 
 
 def read_files(files: dict) -> dict:
-    """CLUSTERS', POWER_PARTS' or POWER_INSTRUCTIONS' files: Nsight Compute's texts, the JSON of the others."""
+    """CLUSTERS', POWER_PARTS', POWER_INSTRUCTIONS' or TMA_ROUNDING's files: Nsight Compute's texts, the JSON of the
+    others."""
     return {k: p.read_text(encoding="utf-8") if p.suffix == ".txt" else json.loads(p.read_text(encoding="utf-8"))
             for k, p in files.items()}
 
@@ -321,7 +332,7 @@ def entry_from_files() -> dict:
                  read_files(CLUSTERS), read_files(POWER_PARTS),
                  {"runs": [json.loads(p.read_text(encoding="utf-8")) for p in POWER_ROUNDS["runs"]],
                   "ncu": POWER_ROUNDS["ncu"].read_text(encoding="utf-8")},
-                 read_files(POWER_INSTRUCTIONS))
+                 read_files(POWER_INSTRUCTIONS), read_files(TMA_ROUNDING))
 
 
 def main() -> int:

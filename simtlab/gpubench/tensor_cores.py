@@ -241,7 +241,7 @@ def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
             transpose_kernel(t_grid, (32, 8), t_args)
     if version.tma:                                           # tensor maps of A and B (B^T): v8, v6w
         boxes = version.tma_boxes or T.V8_BOXES               # v8: 64 k x 128 rows of A, 64 n x 64 k of B
-        maps = (tensor_map(a, boxes[0]), tensor_map(b_arg, boxes[1]))
+        maps = tuple(tensor_map(x, box, rounds_to_tf32=version.tma_rounds) for x, box in zip((a, b_arg), boxes))
         sizes = (np.int32(m), np.int32(n), np.int32(k))
         buffers = ()
         if version.stream_k:                                  # partial sums, and counters zeroed once
@@ -263,16 +263,21 @@ def runner(version: T.TcVersion, a, b, c, *, transpose: bool = False):
 
 
 # cuda.h: CUtensorMapDataType UINT16 (FP16 and BF16 move as 16-bit patterns; no arithmetic or
-# out-of-bounds fill here), FLOAT32; CU_TENSOR_MAP_SWIZZLE_128B; L2 promotion 256 B
-_TMA_UINT16, _TMA_FLOAT32, _TMA_SWIZZLE_128B, _TMA_L2_256B = 1, 7, 3, 3
+# out-of-bounds fill here), FLOAT32, TFLOAT32 (the TMA rounds each FP32 element to nearest TF32, ties
+# to even, on its way into shared memory: benchmarks/tensor_cores_tma_rounding.py measured it);
+# CU_TENSOR_MAP_SWIZZLE_128B; L2 promotion 256 B
+_TMA_UINT16, _TMA_FLOAT32, _TMA_TFLOAT32, _TMA_SWIZZLE_128B, _TMA_L2_256B = 1, 7, 11, 3, 3
 
 
-def tensor_map(x, box) -> bytes:
+def tensor_map(x, box, *, rounds_to_tf32: bool = False) -> bytes:
     """The 128 bytes of a CUtensorMap of the 2-D row-major CuPy array ``x``: ``box`` = (columns,
-    rows) of one TMA copy, 128-byte swizzle (the layout v7's descriptors read). cuda-bindings'
+    rows) of one TMA copy, 128-byte swizzle (the layout v7's descriptors read). ``rounds_to_tf32``:
+    a float32 ``x``'s map says TF32, so each copy rounds the elements to nearest TF32. cuda-bindings'
     cuTensorMapEncodeTiled, else the driver's through ctypes."""
     rows, cols = x.shape
-    dtype = _TMA_UINT16 if x.itemsize == 2 else _TMA_FLOAT32
+    if rounds_to_tf32 and x.dtype != np.float32:
+        raise ValueError(f"only float32 tensors round to TF32 on their way in, not {x.dtype}")
+    dtype = _TMA_UINT16 if x.itemsize == 2 else _TMA_TFLOAT32 if rounds_to_tf32 else _TMA_FLOAT32
     if box[0] * x.itemsize != 128:
         raise ValueError(f"a 128-byte swizzle needs boxes 128 bytes wide, not {box[0]} x {x.itemsize} bytes")
     dims, strides = (cols, rows), (cols * x.itemsize,)

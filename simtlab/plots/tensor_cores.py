@@ -227,6 +227,43 @@ def plot_tf32_joules(parts: dict, goal: float = 0.70):
     return fig
 
 
+#: plot_tf32_tma_rounding's bars, top to bottom: (label on the plot, label in tensorcores.TMA_ROUNDING)
+TF32_TMA_BARS = (("cuBLAS TF32 on B\u1d40 (rounds its inputs)", "cuBLAS TF32 on B^T"),
+                 ("mma.sync, FP32 tensor maps (MMAs truncate)", "clusters of 2, FP32 maps"),
+                 ("mma.sync, TF32 tensor maps (the TMA rounds)", "clusters of 2, TF32 maps"),
+                 ("mma.sync, FP32 maps, inputs rounded in memory", "clusters of 2, FP32 maps, inputs rounded in memory"),
+                 ("cuBLAS, inputs rounded in memory", "cuBLAS, inputs rounded in memory"))
+
+
+def plot_tf32_tma_rounding(w: dict, goal: float = 0.70):
+    """The board's energy for one 4096^3 TF32 GEMM at the 700 W limit (tensorcores.tf32_tma_rounding): the best
+    mma.sync kernel (clusters of 2) with FP32 and with TF32 tensor maps, and on inputs rounded in memory, beside cuBLAS
+    (TF32_TMA_BARS); each bar the median of the rounds, the whisker their range, the text each bar's median rate over
+    cuBLAS's. The dashed line is what ``goal`` of cuBLAS's rate allows at the same power."""
+    run = w["run"]
+    fig, ax = new_figure(f"Same instructions, same bytes, fewer bits: TF32 tensor maps at the power limit\n"
+                         f"({run['device']}, {run['date']}, {run['rounds']} rounds, {w['command']})", figsize=(9.0, 4.2))
+    ys = np.arange(len(TF32_TMA_BARS))[::-1]
+    budget = run["rows"]["cuBLAS TF32 on B^T"]["mj_median"] / goal
+    text_x = max([budget] + [max(run["rows"][row]["mj"]) for _, row in TF32_TMA_BARS]) + 10   # one column, clear of all
+    for y, (name, row) in zip(ys, TF32_TMA_BARS):
+        r = run["rows"][row]
+        mj = np.array(r["mj"])
+        colour = "0.55" if row.startswith("cuBLAS") else PALETTE[0] if "FP32 maps" in row else PALETTE[2]
+        ax.barh(y, r["mj_median"], height=0.6, color=colour)
+        ax.errorbar(r["mj_median"], y, xerr=[[r["mj_median"] - mj.min()], [mj.max() - r["mj_median"]]], color="black",
+                    capsize=3, lw=1)
+        ax.text(text_x, y, f"{r['mj_median']:.0f} mJ: {100 * r['median']:.1f} % of cuBLAS's rate", va="center",
+                fontsize="x-small")
+    ax.axvline(budget, color=PALETTE[5], ls="--", lw=1.5,
+               label=f"{goal:.0%} of cuBLAS's rate at the same power: {budget:.0f} mJ")
+    ax.set_yticks(ys, [name for name, _ in TF32_TMA_BARS], fontsize="small")
+    ax.set_xlim(0, budget * 1.75)
+    ax.legend(fontsize="small", loc="upper right")
+    label(ax, "energy per 4096\u00b3 GEMM (mJ; bar: median of the rounds, whisker: their range)", "what runs")
+    return fig
+
+
 #: plot_tf32_rounds' series: (label in tensorcores.POWER_ROUNDS, marker, filled)
 TF32_ROUNDS_SERIES = (("clusters of 2, early release", "o", True), ("the same, snake", "o", False),
                       ("alone", "s", True), ("alone, snake", "s", False))

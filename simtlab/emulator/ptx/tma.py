@@ -76,14 +76,17 @@ class TensorMap:
     """A tiled tensor map as ``cuTensorMapEncodeTiled`` takes it, for the PTX engine's TMA:
     ``tensor`` (a C-contiguous NumPy array: its dimensions innermost first are the map's,
     its strides the map's global strides), ``box`` (the elements of one copy per dimension,
-    innermost first: ``boxDim``) and ``swizzle`` (bytes: 0, 32, 64 or 128, the
-    ``CU_TENSOR_MAP_SWIZZLE_*``). Element strides 1, no interleave, out-of-bound elements read
-    as zeros (``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``): what the course's v8 encodes. The checks
-    are the driver's for these arguments."""
+    innermost first: ``boxDim``), ``swizzle`` (bytes: 0, 32, 64 or 128, the
+    ``CU_TENSOR_MAP_SWIZZLE_*``) and ``tf32`` (a float32 tensor whose map says
+    ``CU_TENSOR_MAP_DATA_TYPE_TFLOAT32``: each copy rounds the elements to nearest TF32, ties to
+    even, as the H100 does). Element strides 1, no interleave, out-of-bound elements read as zeros
+    (``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``): what the course's v8 and v6w encode. The checks are
+    the driver's for these arguments."""
 
     tensor: np.ndarray
     box: tuple
     swizzle: int = 0
+    tf32: bool = False
 
     def __post_init__(self):
         x = self.tensor
@@ -106,6 +109,8 @@ class TensorMap:
                              f"bytes wide, not {row}")
         if x.ndim > 1 and (x.shape[-1] * x.itemsize) % 16:
             raise ValueError("the tensor's rows must be a multiple of 16 bytes (global strides)")
+        if self.tf32 and x.dtype != np.float32:
+            raise ValueError(f"a TF32 tensor map describes float32 elements, not {x.dtype}")
 
     @property
     def dims(self) -> tuple:
@@ -115,6 +120,18 @@ class TensorMap:
     @property
     def box_bytes(self) -> int:
         return int(np.prod(self.box)) * self.tensor.itemsize
+
+
+def round_to_tf32_bits(bits: np.ndarray) -> np.ndarray:
+    """FP32 bit patterns (uint32) rounded to nearest TF32, ties to even: the low 13 mantissa bits
+    become zero, carrying into the exponent where the mantissa overflows (the largest finite values
+    round to infinity, as IEEE rounding does). Infinities and NaNs pass unchanged, subnormals round
+    like the rest (neither measured on the GPU: no course input holds one)."""
+    bits = np.asarray(bits, np.uint32)
+    wide = bits.astype(np.uint64)
+    rounded = ((wide + 0xFFF + ((wide >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
+    finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    return np.where(finite, rounded, bits)
 
 
 # --- mbarrier ------------------------------------------------------------------------------------
@@ -443,6 +460,8 @@ def tensor_copy(c, lane, dst, tm: TensorMap, coords, bar, ins):
     flat_index = np.ravel_multi_index([np.where(inside, g, 0) for g in grids], tm.tensor.shape)
     words = tm.tensor.reshape(-1).view(np.dtype(f"u{e}"))
     values = np.where(inside, words[flat_index], 0).astype(f"u{e}").reshape(-1)
+    if tm.tf32:
+        values = round_to_tf32_bits(values)
     data = values.view(np.uint8)
     offsets = swizzle(start + np.arange(data.size, dtype=np.int64), tm.swizzle)
     c.shared[block * c.shared_stride + offsets] = data
