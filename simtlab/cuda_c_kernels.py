@@ -247,6 +247,23 @@ def kernel_line_span(source: str, name: str) -> tuple[int, int]:
 _EXPORTED_KERNEL = re.compile(r'^[ \t]*extern "C" ' + _DECLARATION_HEAD
                               + r"\b(?!__launch_bounds__\b)(\w+)\s*\(", re.M)
 _KERNEL_MACRO = re.compile(r"^#define[ \t]+(\w+)\((?:[^\n]*\\\n)*?[^\n]*__global__", re.M)
+#: any function-like macro's name and its whole definition (continuation lines included)
+_MACRO_DEFINITION = re.compile(r"^#define[ \t]+(\w+)\(((?:[^\n]*\\\n)*[^\n]*)", re.M)
+
+
+def _kernel_macros(source: str) -> set:
+    """The macros whose instances define kernels: those whose definition writes ``__global__``, and those that
+    expand to one of them (tensor_cores.cu's V6W_PRODUCER_KERNEL_TMA_RN is V6W_PRODUCER_KERNEL under another name)."""
+    macros = {m.group(1) for m in _KERNEL_MACRO.finditer(source)}
+    definitions = [(m.group(1), m.group(2)) for m in _MACRO_DEFINITION.finditer(source)]
+    grew = True
+    while grew:
+        grew = False
+        for name, body in definitions:
+            if name not in macros and any(re.search(rf"\b{re.escape(k)}\s*\(", body) for k in macros):
+                macros.add(name)
+                grew = True
+    return macros
 
 
 def _blank(lines: list[str], first: int, last: int) -> None:
@@ -270,7 +287,7 @@ def kernel_only_source(source: str, name: str) -> str:
     for other in kernels:
         if other != name:
             _blank(lines, *kernel_line_span(source, other))
-    macros = {m.group(1) for m in _KERNEL_MACRO.finditer(source)}
+    macros = _kernel_macros(source)
     for i, line in enumerate(lines):
         call = re.match(r"(\w+)\s*\(", line)
         if call and call.group(1) in macros:

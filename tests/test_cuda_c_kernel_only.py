@@ -80,6 +80,21 @@ def test_kernel_only_source_keeps_every_line_and_the_preamble():
     assert not re.search(r"^CONV_V[56]\(", reduced, re.M)          # the template instances
 
 
+def test_a_macro_that_expands_to_a_kernel_macro_is_blanked_too():
+    source = (ROOT / "kernels" / "tensor_cores.cu").read_text()
+    assert "#define V6W_PRODUCER_KERNEL_TMA_RN(...) V6W_PRODUCER_KERNEL(__VA_ARGS__)" in source
+    reduced = CC.kernel_only_source(source, "tc_v1_wmma_tf32")
+    assert reduced.count("\n") == source.count("\n") and "\ntc_v1_wmma_tf32(const float*" in reduced
+    assert re.search(r"^V6W_PRODUCER_KERNEL_TMA_RN\(", source, re.M)
+    assert not re.search(r"^V6W_PRODUCER_KERNEL(_TMA_RN)?\(", reduced, re.M)      # every instance of either, blanked
+    assert "#define V6W_PRODUCER_KERNEL_TMA_RN(" in reduced                          # the definitions stay
+    # a synthetic chain: C expands to B, B to A, A writes the kernel
+    chain = ('#define A(n) extern "C" __global__ void n() {}\n#define B(n) A(n)\n#define C(n) B(n)\n'
+             'extern "C" __global__ void plain() {}\nA(a1)\nB(b1)\nC(c1)\n#define D(x) (x)\nint d = D(1);\n')
+    assert CC.kernel_only_source(chain, "plain").splitlines()[4:7] == ["", "", ""]
+    assert "int d = D(1);" in CC.kernel_only_source(chain, "plain")
+
+
 def test_a_macro_instance_is_compiled_with_its_whole_file():
     source = (ROOT / "kernels" / "conv.cu").read_text()
     assert CC.kernel_only_source(source, "conv_v5_c1m4k7_32x8x1") == source
