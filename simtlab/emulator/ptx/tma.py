@@ -30,7 +30,9 @@ dimension contiguous), each byte address under the map's swizzle (the same XOR o
 bits 7.. that ``wgmma``'s descriptors read: ``wgmma.swizzle``); elements outside the tensor are
 zeros; the copy's bytes (the whole box) complete on ``mbar``. With ``.multicast::cluster`` and a
 16-bit ``ctaMask`` the box goes to the same offset in every block of the cluster the mask names,
-and completes on each one's barrier at ``mbar``'s offset. The engine makes the copy when the
+and completes on each one's barrier at ``mbar``'s offset. A map whose elements are TF32 (``TensorMap(...,
+tf32=True)``) rounds each float32 element to nearest TF32, ties to even, on its way in, as the H100's TMA
+does (benchmarks/tensor_cores_tma_rounding.py measured it). The engine makes the copy when the
 instruction runs (one legal order of an asynchronous copy: the data may not be read before the
 barrier's phase completes, which needs these bytes).
 
