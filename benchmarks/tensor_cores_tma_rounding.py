@@ -41,18 +41,16 @@ ROUNDED = "@rounded"                    # a run's name suffix: its inputs rounde
 COMMAND = "bash tools/device_tensor_cores_tma_rounding.sh"
 
 
-def _truncated(x):
-    return (x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+def _tf32_readings(x) -> dict:
+    """float32 ``x`` as each TF32 rounding reads it: the course's own helpers (kernels/tensor_cores.py's round_to
+    truncating as mma.sync does, and the PTX engine's cvt.rna and TMA roundings)."""
+    from simtlab.emulator.ptx.tensor_ops import tf32_round_nearest_away, tf32_round_nearest_even
+    from simtlab.kernels import tensor_cores as T
 
-
-def _nearest_away(x):
-    return ((x.view(np.uint32).astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
-
-
-def _nearest_even(x):
-    from simtlab.emulator.ptx.tma import round_to_tf32_bits
-
-    return round_to_tf32_bits(x.view(np.uint32)).view(np.float32)
+    bits = x.view(np.uint32)
+    return {"truncated": T.round_to(x, "tf32", tf32="truncate").astype(np.float32),
+            "nearest even": tf32_round_nearest_even(bits).view(np.float32),
+            "nearest, ties away": tf32_round_nearest_away(bits).view(np.float32)}
 
 
 def _gemms(a, b, c):
@@ -75,15 +73,15 @@ def rounding(n: int = 512) -> dict:
     a = rng.standard_normal((n, n)).astype(np.float32)
     ties = slice(0, n // 4)
     a[ties] = ((a[ties].view(np.uint32) & np.uint32(0xFFFFE000)) | np.uint32(0x1000)).view(np.float32)
+    readings = _tf32_readings(a)
     c = cupy.zeros((n, n), cupy.float32)
     out = {}
     for name, run in _gemms(cupy.asarray(a), cupy.eye(n, dtype=cupy.float32), c).items():
         c.fill(0)
         run()
         got = cupy.asnumpy(c)
-        out[name] = {rule: {"all": float(np.mean(got == f(a))), "ties": float(np.mean(got[ties] == f(a)[ties]))}
-                     for rule, f in (("truncated", _truncated), ("nearest even", _nearest_even),
-                                     ("nearest, ties away", _nearest_away))}
+        out[name] = {rule: {"all": float(np.mean(got == want)), "ties": float(np.mean(got[ties] == want[ties]))}
+                     for rule, want in readings.items()}
         print("rounding", name, out[name], flush=True)
     return out
 
@@ -112,12 +110,11 @@ def power(rounds: int, seconds: float, n: int = 4096) -> list:
 
     import tensor_cores_power as TP
     from mma_operands import launcher
-    from simtlab.emulator.ptx.tma import round_to_tf32_bits
     from simtlab.gpubench import tensor_cores as TC
 
     _, _, a, b = TC.device_inputs((n, n, n), "tf32")
     c = cupy.empty((n, n), cupy.float32)
-    rounded = [cupy.asarray(round_to_tf32_bits(cupy.asnumpy(x).view(np.uint32)).view(np.float32)) for x in (a, b)]
+    rounded = [cupy.asarray(_tf32_readings(cupy.asnumpy(x))["nearest even"]) for x in (a, b)]
     runs = {name: (run, 2 * n ** 3) for name, run in _gemms(a, b, c).items()}
     on_rounded = _gemms(*rounded, c)
     for name in (CUBLAS, PAIR):

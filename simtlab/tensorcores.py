@@ -945,8 +945,7 @@ def tf32_tma_rounding(entry: dict | None = None) -> dict:
     return {"command": w["command"], "run": run,
             "rounding": {by_name[k]: v for k, v in w["rounding"].items()},
             "accuracy": {by_name[k]: v for k, v in w["accuracy"].items()},
-            "ncu": _ncu_by_label(w["ncu"], {k: v for k, v in TMA_ROUNDING.items() if v in w["ncu"]},
-                                 ("instructions", "dram_read_mb", "l2_read_sectors", "cycles"))}
+            "ncu": _ncu_by_label(w["ncu"], TMA_ROUNDING, ("instructions", "dram_read_mb", "l2_read_sectors", "cycles"))}
 
 
 def tf32_tma_rounding_summary(entry: dict | None = None) -> str:

@@ -13,7 +13,8 @@ import simtlab
 from simtlab import cuda_c_kernels as CC
 from simtlab.emulator import BarrierError, EmulationError, LaunchError, WarpCollectiveError
 from simtlab.emulator.ptx import wgmma as W
-from simtlab.emulator.ptx.tma import TensorMap, round_to_tf32_bits
+from simtlab.emulator.ptx.tensor_ops import tf32_round_nearest_even
+from simtlab.emulator.ptx.tma import TensorMap
 
 try:
     CC.nvrtc_version()
@@ -326,18 +327,18 @@ def test_a_tf32_tensor_map_lands_the_box_rounded_to_nearest_even():
     out = np.zeros(8 * 32, np.float32)
     simtlab.emulate(simtlab.cuda_c(TMA, "tma_box"), 1, 64, TensorMap(x, (32, 8), 128, tf32=True), out,
                     np.int32(16), np.int32(3))
-    want = _expected_box(round_to_tf32_bits(x.view(np.uint32)).view(np.float32), 16, 3)
+    want = _expected_box(tf32_round_nearest_even(x.view(np.uint32)).view(np.float32), 16, 3)
     assert np.array_equal(out, want) and not (out.view(np.uint32) & 0x1FFF).any()
     assert {1.0, -(1 + 2 * ulp)} <= set(out.tolist()) and np.array_equal(x, original)
 
 
-def test_round_to_tf32_bits_rounds_ties_to_even_and_carries_into_the_exponent():
+def test_tf32_round_nearest_even_rounds_ties_to_even_and_carries_into_the_exponent():
     f = lambda *v: np.array(v, np.float32).view(np.uint32)
-    got = round_to_tf32_bits(f(1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -11 + 2.0 ** -23, -(1 + 2.0 ** -12),
+    got = tf32_round_nearest_even(f(1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -11 + 2.0 ** -23, -(1 + 2.0 ** -12),
                                2 - 2.0 ** -23, 3.4028235e38, 0.0)).view(np.float32)
     assert got.tolist() == [1.0, 1 + 2.0 ** -9, 1 + 2.0 ** -10, -1.0, 2.0, np.inf, 0.0]
     special = f(np.inf, -np.inf, np.nan)
-    assert np.array_equal(round_to_tf32_bits(special), special)    # unchanged, not rounded into another value
+    assert np.array_equal(tf32_round_nearest_even(special), special)    # unchanged, not rounded into another value
 
 
 def test_a_tf32_tensor_map_takes_float32_only():

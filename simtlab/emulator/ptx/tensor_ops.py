@@ -456,6 +456,19 @@ def tf32_round_nearest_away(bits32) -> np.ndarray:
     return np.where(nan, _CANONICAL_NAN, rounded).astype(np.uint32)
 
 
+def tf32_round_nearest_even(bits: np.ndarray) -> np.ndarray:
+    """FP32 bit patterns (uint32) rounded to nearest TF32, ties to even, as the TMA does with a TF32
+    tensor map (tma.py; ``cvt.rna`` above sends ties away instead): the low 13 mantissa bits
+    become zero, carrying into the exponent where the mantissa overflows (the largest finite values
+    round to infinity, as IEEE rounding does). Infinities and NaNs pass unchanged, subnormals round
+    like the rest (neither measured on the GPU: no course input holds one)."""
+    bits = np.asarray(bits, np.uint32)
+    wide = bits.astype(np.uint64)
+    rounded = ((wide + 0xFFF + ((wide >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
+    finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    return np.where(finite, rounded, bits)
+
+
 def h_cvt_tf32(ins, mods, entry, layout):
     from .instructions import reader, writer
 

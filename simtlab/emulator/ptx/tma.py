@@ -58,6 +58,7 @@ import numpy as np
 from ..errors import BarrierError, EmulationError, OutOfBoundsError
 from .memory import PARAM_WINDOW, SHARED_OFFSET_MASK, SHARED_WINDOW, WINDOW_SIZE, cluster_address
 from .parser import Address, Imm, Symbol, TensorAddress
+from .tensor_ops import tf32_round_nearest_even
 from .wgmma import swizzle
 
 #: CU_TENSOR_MAP_SWIZZLE_{NONE,32B,64B,128B}: the swizzles a tensor map may name, in bytes
@@ -122,18 +123,6 @@ class TensorMap:
     @property
     def box_bytes(self) -> int:
         return int(np.prod(self.box)) * self.tensor.itemsize
-
-
-def round_to_tf32_bits(bits: np.ndarray) -> np.ndarray:
-    """FP32 bit patterns (uint32) rounded to nearest TF32, ties to even: the low 13 mantissa bits
-    become zero, carrying into the exponent where the mantissa overflows (the largest finite values
-    round to infinity, as IEEE rounding does). Infinities and NaNs pass unchanged, subnormals round
-    like the rest (neither measured on the GPU: no course input holds one)."""
-    bits = np.asarray(bits, np.uint32)
-    wide = bits.astype(np.uint64)
-    rounded = ((wide + 0xFFF + ((wide >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
-    finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
-    return np.where(finite, rounded, bits)
 
 
 # --- mbarrier ------------------------------------------------------------------------------------
@@ -463,7 +452,7 @@ def tensor_copy(c, lane, dst, tm: TensorMap, coords, bar, ins):
     words = tm.tensor.reshape(-1).view(np.dtype(f"u{e}"))
     values = np.where(inside, words[flat_index], 0).astype(f"u{e}").reshape(-1)
     if tm.tf32:
-        values = round_to_tf32_bits(values)
+        values = tf32_round_nearest_even(values)
     data = values.view(np.uint8)
     offsets = swizzle(start + np.arange(data.size, dtype=np.int64), tm.swizzle)
     c.shared[block * c.shared_stride + offsets] = data
